@@ -1,0 +1,63 @@
+//===- Expand.h - The RNG contract as arith/math IR -------------*- C++ -*-===//
+//
+// Builders that expand random sources and the contract's elementary functions into `arith` ops
+// (plus IEEE-exact `math.sqrt` and `math.absf`), computing the same bits as the scalar reference
+// in runtime/include/initrt/rng.h. Every builder works on scalars or on vectors: the operand type
+// decides (i64 or vector<Nxi64> element indices; f32 or vector<NxF32> values), so kernels built
+// from them vectorize. No branches, no fused multiply-add, no fast-math flags.
+//
+// The context must have the arith and math dialects loaded.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INITC_RANDOM_EXPAND_H
+#define INITC_RANDOM_EXPAND_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <array>
+#include <cstdint>
+
+namespace initc::random {
+
+struct PhiloxKey {
+  uint32_t k0, k1;
+};
+
+// Rule 1 of ir-spec/rng.md (same as initrt::rng::deriveKey).
+PhiloxKey derivePhiloxKey(uint64_t seed, llvm::StringRef name, uint64_t stream);
+
+// Words x0..x3 (i32, shaped like `blockIndex`) of Philox4x32-`rounds` for counter block
+// `blockIndex` (i64: the global element index >> 2), counter (lo32, hi32, 0, 0).
+std::array<mlir::Value, 4> emitPhilox(mlir::OpBuilder &builder, mlir::Location loc,
+                                      mlir::Value blockIndex, PhiloxKey key, int rounds = 10);
+
+// Rule 3: i32 word -> f32 in (0, 1).
+mlir::Value emitUnitFloat(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value word);
+
+// Distributions of element `index` (i64, global row-major); results are f32.
+mlir::Value emitUniform(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
+                        PhiloxKey key, double low, double high);
+mlir::Value emitNormal(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
+                       PhiloxKey key, double mean, double stdev);
+mlir::Value emitTruncNormal(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
+                            PhiloxKey key, double mean, double stdev, double a, double b);
+
+// Elementary functions of rule 7, f32 -> f32.
+mlir::Value emitLog(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+mlir::Value emitExp(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+mlir::Value emitErfinv(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+mlir::Value emitSin2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value u);
+mlir::Value emitCos2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value u);
+
+// Rule 8: f32 -> i16 bits of the rounded bf16 / f16 value (integer ops only, so every backend
+// rounds, and treats NaN, identically).
+mlir::Value emitRoundToBF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+mlir::Value emitRoundToF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+
+} // namespace initc::random
+
+#endif // INITC_RANDOM_EXPAND_H

@@ -1,0 +1,66 @@
+// Lowering a module of kernel functions through MLIR's LLVM path to a shared object (kernels.so).
+//
+// The kernels follow the C ABI of initrt::KernelFn (runtime/include/initrt/program.h); how that
+// ABI is written in MLIR, which dialects may appear and what the produced library exports is
+// specified in ir-spec/lowering.md.
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <memory>
+#include <string>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class raw_pwrite_stream;
+} // namespace llvm
+
+namespace initc::target {
+
+struct TargetOptions {
+  std::string cpu = "x86-64-v3";   // portable default with AVX2; "native" resolves to the host
+  std::string features;            // extra "+feature,-feature" list, optional
+  unsigned optLevel = 3;           // 0..3
+  std::string linker;              // empty: find `cc` then `c++` then `gcc` on PATH
+  unsigned threads = 0;            // optimization/codegen threads; 0: all hardware threads
+};
+
+/// The CPU name the kernels are compiled for: `options.cpu`, with "native" resolved to the host
+/// CPU. Recorded in program.json as `targetCpu`.
+std::string resolveTargetCpu(const TargetOptions &options);
+
+/// Lowers `module` (func/arith/math/scf/cf/memref/vector/index/ub/llvm ops) in place to the LLVM
+/// dialect. Private functions get internal linkage; public ones stay external (the kernels).
+mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module, std::string &error);
+
+/// Lowers `module` to the LLVM dialect if it is not already, translates it to LLVM IR in `ctx`,
+/// and optimizes it at `options.optLevel` for the target: triple, data layout, target-cpu and
+/// target-features are set on the module and every function before the pipeline runs, so that
+/// the vectorizers see the real vector width. Fast-math flags are stripped; only defined external
+/// functions stay external. Fails if the optimized module still calls a function it does not
+/// define (kernels must be self-contained: no libm, no libc).
+std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &ctx,
+                                                   const TargetOptions &options,
+                                                   std::string &error);
+
+enum class CodeFileKind { Assembly, Object };
+
+/// Emits machine code for an optimized module (from translateAndOptimize with the same options)
+/// as assembly text or an ELF object, with strict floating point (no FMA contraction).
+mlir::LogicalResult emitMachineCode(llvm::Module &module, const TargetOptions &options,
+                                    CodeFileKind kind, llvm::raw_pwrite_stream &os,
+                                    std::string &error);
+
+/// Lowers, translates, optimizes, emits an object file and links it into a shared library at
+/// `soPath` (written atomically: a temporary in the same directory, then rename). The library
+/// exports exactly the module's public functions, with default visibility, and depends on no
+/// other library. Large modules are split into partitions that are optimized and compiled on
+/// `options.threads` threads; the partitions do not depend on the thread count, so the library's
+/// bytes do not either. Returns a failure with a message on any error.
+mlir::LogicalResult emitSharedObject(mlir::ModuleOp module, llvm::StringRef soPath,
+                                     const TargetOptions &options, std::string &error);
+
+} // namespace initc::target

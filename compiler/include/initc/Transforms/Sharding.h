@@ -1,0 +1,73 @@
+//===- Sharding.h - meshes and sharding rules -------------------*- C++ -*-===//
+//
+// How `--mesh` and `--shard` become a mesh and one #mesh.shard per parameter
+// (ir-spec/sharding.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef INITC_TRANSFORMS_SHARDING_H
+#define INITC_TRANSFORMS_SHARDING_H
+
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace initc {
+
+/// A mesh as the user writes it: `dp=2,tp=2`.
+struct MeshSpec {
+  std::vector<std::string> axisNames;
+  std::vector<int64_t> shape;
+  int64_t size() const;
+  std::string str() const; // back to `dp=2,tp=2`
+};
+
+/// Parses `dp=2,tp=2`. On failure, `error` says what is wrong and how to write it.
+mlir::LogicalResult parseMeshSpec(llvm::StringRef text, MeshSpec &mesh, std::string &error);
+
+/// What a parameter looks like to the sharding rules.
+struct ParamShape {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<std::string> axes; // logical axis names, may be empty
+};
+
+/// Per dim, the mesh axes (indices) a parameter is split over.
+using DimAxes = std::vector<std::vector<int>>;
+
+/// A preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file, resolved against a mesh.
+class ShardingRules {
+public:
+  /// `spec` is a preset name or a path to a rules file.
+  static std::optional<ShardingRules> load(llvm::StringRef spec, const MeshSpec &mesh,
+                                           std::string &error);
+  /// The split of one parameter. Fails (with `error` naming the parameter) if a rule maps two
+  /// dims to one mesh axis.
+  mlir::LogicalResult apply(const ParamShape &param, DimAxes &out, std::string &error);
+  /// After every parameter was seen: rules of a file that matched nothing are errors.
+  mlir::LogicalResult checkAllRulesUsed(std::string &error) const;
+
+  static llvm::ArrayRef<llvm::StringRef> presetNames();
+
+private:
+  struct Rule {
+    std::string pattern;           // logical axis name, or a glob over parameter names
+    bool byName = false;
+    std::vector<std::vector<std::string>> dims; // byName: mesh axes per dim
+    std::vector<std::string> meshAxes;          // logical: mesh axes for that dim
+    bool used = false;
+  };
+  MeshSpec mesh;
+  std::string preset;              // empty for a rules file
+  std::string sourceName;
+  std::vector<Rule> rules;
+  int axisIndex(llvm::StringRef name) const;
+};
+
+} // namespace initc
+
+#endif // INITC_TRANSFORMS_SHARDING_H

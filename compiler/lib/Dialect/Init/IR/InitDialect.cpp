@@ -1,0 +1,42 @@
+//===- InitDialect.cpp - the init dialect ---------------------------------===//
+#include "initc/Dialect/Init/IR/InitDialect.h"
+#include "initc/Dialect/Init/IR/InitOps.h"
+
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace initc::init;
+
+#include "initc/Dialect/Init/IR/InitOpsDialect.cpp.inc"
+
+void InitDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "initc/Dialect/Init/IR/InitOps.cpp.inc"
+      >();
+}
+
+// `init.axis_names` on a `mesh.mesh`: one unique, non-empty name per mesh axis (ir-spec C: mesh).
+LogicalResult InitDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
+  if (attr.getName() != kAxisNamesAttr)
+    return op->emitError() << "unknown init dialect attribute '" << attr.getName().getValue()
+                           << "'";
+  auto mesh = dyn_cast<mesh::MeshOp>(op);
+  if (!mesh)
+    return op->emitError() << "'" << kAxisNamesAttr << "' is only valid on a mesh.mesh";
+  auto names = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!names || llvm::any_of(names, [](Attribute a) { return !isa<StringAttr>(a); }))
+    return op->emitError() << "'" << kAxisNamesAttr << "' must be an array of strings";
+  if ((int64_t)names.size() != mesh.getRank())
+    return op->emitError() << "'" << kAxisNamesAttr << "' names " << names.size()
+                           << " axes but the mesh has " << mesh.getRank();
+  llvm::StringSet<> seen;
+  for (Attribute a : names) {
+    StringRef name = cast<StringAttr>(a).getValue();
+    if (name.empty())
+      return op->emitError() << "mesh axis names must be non-empty";
+    if (!seen.insert(name).second)
+      return op->emitError() << "mesh axis name '" << name << "' is used twice";
+  }
+  return success();
+}

@@ -1,0 +1,382 @@
+//===- InitOps.cpp - operations of the init dialect -----------------------===//
+//
+// Verifiers cite the constraint labels of ir-spec/dialect.md.
+//
+//===----------------------------------------------------------------------===//
+#include "initc/Dialect/Init/IR/InitOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace initc::init;
+
+#include "initc/Dialect/Init/IR/InitEnums.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "initc/Dialect/Init/IR/InitOps.cpp.inc"
+
+namespace initc::init {
+
+LogicalResult computeFans(ArrayRef<int64_t> shape, double &fanIn, double &fanOut) {
+  if (shape.size() < 2)
+    return failure();
+  double receptive = 1;
+  for (int64_t d : shape.drop_front(2))
+    receptive *= (double)d;
+  fanIn = (double)shape[1] * receptive;
+  fanOut = (double)shape[0] * receptive;
+  return success();
+}
+
+uint64_t getModelSeed(ModuleOp module) {
+  for (auto seed : module.getOps<SeedOp>())
+    return seed.getValue();
+  return 0;
+}
+
+SmallVector<std::string> getMeshAxisNames(mesh::MeshOp mesh) {
+  SmallVector<std::string> names;
+  if (auto attr = mesh->getAttrOfType<ArrayAttr>(InitDialect::kAxisNamesAttr)) {
+    for (Attribute a : attr)
+      names.push_back(cast<StringAttr>(a).getValue().str());
+    return names;
+  }
+  for (int64_t i = 0; i < mesh.getRank(); ++i)
+    names.push_back("axis" + std::to_string(i));
+  return names;
+}
+
+LogicalResult verifyModel(ModuleOp module) {
+  // M1: a module holding parameters has exactly one seed.
+  bool hasParams = !module.getOps<ParamOp>().empty();
+  if (hasParams && module.getOps<SeedOp>().empty())
+    return module.emitError()
+           << "the model has no 'init.seed': add one, e.g. 'init.seed 0', or pass --seed";
+  return success();
+}
+
+} // namespace initc::init
+
+static bool isFiniteValue(double v) { return std::isfinite(v); }
+
+//===----------------------------------------------------------------------===//
+// SeedOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SeedOp::verify() {
+  // C1: at most one seed per module.
+  auto module = (*this)->getParentOfType<ModuleOp>();
+  for (auto other : module.getOps<SeedOp>())
+    if (other != *this && other->isBeforeInBlock(*this))
+      return emitOpError("the module already has a seed; keep exactly one 'init.seed'");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ParamOp
+//===----------------------------------------------------------------------===//
+
+Value ParamOp::getYieldedValue() {
+  if (getBody().empty())
+    return {};
+  auto yield = dyn_cast<YieldOp>(getBody().front().getTerminator());
+  return yield ? yield.getValue() : Value();
+}
+
+LogicalResult ParamOp::verify() {
+  RankedTensorType type = getTensorType();
+  // C1: the name is non-empty. (C2, unique names, is the symbol table's check.)
+  if (getSymName().empty())
+    return emitOpError("parameter names must be non-empty");
+
+  // C3: exactly one source of the value.
+  int sources = !getBody().empty() + (bool)getTiedTo() + (bool)getKernel();
+  if (sources != 1)
+    return emitOpError("needs exactly one of a body, 'tied_to' or 'kernel', but has ") << sources;
+
+  // C4: a body is one block without arguments, yielding the parameter's type.
+  if (!getBody().empty()) {
+    if (!getBody().hasOneBlock() || getBody().front().getNumArguments() != 0)
+      return emitOpError("body must be one block without arguments");
+    auto yield = dyn_cast<YieldOp>(getBody().front().getTerminator());
+    if (!yield)
+      return emitOpError("body must end with 'init.yield'");
+    if (yield.getValue().getType() != type)
+      return emitOpError("body yields ")
+             << yield.getValue().getType() << " but the parameter is " << type;
+  }
+
+  // C5: one logical axis name per dim.
+  if (auto axes = getAxes()) {
+    if ((int64_t)axes->size() != type.getRank())
+      return emitOpError("has ") << axes->size() << " axis names for a tensor of rank "
+                                 << type.getRank();
+  }
+
+  // C8: only buffers can be non-persistent.
+  if (getNonpersistent() && !getBuffer())
+    return emitOpError("'nonpersistent' applies to buffers only; add 'buffer'");
+  return success();
+}
+
+LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  RankedTensorType type = getTensorType();
+  // C6: the sharding names an existing mesh, splits existing dims over existing axes, each mesh
+  // axis at most once, and is not partial.
+  // (Tested through the raw attribute: MeshShardingAttr's operator== dereferences its operands.)
+  if (Attribute raw = (*this)->getAttr(getShardingAttrName())) {
+    auto sharding = cast<mesh::MeshShardingAttr>(raw);
+    auto mesh = symbolTable.lookupNearestSymbolFrom<mesh::MeshOp>(*this, sharding.getMesh());
+    if (!mesh)
+      return emitOpError("sharding refers to an unknown mesh '@")
+             << sharding.getMesh().getValue() << "'";
+    if ((int64_t)sharding.getSplitAxes().size() > type.getRank())
+      return emitOpError("sharding splits ")
+             << sharding.getSplitAxes().size() << " dims of a tensor of rank " << type.getRank();
+    if (!sharding.getPartialAxes().empty())
+      return emitOpError("parameters cannot be partial (sharding has partial axes)");
+    llvm::SmallDenseSet<int64_t> used;
+    for (auto dimAxes : sharding.getSplitAxes()) {
+      for (int16_t axis : dimAxes.asArrayRef()) {
+        if (axis < 0 || axis >= mesh.getRank())
+          return emitOpError("sharding uses mesh axis ")
+                 << axis << " but mesh '@" << mesh.getSymName() << "' has " << mesh.getRank()
+                 << " axes";
+        if (!used.insert(axis).second)
+          return emitOpError("sharding uses mesh axis ") << axis << " more than once";
+      }
+    }
+  }
+  // C7: a tied parameter refers to a parameter with a value of the same type.
+  if (auto tied = getTiedToAttr()) {
+    auto target = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, tied);
+    if (!target)
+      return emitOpError("is tied to '@") << tied.getValue() << "', which is not a parameter";
+    if (target.getTiedTo())
+      return emitOpError("is tied to '@")
+             << tied.getValue() << "', which is itself tied; tie to '@"
+             << target.getTiedToAttr().getValue() << "' instead";
+    if (target.getType() != getType())
+      return emitOpError("is tied to '@") << tied.getValue() << "' of type " << target.getType()
+                                          << " but has type " << getType();
+  }
+  if (auto kernel = getKernelAttr()) {
+    if (!symbolTable.lookupNearestSymbolFrom(*this, kernel))
+      return emitOpError("names an unknown kernel '@") << kernel.getValue() << "'";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// YieldOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult YieldOp::verify() {
+  // C1: inside init.elementwise, the yielded scalar is the result's element type.
+  if (auto elementwise = dyn_cast<ElementwiseOp>((*this)->getParentOp())) {
+    Type element = elementwise.getType().getElementType();
+    if (getValue().getType() != element)
+      return emitOpError("yields ") << getValue().getType() << " but the element type is "
+                                    << element;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Random sources
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyStream(Operation *op, int64_t stream) {
+  if (stream < 0)
+    return op->emitOpError("stream must be non-negative, but is ") << stream;
+  return success();
+}
+
+LogicalResult UniformOp::verify() {
+  double low = getLow().convertToDouble(), high = getHigh().convertToDouble();
+  // C1: finite bounds, low < high.
+  if (!isFiniteValue(low) || !isFiniteValue(high))
+    return emitOpError("bounds must be finite");
+  if (!(low < high))
+    return emitOpError("low (") << low << ") must be less than high (" << high << ")";
+  return verifyStream(*this, getStream());
+}
+
+LogicalResult NormalOp::verify() {
+  double mean = getMean().convertToDouble(), std = getStd().convertToDouble();
+  // C1: finite mean, finite std > 0.
+  if (!isFiniteValue(mean) || !isFiniteValue(std))
+    return emitOpError("mean and std must be finite");
+  if (!(std > 0))
+    return emitOpError("std must be positive, but is ") << std;
+  return verifyStream(*this, getStream());
+}
+
+LogicalResult TruncNormalOp::verify() {
+  double mean = getMean().convertToDouble(), std = getStd().convertToDouble();
+  double a = getA().convertToDouble(), b = getB().convertToDouble();
+  if (!isFiniteValue(mean) || !isFiniteValue(std) || !isFiniteValue(a) || !isFiniteValue(b))
+    return emitOpError("mean, std and bounds must be finite");
+  // C1: std > 0. C2: a < b.
+  if (!(std > 0))
+    return emitOpError("std must be positive, but is ") << std;
+  if (!(a < b))
+    return emitOpError("truncation bound a (") << a << ") must be less than b (" << b << ")";
+  return verifyStream(*this, getStream());
+}
+
+double VarianceScalingOp::getFan() {
+  double fanIn = 0, fanOut = 0;
+  (void)computeFans(getType().getShape(), fanIn, fanOut);
+  if (getMode() == FanMode::fan_in)
+    return fanIn;
+  if (getMode() == FanMode::fan_out)
+    return fanOut;
+  return (fanIn + fanOut) / 2;
+}
+
+LogicalResult VarianceScalingOp::verify() {
+  double scale = getScale().convertToDouble();
+  // C1: scale > 0 and finite.
+  if (!isFiniteValue(scale) || !(scale > 0))
+    return emitOpError("scale must be positive and finite, but is ") << scale;
+  // C2: the fan is defined for the global shape (rank >= 2) and non-zero.
+  double fanIn, fanOut;
+  if (failed(computeFans(getType().getShape(), fanIn, fanOut)))
+    return emitOpError("fan in and fan out are undefined for a tensor of rank ")
+           << getType().getRank() << "; give explicit bounds with init.uniform or init.normal";
+  if (getFan() <= 0)
+    return emitOpError("fan is zero for shape with a zero dim");
+  return verifyStream(*this, getStream());
+}
+
+LogicalResult OrthogonalOp::verify() {
+  // C1: rank >= 2. C2: finite gain.
+  if (getType().getRank() < 2)
+    return emitOpError("needs a tensor of rank 2 or more, but the rank is ")
+           << getType().getRank();
+  if (!isFiniteValue(getGain().convertToDouble()))
+    return emitOpError("gain must be finite");
+  return verifyStream(*this, getStream());
+}
+
+//===----------------------------------------------------------------------===//
+// Fills and index-based values
+//===----------------------------------------------------------------------===//
+
+LogicalResult FillOp::verify() {
+  double value = getValue().convertToDouble();
+  Type element = getType().getElementType();
+  // C1: i1 fills are 0 or 1; i64 fills are integers.
+  if (element.isInteger(1) && value != 0 && value != 1)
+    return emitOpError("a mask fill must be 0 or 1, but is ") << value;
+  if (element.isInteger(64) && value != std::trunc(value))
+    return emitOpError("an integer fill must be a whole number, but is ") << value;
+  return success();
+}
+
+static LogicalResult verifyDim(Operation *op, RankedTensorType type, int64_t dim) {
+  if (dim < 0 || dim >= type.getRank())
+    return op->emitOpError("dim ") << dim << " is out of range for a tensor of rank "
+                                   << type.getRank();
+  return success();
+}
+
+LogicalResult IotaOp::verify() {
+  // C1: dim in range. C2: i1 results are not allowed.
+  if (getType().getElementType().isInteger(1))
+    return emitOpError("cannot produce a mask; use init.index_mask or init.tril");
+  return verifyDim(*this, getType(), getDim());
+}
+
+LogicalResult EyeOp::verify() {
+  // C1: a matrix.
+  if (getType().getRank() != 2)
+    return emitOpError("needs a tensor of rank 2, but the rank is ") << getType().getRank();
+  return success();
+}
+
+template <typename Op>
+static LogicalResult verifyTriangle(Op op) {
+  // C1: rank >= 2 (the last two dims form the matrix).
+  if (op.getType().getRank() < 2)
+    return op.emitOpError("needs a tensor of rank 2 or more, but the rank is ")
+           << op.getType().getRank();
+  return success();
+}
+LogicalResult TrilOp::verify() { return verifyTriangle(*this); }
+LogicalResult TriuOp::verify() { return verifyTriangle(*this); }
+
+LogicalResult IndexMaskOp::verify() {
+  // C1: dim in range. C2: index in [0, size of dim).
+  if (failed(verifyDim(*this, getType(), getDim())))
+    return failure();
+  int64_t size = getType().getDimSize(getDim());
+  if (getIndex() < 0 || getIndex() >= size)
+    return emitOpError("index ") << getIndex() << " is out of range for dim " << getDim()
+                                 << " of size " << size;
+  return success();
+}
+
+LogicalResult RopeInvFreqOp::verify() {
+  // C1: theta > 0. C2: head_dim even and positive. C3: shape [head_dim / 2].
+  if (!(getTheta().convertToDouble() > 0) || !isFiniteValue(getTheta().convertToDouble()))
+    return emitOpError("theta must be positive and finite");
+  if (getHeadDim() <= 0 || getHeadDim() % 2 != 0)
+    return emitOpError("head_dim must be positive and even, but is ") << getHeadDim();
+  if (getType().getRank() != 1 || getType().getDimSize(0) != getHeadDim() / 2)
+    return emitOpError("result must be a 1-d tensor of head_dim / 2 = ")
+           << getHeadDim() / 2 << " elements";
+  return success();
+}
+
+LogicalResult LoadOp::verify() {
+  // C1: a file and a tensor name.
+  if (getFile().empty() || getTensor().empty())
+    return emitOpError("needs a file and a tensor name");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise math
+//===----------------------------------------------------------------------===//
+
+LogicalResult ClampOp::verify() {
+  // C1: min <= max.
+  if (!(getMin().convertToDouble() <= getMax().convertToDouble()))
+    return emitOpError("min (") << getMin().convertToDouble() << ") must not exceed max ("
+                                << getMax().convertToDouble() << ")";
+  return success();
+}
+
+LogicalResult SelectOp::verify() {
+  // C1: the mask has the shape of the values.
+  if (getCondition().getType().getShape() != getType().getShape())
+    return emitOpError("mask shape must equal the value shape");
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  // C1: same shape.
+  if (getOperand().getType().getShape() != getType().getShape())
+    return emitOpError("cannot change the shape, only the element type");
+  return success();
+}
+
+LogicalResult ElementwiseOp::verify() {
+  // C1: the region takes the linear index and one index per dim, all i64.
+  Block &block = getBody().front();
+  int64_t expected = getType().getRank() + 1;
+  if ((int64_t)block.getNumArguments() != expected ||
+      llvm::any_of(block.getArgumentTypes(), [](Type t) { return !t.isInteger(64); }))
+    return emitOpError("region must take ") << expected << " i64 arguments (linear index, then "
+                                               "one index per dim)";
+  if (!isa<YieldOp>(block.getTerminator()))
+    return emitOpError("region must end with 'init.yield'");
+  return success();
+}

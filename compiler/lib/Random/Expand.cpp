@@ -1,0 +1,339 @@
+//===- Expand.cpp - The RNG contract as arith/math IR ---------------------===//
+//
+// Each function mirrors its scalar twin in initrt/rng.h operation by operation: same constants,
+// same order of roundings, `?:` becoming arith.select. Keep the two in lockstep; the unit test
+// random_expand_test.cpp compares them bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "initc/Random/Expand.h"
+
+#include "initrt/rng.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/SmallVector.h"
+
+using namespace mlir;
+
+namespace initc::random {
+namespace {
+
+namespace rng = initrt::rng;
+
+// Emits arith ops on operands that are all scalars or all vectors of one shape, so that each
+// expansion reads like the scalar code it mirrors.
+class ElementwiseBuilder {
+public:
+  ElementwiseBuilder(OpBuilder &b, Location loc, Type like) : b(b), loc(loc) {
+    if (auto vec = dyn_cast<VectorType>(like))
+      shape.assign(vec.getShape().begin(), vec.getShape().end());
+  }
+
+  Type shaped(Type elem) const {
+    return shape.empty() ? elem : VectorType::get(shape, elem);
+  }
+  Type f32Type() const { return shaped(b.getF32Type()); }
+  Type intType(unsigned width) const { return shaped(b.getIntegerType(width)); }
+
+  Value constant(TypedAttr scalar) {
+    if (shape.empty())
+      return b.create<arith::ConstantOp>(loc, scalar);
+    auto type = cast<ShapedType>(shaped(scalar.getType()));
+    return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(type, scalar));
+  }
+  Value f32(float v) { return constant(b.getF32FloatAttr(v)); }
+  Value i32(uint32_t v) { return constant(b.getI32IntegerAttr(static_cast<int32_t>(v))); }
+  Value i64(uint64_t v) { return constant(b.getI64IntegerAttr(static_cast<int64_t>(v))); }
+
+  // Floating point, one rounding each.
+  Value add(Value x, Value y) { return b.create<arith::AddFOp>(loc, x, y); }
+  Value sub(Value x, Value y) { return b.create<arith::SubFOp>(loc, x, y); }
+  Value mul(Value x, Value y) { return b.create<arith::MulFOp>(loc, x, y); }
+  Value neg(Value x) { return b.create<arith::NegFOp>(loc, x); }
+  Value sqrt(Value x) { return b.create<math::SqrtOp>(loc, x); }
+  Value abs(Value x) { return b.create<math::AbsFOp>(loc, x); }
+  Value cmpf(arith::CmpFPredicate p, Value x, Value y) {
+    return b.create<arith::CmpFOp>(loc, p, x, y);
+  }
+  Value horner(ArrayRef<float> c, Value x) {
+    Value p = f32(c[0]);
+    for (float ck : c.drop_front())
+      p = add(mul(p, x), f32(ck));
+    return p;
+  }
+
+  // Integers.
+  Value addi(Value x, Value y) { return b.create<arith::AddIOp>(loc, x, y); }
+  Value subi(Value x, Value y) { return b.create<arith::SubIOp>(loc, x, y); }
+  Value muli(Value x, Value y) { return b.create<arith::MulIOp>(loc, x, y); }
+  Value andi(Value x, Value y) { return b.create<arith::AndIOp>(loc, x, y); }
+  Value ori(Value x, Value y) { return b.create<arith::OrIOp>(loc, x, y); }
+  Value xori(Value x, Value y) { return b.create<arith::XOrIOp>(loc, x, y); }
+  Value shl(Value x, Value y) { return b.create<arith::ShLIOp>(loc, x, y); }
+  Value shru(Value x, Value y) { return b.create<arith::ShRUIOp>(loc, x, y); }
+  Value shrs(Value x, Value y) { return b.create<arith::ShRSIOp>(loc, x, y); }
+  Value mins(Value x, Value y) { return b.create<arith::MinSIOp>(loc, x, y); }
+  Value maxs(Value x, Value y) { return b.create<arith::MaxSIOp>(loc, x, y); }
+  Value cmpi(arith::CmpIPredicate p, Value x, Value y) {
+    return b.create<arith::CmpIOp>(loc, p, x, y);
+  }
+  Value trunc(Value x, unsigned width) {
+    return b.create<arith::TruncIOp>(loc, intType(width), x);
+  }
+  Value zext(Value x, unsigned width) {
+    return b.create<arith::ExtUIOp>(loc, intType(width), x);
+  }
+
+  // Conversions and selects.
+  Value select(Value c, Value x, Value y) { return b.create<arith::SelectOp>(loc, c, x, y); }
+  Value bitsOf(Value f) { return b.create<arith::BitcastOp>(loc, intType(32), f); }
+  Value floatOf(Value i) { return b.create<arith::BitcastOp>(loc, f32Type(), i); }
+  Value toFloat(Value i) { return b.create<arith::SIToFPOp>(loc, f32Type(), i); }
+  Value toInt(Value f) { return b.create<arith::FPToSIOp>(loc, intType(32), f); }
+
+private:
+  OpBuilder &b;
+  Location loc;
+  SmallVector<int64_t> shape;
+};
+
+using arith::CmpFPredicate;
+using arith::CmpIPredicate;
+
+// Lane j = index & 3 picks x_j: bit 0 chooses within a pair, bit 1 between pairs.
+struct Lane {
+  Value odd;  // j & 1
+  Value high; // j & 2
+};
+
+Lane laneOf(ElementwiseBuilder &e, Value index) {
+  Value zero = e.i64(0);
+  return Lane{e.cmpi(CmpIPredicate::ne, e.andi(index, e.i64(1)), zero),
+              e.cmpi(CmpIPredicate::ne, e.andi(index, e.i64(2)), zero)};
+}
+
+Value blockOf(ElementwiseBuilder &e, Value index) { return e.shru(index, e.i64(2)); }
+
+Value uniformFromWord(ElementwiseBuilder &e, OpBuilder &b, Location loc, Value word,
+                      rng::UniformParams p) {
+  return e.add(e.f32(p.low), e.mul(e.f32(p.width), emitUnitFloat(b, loc, word)));
+}
+
+Value wordAt(ElementwiseBuilder &e, OpBuilder &b, Location loc, Value index, PhiloxKey key) {
+  std::array<Value, 4> x = emitPhilox(b, loc, blockOf(e, index), key);
+  Lane lane = laneOf(e, index);
+  Value low = e.select(lane.odd, x[1], x[0]);
+  Value high = e.select(lane.odd, x[3], x[2]);
+  return e.select(lane.high, high, low);
+}
+
+// sin(q * pi / 2 + t) for integer q (i32).
+Value sinQuadrant(ElementwiseBuilder &e, Value q, Value t) {
+  Value z = e.mul(t, t);
+  Value s = e.add(e.mul(e.mul(e.horner(rng::kSinPoly, z), z), t), t);
+  Value c = e.mul(e.mul(e.horner(rng::kCosPoly, z), z), z);
+  c = e.sub(c, e.mul(e.f32(0.5f), z));
+  c = e.add(c, e.f32(1.0f));
+  Value zero = e.i32(0);
+  Value odd = e.cmpi(CmpIPredicate::ne, e.andi(q, e.i32(1)), zero);
+  Value negate = e.cmpi(CmpIPredicate::ne, e.andi(q, e.i32(2)), zero);
+  Value v = e.select(odd, c, s);
+  return e.select(negate, e.neg(v), v);
+}
+
+// u = q / 4 + r exactly, q = round-half-up(4u); returns t = r * 2pi.
+std::pair<Value, Value> reduceTurn(ElementwiseBuilder &e, Value u) {
+  Value u4 = e.mul(u, e.f32(4.0f));
+  Value n = e.toInt(u4);
+  Value f = e.sub(u4, e.toFloat(n));
+  Value q = e.select(e.cmpf(CmpFPredicate::OGE, f, e.f32(0.5f)), e.addi(n, e.i32(1)), n);
+  Value r = e.sub(u, e.mul(e.toFloat(q), e.f32(0.25f)));
+  return {q, e.mul(r, e.f32(rng::kTwoPi))};
+}
+
+} // namespace
+
+PhiloxKey derivePhiloxKey(uint64_t seed, llvm::StringRef name, uint64_t stream) {
+  rng::Key k = rng::deriveKey(seed, std::string_view(name.data(), name.size()), stream);
+  return PhiloxKey{k.k0, k.k1};
+}
+
+std::array<Value, 4> emitPhilox(OpBuilder &builder, Location loc, Value blockIndex,
+                                PhiloxKey key, int rounds) {
+  ElementwiseBuilder e(builder, loc, blockIndex.getType());
+  Value c0 = e.trunc(blockIndex, 32);
+  Value c1 = e.trunc(e.shru(blockIndex, e.i64(32)), 32);
+  Value c2 = e.i32(0), c3 = e.i32(0);
+  uint32_t k0 = key.k0, k1 = key.k1;
+  Value m0 = e.i64(rng::kPhiloxM0), m1 = e.i64(rng::kPhiloxM1), shift = e.i64(32);
+  for (int r = 0; r < rounds; ++r) {
+    if (r > 0) {
+      k0 += rng::kPhiloxW0;
+      k1 += rng::kPhiloxW1;
+    }
+    // 32x32 -> 64-bit products; the key schedule folds into constants.
+    Value p0 = e.muli(e.zext(c0, 64), m0);
+    Value p1 = e.muli(e.zext(c2, 64), m1);
+    Value n0 = e.xori(e.xori(e.trunc(e.shru(p1, shift), 32), c1), e.i32(k0));
+    Value n1 = e.trunc(p1, 32);
+    Value n2 = e.xori(e.xori(e.trunc(e.shru(p0, shift), 32), c3), e.i32(k1));
+    Value n3 = e.trunc(p0, 32);
+    c0 = n0, c1 = n1, c2 = n2, c3 = n3;
+  }
+  return {c0, c1, c2, c3};
+}
+
+Value emitUnitFloat(OpBuilder &builder, Location loc, Value word) {
+  ElementwiseBuilder e(builder, loc, word.getType());
+  Value odd = e.ori(e.shl(e.shru(word, e.i32(9)), e.i32(1)), e.i32(1));
+  return e.mul(e.toFloat(odd), e.f32(0x1p-24f));
+}
+
+Value emitUniform(OpBuilder &builder, Location loc, Value index, PhiloxKey key, double low,
+                  double high) {
+  ElementwiseBuilder e(builder, loc, index.getType());
+  return uniformFromWord(e, builder, loc, wordAt(e, builder, loc, index, key),
+                         rng::uniformParams(low, high));
+}
+
+Value emitNormal(OpBuilder &builder, Location loc, Value index, PhiloxKey key, double mean,
+                 double stdev) {
+  ElementwiseBuilder e(builder, loc, index.getType());
+  std::array<Value, 4> x = emitPhilox(builder, loc, blockOf(e, index), key);
+  Lane lane = laneOf(e, index);
+  Value u1 = emitUnitFloat(builder, loc, e.select(lane.high, x[2], x[0]));
+  Value u2 = emitUnitFloat(builder, loc, e.select(lane.high, x[3], x[1]));
+  Value r = e.sqrt(e.mul(e.f32(-2.0f), emitLog(builder, loc, u1)));
+  // Even lanes take cos(2 pi u2), the sine one quadrant further on.
+  auto [q, t] = reduceTurn(e, u2);
+  Value even = e.cmpi(CmpIPredicate::eq, e.andi(index, e.i64(1)), e.i64(0));
+  q = e.select(even, e.addi(q, e.i32(1)), q);
+  Value z = e.mul(r, sinQuadrant(e, q, t));
+  return e.add(e.f32(static_cast<float>(mean)), e.mul(e.f32(static_cast<float>(stdev)), z));
+}
+
+Value emitTruncNormal(OpBuilder &builder, Location loc, Value index, PhiloxKey key,
+                      double mean, double stdev, double a, double b) {
+  ElementwiseBuilder e(builder, loc, index.getType());
+  rng::TruncNormalParams p = rng::truncNormalParams(mean, stdev, a, b);
+  Value v = uniformFromWord(e, builder, loc, wordAt(e, builder, loc, index, key), p.v);
+  Value y = e.add(e.mul(emitErfinv(builder, loc, v), e.f32(p.scale)), e.f32(p.mean));
+  Value lo = e.f32(p.a), hi = e.f32(p.b);
+  y = e.select(e.cmpf(CmpFPredicate::OLT, y, lo), lo, y);
+  return e.select(e.cmpf(CmpFPredicate::OGT, y, hi), hi, y);
+}
+
+Value emitLog(OpBuilder &builder, Location loc, Value x) {
+  ElementwiseBuilder e(builder, loc, x.getType());
+  Value sub = e.cmpf(CmpFPredicate::OLT, x, e.f32(0x1p-126f));
+  Value xs = e.select(sub, e.mul(x, e.f32(0x1p23f)), x);
+  Value bits = e.bitsOf(xs);
+  Value exp = e.andi(e.shru(bits, e.i32(23)), e.i32(0xff));
+  exp = e.subi(exp, e.select(sub, e.i32(126 + 23), e.i32(126)));
+  Value m = e.floatOf(e.ori(e.andi(bits, e.i32(0x007fffff)), e.i32(0x3f000000)));
+  Value small = e.cmpf(CmpFPredicate::OLT, m, e.f32(rng::kSqrtHalf));
+  exp = e.select(small, e.subi(exp, e.i32(1)), exp);
+  Value one = e.f32(1.0f);
+  Value t = e.select(small, e.sub(e.add(m, m), one), e.sub(m, one));
+  Value fe = e.toFloat(exp);
+  Value z = e.mul(t, t);
+  Value y = e.mul(e.mul(e.horner(rng::kLogPoly, t), t), z);
+  y = e.add(y, e.mul(e.f32(rng::kLn2Lo), fe));
+  y = e.sub(y, e.mul(e.f32(0.5f), z));
+  Value r = e.add(t, y);
+  r = e.add(r, e.mul(e.f32(rng::kLn2Hi), fe));
+  // Special values, in the reference's order of precedence.
+  r = e.select(e.cmpf(CmpFPredicate::UNO, x, x), x, r);
+  r = e.select(e.cmpf(CmpFPredicate::OEQ, x, e.f32(INFINITY)), x, r);
+  r = e.select(e.cmpf(CmpFPredicate::OLT, x, e.f32(0.0f)), e.f32(NAN), r);
+  return e.select(e.cmpf(CmpFPredicate::OEQ, x, e.f32(0.0f)), e.f32(-INFINITY), r);
+}
+
+Value emitExp(OpBuilder &builder, Location loc, Value x) {
+  ElementwiseBuilder e(builder, loc, x.getType());
+  Value lo = e.f32(rng::kExpMin), hi = e.f32(rng::kExpMax);
+  Value xc = e.select(e.cmpf(CmpFPredicate::OGE, x, lo), x, lo);
+  xc = e.select(e.cmpf(CmpFPredicate::OGT, xc, hi), hi, xc);
+  Value v = e.add(e.mul(e.f32(rng::kLog2e), xc), e.f32(0.5f));
+  Value n = e.toInt(v);
+  n = e.select(e.cmpf(CmpFPredicate::OGT, e.toFloat(n), v), e.subi(n, e.i32(1)), n);
+  Value fn = e.toFloat(n);
+  Value r = e.sub(xc, e.mul(fn, e.f32(rng::kLn2Hi)));
+  r = e.sub(r, e.mul(fn, e.f32(rng::kLn2Lo)));
+  Value z = e.mul(r, r);
+  Value y = e.add(e.add(e.mul(e.horner(rng::kExpPoly, r), z), r), e.f32(1.0f));
+  Value n1 = e.shrs(n, e.i32(1));
+  Value n2 = e.subi(n, n1);
+  Value bias = e.i32(127), mantissaBits = e.i32(23);
+  y = e.mul(y, e.floatOf(e.shl(e.addi(n1, bias), mantissaBits)));
+  y = e.mul(y, e.floatOf(e.shl(e.addi(n2, bias), mantissaBits)));
+  return e.select(e.cmpf(CmpFPredicate::UNO, x, x), x, y);
+}
+
+Value emitSin2Pi(OpBuilder &builder, Location loc, Value u) {
+  ElementwiseBuilder e(builder, loc, u.getType());
+  auto [q, t] = reduceTurn(e, u);
+  return sinQuadrant(e, q, t);
+}
+
+Value emitCos2Pi(OpBuilder &builder, Location loc, Value u) {
+  ElementwiseBuilder e(builder, loc, u.getType());
+  auto [q, t] = reduceTurn(e, u);
+  return sinQuadrant(e, e.addi(q, e.i32(1)), t);
+}
+
+Value emitErfinv(OpBuilder &builder, Location loc, Value x) {
+  ElementwiseBuilder e(builder, loc, x.getType());
+  Value one = e.f32(1.0f);
+  Value w = e.neg(emitLog(builder, loc, e.mul(e.sub(one, x), e.add(one, x))));
+  Value pc = e.horner(rng::kErfinvCentral, e.sub(w, e.f32(2.5f)));
+  Value pt = e.horner(rng::kErfinvTail, e.sub(e.sqrt(w), e.f32(3.0f)));
+  Value p = e.select(e.cmpf(CmpFPredicate::OLT, w, e.f32(5.0f)), pc, pt);
+  Value edge = e.cmpf(CmpFPredicate::OEQ, e.abs(x), one);
+  return e.select(edge, e.mul(x, e.f32(INFINITY)), e.mul(p, x));
+}
+
+Value emitRoundToBF16Bits(OpBuilder &builder, Location loc, Value x) {
+  ElementwiseBuilder e(builder, loc, x.getType());
+  Value bits = e.bitsOf(x);
+  Value hi = e.shru(bits, e.i32(16));
+  Value nan = e.ori(hi, e.i32(0x40));
+  Value rounded = e.addi(bits, e.addi(e.i32(0x7fff), e.andi(hi, e.i32(1))));
+  rounded = e.shru(rounded, e.i32(16));
+  Value isNan = e.cmpi(CmpIPredicate::ugt, e.andi(bits, e.i32(0x7fffffff)), e.i32(0x7f800000));
+  return e.trunc(e.select(isNan, nan, rounded), 16);
+}
+
+Value emitRoundToF16Bits(OpBuilder &builder, Location loc, Value x) {
+  ElementwiseBuilder e(builder, loc, x.getType());
+  Value bits = e.bitsOf(x);
+  Value sign = e.andi(e.shru(bits, e.i32(16)), e.i32(0x8000));
+  Value a = e.andi(bits, e.i32(0x7fffffff));
+  // Normal half: rebias, round off 13 bits to nearest even.
+  Value v = e.subi(a, e.i32(0x38000000));
+  Value normal = e.addi(v, e.addi(e.i32(0xfff), e.andi(e.shru(v, e.i32(13)), e.i32(1))));
+  normal = e.shru(normal, e.i32(13));
+  // Subnormal half: mantissa / 2^(126 - exponent), to nearest even; the clamp keeps shifts
+  // in range on lanes that take another path.
+  Value exp = e.shru(a, e.i32(23));
+  Value m = e.ori(e.andi(a, e.i32(0x007fffff)), e.i32(0x00800000));
+  Value shift = e.maxs(e.mins(e.subi(e.i32(126), exp), e.i32(25)), e.i32(14));
+  Value q = e.shru(m, shift);
+  Value rem = e.andi(m, e.subi(e.shl(e.i32(1), shift), e.i32(1)));
+  Value half = e.shl(e.i32(1), e.subi(shift, e.i32(1)));
+  Value tieOdd = e.andi(e.cmpi(CmpIPredicate::eq, rem, half),
+                        e.cmpi(CmpIPredicate::ne, e.andi(q, e.i32(1)), e.i32(0)));
+  Value up = e.ori(e.cmpi(CmpIPredicate::ugt, rem, half), tieOdd);
+  Value subnormal = e.select(up, e.addi(q, e.i32(1)), q);
+
+  Value r = e.select(e.cmpi(CmpIPredicate::uge, a, e.i32(0x38800000)), normal, subnormal);
+  r = e.select(e.cmpi(CmpIPredicate::uge, a, e.i32(0x477ff000)), e.i32(0x7c00), r);
+  Value nan = e.ori(e.i32(0x7e00), e.andi(e.shru(a, e.i32(13)), e.i32(0x3ff)));
+  r = e.select(e.cmpi(CmpIPredicate::ugt, a, e.i32(0x7f800000)), nan, r);
+  return e.trunc(e.ori(sign, r), 16);
+}
+
+} // namespace initc::random

@@ -1,0 +1,724 @@
+#include "initc/Target/SharedObject.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Operator.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Object/ObjectFile.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+
+using namespace mlir;
+
+namespace initc::target {
+namespace {
+
+/// Collects the error diagnostics emitted while it lives, one per line, with their locations.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext *ctx)
+      : handler(ctx, [this](Diagnostic &diag) {
+          if (diag.getSeverity() != DiagnosticSeverity::Error)
+            return success();
+          llvm::raw_string_ostream os(messages);
+          if (!messages.empty())
+            os << "\n";
+          os << diag.getLocation() << ": " << diag.str();
+          for (const Diagnostic &note : diag.getNotes())
+            os << "\n  note: " << note.str();
+          return success();
+        }) {}
+
+  std::string take(llvm::StringRef fallback) {
+    return messages.empty() ? fallback.str() : messages;
+  }
+
+private:
+  std::string messages;
+  ScopedDiagnosticHandler handler;
+};
+
+/// RAII removal of a temporary file.
+class TemporaryFile {
+public:
+  TemporaryFile() = default;
+  explicit TemporaryFile(llvm::StringRef path) : path(path.str()) {}
+  TemporaryFile(const TemporaryFile &) = delete;
+  TemporaryFile &operator=(const TemporaryFile &) = delete;
+  ~TemporaryFile() {
+    if (!path.empty())
+      llvm::sys::fs::remove(path);
+  }
+  void keep() { path.clear(); }
+  std::string path;
+};
+
+/// RAII removal of a temporary directory and its contents.
+class TemporaryDirectory {
+public:
+  explicit TemporaryDirectory(llvm::StringRef path) : path(path.str()) {}
+  TemporaryDirectory(const TemporaryDirectory &) = delete;
+  TemporaryDirectory &operator=(const TemporaryDirectory &) = delete;
+  ~TemporaryDirectory() { llvm::sys::fs::remove_directories(path); }
+  std::string path;
+};
+
+void initializeNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+/// The feature string for the target machine: the host's features for "native", then the
+/// user's extra features. Every named feature must exist for the target, or LLVM would only
+/// print a warning on stderr and ignore it.
+std::optional<std::string> resolveFeatures(const TargetOptions &options,
+                                           const llvm::MCSubtargetInfo &subtarget,
+                                           std::string &error) {
+  llvm::SmallVector<std::string> features;
+  if (options.cpu == "native")
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      features.push_back((feature.second ? "+" : "-") + feature.first().str());
+  llvm::SmallVector<llvm::StringRef> extra;
+  llvm::StringRef(options.features).split(extra, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef feature : extra) {
+    feature = feature.trim();
+    if (feature.empty())
+      continue;
+    if (feature[0] != '+' && feature[0] != '-') {
+      error = "target feature '" + feature.str() +
+              "' must start with '+' (enable) or '-' (disable), e.g. +avx512f";
+      return std::nullopt;
+    }
+    llvm::StringRef name = feature.drop_front();
+    bool known = llvm::any_of(subtarget.getAllProcessorFeatures(),
+                              [&](const llvm::SubtargetFeatureKV &kv) { return name == kv.Key; });
+    if (!known) {
+      error = "unknown target feature '" + name.str() +
+              "' (list the valid ones with `llc -march=x86-64 -mattr=help`)";
+      return std::nullopt;
+    }
+    features.push_back(feature.str());
+  }
+  return llvm::join(features, ",");
+}
+
+struct ResolvedTarget {
+  std::string triple;
+  std::string cpu;
+  std::string features;
+  std::unique_ptr<llvm::TargetMachine> machine;
+};
+
+std::optional<ResolvedTarget> createTargetMachine(const TargetOptions &options,
+                                                  std::string &error) {
+  initializeNativeTarget();
+  if (options.optLevel > 3) {
+    error = "optimization level " + std::to_string(options.optLevel) + " is out of range 0..3";
+    return std::nullopt;
+  }
+  ResolvedTarget target;
+  // Kernels run where they are compiled or on a cluster of the same architecture: the host's
+  // triple, with a deliberately chosen CPU.
+  target.triple = llvm::sys::getProcessTriple();
+  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(target.triple, error);
+  if (!llvmTarget) {
+    error = "no LLVM code generator for '" + target.triple + "': " + error;
+    return std::nullopt;
+  }
+  target.cpu = resolveTargetCpu(options);
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      llvmTarget->createMCSubtargetInfo(target.triple, "", ""));
+  if (!subtarget || !subtarget->isCPUStringValid(target.cpu)) {
+    error = "unknown target CPU '" + target.cpu +
+            "' (use x86-64-v3, x86-64-v4, native, or a name from `llc -mcpu=help`)";
+    return std::nullopt;
+  }
+  std::optional<std::string> features = resolveFeatures(options, *subtarget, error);
+  if (!features)
+    return std::nullopt;
+  target.features = *features;
+
+  llvm::TargetOptions targetOptions;
+  // Bits must not depend on the CPU or the vector width: never fuse a*b+c into an FMA, never
+  // relax IEEE semantics.
+  targetOptions.AllowFPOpFusion = llvm::FPOpFusion::Strict;
+  targetOptions.UnsafeFPMath = false;
+  targetOptions.NoInfsFPMath = false;
+  targetOptions.NoNaNsFPMath = false;
+  targetOptions.NoSignedZerosFPMath = false;
+  targetOptions.ApproxFuncFPMath = false;
+  static const llvm::CodeGenOptLevel levels[] = {
+      llvm::CodeGenOptLevel::None, llvm::CodeGenOptLevel::Less,
+      llvm::CodeGenOptLevel::Default, llvm::CodeGenOptLevel::Aggressive};
+  target.machine.reset(llvmTarget->createTargetMachine(
+      target.triple, target.cpu, target.features, targetOptions, llvm::Reloc::PIC_,
+      llvm::CodeModel::Small, levels[options.optLevel]));
+  if (!target.machine) {
+    error = "could not create an LLVM target machine for '" + target.triple + "', CPU '" +
+            target.cpu + "'";
+    return std::nullopt;
+  }
+  return target;
+}
+
+bool isInLLVMDialect(ModuleOp module) {
+  auto *llvmDialect = module->getContext()->getLoadedDialect<LLVM::LLVMDialect>();
+  bool allLLVM = true;
+  module.getBody()->walk([&](Operation *op) {
+    if (!llvmDialect || op->getDialect() != llvmDialect) {
+      allLLVM = false;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return allLLVM;
+}
+
+/// The module's C symbol names, used in a linker version script: refuse what would be read as a
+/// pattern or break the script.
+LogicalResult checkSymbolName(llvm::StringRef name, std::string &error) {
+  for (char c : name) {
+    if (llvm::isAlnum(c) || c == '_' || c == '.' || c == '$')
+      continue;
+    error = "kernel name '" + name.str() +
+            "' is not a valid symbol: use letters, digits, '_', '.' and '$' only";
+    return failure();
+  }
+  return success();
+}
+
+/// Everything that makes the optimized code independent of the compiling machine's defaults.
+void prepareForTarget(llvm::Module &module, const ResolvedTarget &target) {
+  module.setTargetTriple(target.triple);
+  module.setDataLayout(target.machine->createDataLayout());
+  static const char *const relaxedMathAttributes[] = {
+      "unsafe-fp-math", "no-infs-fp-math", "no-nans-fp-math", "no-signed-zeros-fp-math",
+      "approx-func-fp-math"};
+  for (llvm::Function &function : module) {
+    if (function.isDeclaration())
+      continue;
+    // Only the kernels are visible outside kernels.so; the rest can be inlined and dropped.
+    if (function.hasExternalLinkage())
+      function.setVisibility(llvm::GlobalValue::DefaultVisibility);
+    else if (!function.hasLocalLinkage())
+      function.setLinkage(llvm::GlobalValue::InternalLinkage);
+    function.addFnAttr("target-cpu", target.cpu);
+    if (target.features.empty())
+      function.removeFnAttr("target-features");
+    else
+      function.addFnAttr("target-features", target.features);
+    // No libcall may be invented (a zero-fill loop turned into memset): kernels.so links no libc.
+    function.addFnAttr("no-builtins");
+    function.addFnAttr(llvm::Attribute::NoUnwind);
+    for (const char *name : relaxedMathAttributes)
+      function.removeFnAttr(name);
+    for (llvm::Instruction &inst : llvm::instructions(function))
+      if (llvm::isa<llvm::FPMathOperator>(inst))
+        inst.copyFastMathFlags(llvm::FastMathFlags());
+  }
+  for (llvm::GlobalVariable &global : module.globals())
+    if (!global.isDeclaration() && !global.hasLocalLinkage())
+      global.setLinkage(llvm::GlobalValue::InternalLinkage);
+}
+
+void optimize(llvm::Module &module, llvm::TargetMachine &machine, unsigned optLevel) {
+  llvm::LoopAnalysisManager loopAnalyses;
+  llvm::FunctionAnalysisManager functionAnalyses;
+  llvm::CGSCCAnalysisManager cgsccAnalyses;
+  llvm::ModuleAnalysisManager moduleAnalyses;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = optLevel >= 2;
+  tuning.SLPVectorization = optLevel >= 2;
+  tuning.LoopUnrolling = optLevel >= 1;
+  llvm::PassBuilder builder(&machine, tuning);
+  builder.registerModuleAnalyses(moduleAnalyses);
+  builder.registerCGSCCAnalyses(cgsccAnalyses);
+  builder.registerFunctionAnalyses(functionAnalyses);
+  builder.registerLoopAnalyses(loopAnalyses);
+  builder.crossRegisterProxies(loopAnalyses, functionAnalyses, cgsccAnalyses, moduleAnalyses);
+  static const llvm::OptimizationLevel levels[] = {
+      llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1, llvm::OptimizationLevel::O2,
+      llvm::OptimizationLevel::O3};
+  llvm::ModulePassManager passes =
+      optLevel == 0 ? builder.buildO0DefaultPipeline(levels[0])
+                    : builder.buildPerModuleDefaultPipeline(levels[optLevel]);
+  passes.run(module, moduleAnalyses);
+}
+
+/// Kernels may call only each other and LLVM intrinsics that compile to instructions.
+/// `kernelNames` lists the kernels of the whole module when `module` is one partition of it.
+LogicalResult checkSelfContained(llvm::Module &module, const llvm::StringSet<> &kernelNames,
+                                 std::string &error) {
+  for (llvm::Function &function : module) {
+    if (!function.isDeclaration() || function.isIntrinsic() || function.use_empty() ||
+        kernelNames.contains(function.getName()))
+      continue;
+    std::string user = "?";
+    for (llvm::User *use : function.users())
+      if (auto *inst = llvm::dyn_cast<llvm::Instruction>(use)) {
+        user = inst->getFunction()->getName().str();
+        break;
+      }
+    error = "kernel '" + user + "' calls external function '" + function.getName().str() +
+            "', but kernels.so links no library: expand such calls (e.g. math ops) into "
+            "arith ops before lowering";
+    return failure();
+  }
+  return success();
+}
+
+/// MLIR module -> LLVM IR prepared for the target, not yet optimized.
+std::unique_ptr<llvm::Module> translate(ModuleOp module, llvm::LLVMContext &ctx,
+                                        const ResolvedTarget &target, std::string &error) {
+  if (!isInLLVMDialect(module) && failed(lowerToLLVMDialect(module, error)))
+    return nullptr;
+  MLIRContext *mlirContext = module->getContext();
+  registerBuiltinDialectTranslation(*mlirContext);
+  registerLLVMDialectTranslation(*mlirContext);
+  DiagnosticCollector diagnostics(mlirContext);
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, ctx, "kernels");
+  if (!llvmModule) {
+    error = "translation to LLVM IR failed: " + diagnostics.take("no diagnostic");
+    return nullptr;
+  }
+  prepareForTarget(*llvmModule, target);
+  std::string verifierMessages;
+  llvm::raw_string_ostream verifierStream(verifierMessages);
+  if (llvm::verifyModule(*llvmModule, &verifierStream)) {
+    error = "translated LLVM IR is invalid: " + verifierMessages;
+    return nullptr;
+  }
+  return llvmModule;
+}
+
+LogicalResult optimizeAndCheck(llvm::Module &module, const ResolvedTarget &target,
+                               unsigned optLevel, const llvm::StringSet<> &kernelNames,
+                               std::string &error) {
+  optimize(module, *target.machine, optLevel);
+  return checkSelfContained(module, kernelNames, error);
+}
+
+LogicalResult emitMachineCode(llvm::Module &module, const ResolvedTarget &target,
+                              CodeFileKind kind, llvm::raw_pwrite_stream &os,
+                              std::string &error) {
+  llvm::legacy::PassManager passes;
+  auto fileType = kind == CodeFileKind::Assembly ? llvm::CodeGenFileType::AssemblyFile
+                                                 : llvm::CodeGenFileType::ObjectFile;
+  if (target.machine->addPassesToEmitFile(passes, os, nullptr, fileType)) {
+    error = "the LLVM target for '" + target.triple + "' cannot emit this file type";
+    return failure();
+  }
+  passes.run(module);
+  return success();
+}
+
+/// The C compiler driver that links the object into a shared library.
+std::optional<std::string> findLinker(const TargetOptions &options, std::string &error) {
+  const char *advice = "install gcc (e.g. `apt-get install gcc`) or pass --linker=<path to a C "
+                       "compiler driver>";
+  if (options.linker.empty()) {
+    for (const char *name : {"cc", "c++", "gcc"})
+      if (llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(name))
+        return *path;
+    error = "no linker found: none of cc, c++, gcc is on PATH; " + std::string(advice);
+    return std::nullopt;
+  }
+  if (llvm::StringRef(options.linker).contains('/')) {
+    if (llvm::sys::fs::can_execute(options.linker))
+      return options.linker;
+    error = "linker '" + options.linker + "' does not exist or is not executable; " + advice;
+    return std::nullopt;
+  }
+  if (llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(options.linker))
+    return *path;
+  error = "linker '" + options.linker + "' is not on PATH; " + advice;
+  return std::nullopt;
+}
+
+/// Symbols the object needs from outside: the linker would reject them (-z defs), but this
+/// message names the cause. Compiler helpers (`__truncsfhf2`, ...) come from libgcc.
+LogicalResult checkObjectImports(llvm::StringRef objectPath, const llvm::StringSet<> &kernelNames,
+                                 std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(objectPath);
+  if (!buffer) {
+    error = "cannot read '" + objectPath.str() + "': " + buffer.getError().message();
+    return failure();
+  }
+  auto object = llvm::object::ObjectFile::createObjectFile((*buffer)->getMemBufferRef());
+  if (!object) {
+    error = "cannot parse the emitted object: " + llvm::toString(object.takeError());
+    return failure();
+  }
+  for (const llvm::object::SymbolRef &symbol : (*object)->symbols()) {
+    llvm::Expected<uint32_t> flags = symbol.getFlags();
+    llvm::Expected<llvm::StringRef> name = symbol.getName();
+    if (!flags || !name) {
+      llvm::consumeError(flags.takeError());
+      llvm::consumeError(name.takeError());
+      continue;
+    }
+    if (!(*flags & llvm::object::SymbolRef::SF_Undefined) || name->empty() ||
+        name->starts_with("__") || *name == "_GLOBAL_OFFSET_TABLE_" ||
+        kernelNames.contains(*name))
+      continue;
+    error = "the kernels call '" + name->str() +
+            "', but kernels.so links no library: expand such calls (e.g. math ops) into arith "
+            "ops before lowering, or pick a CPU that has the instruction";
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult runLinker(llvm::StringRef linker, llvm::ArrayRef<std::string> args,
+                        const std::string &logPath, std::string &error) {
+  llvm::SmallVector<llvm::StringRef> argRefs;
+  for (const std::string &arg : args)
+    argRefs.push_back(arg);
+  std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), llvm::StringRef(logPath),
+                                                llvm::StringRef(logPath)};
+  std::string execError;
+  int status = llvm::sys::ExecuteAndWait(linker, argRefs, std::nullopt, redirects, 0, 0,
+                                         &execError);
+  if (status == 0)
+    return success();
+  std::string output;
+  if (auto text = llvm::MemoryBuffer::getFile(logPath))
+    output = llvm::StringRef((*text)->getBuffer()).trim().str();
+  error = "linking the kernels with '" + linker.str() + "' failed";
+  if (!execError.empty())
+    error += " (" + execError + ")";
+  if (!output.empty())
+    error += ":\n" + output;
+  return failure();
+}
+
+/// Optimizes and compiles one partition, given as bitcode, in its own LLVM context (contexts and
+/// target machines are not shared between threads) into the object file `objectPath`.
+LogicalResult compilePartition(llvm::StringRef bitcode, const TargetOptions &options,
+                               const llvm::StringSet<> &kernelNames,
+                               const std::string &objectPath, std::string &error) {
+  llvm::LLVMContext ctx;
+  llvm::Expected<std::unique_ptr<llvm::Module>> module =
+      llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, "partition"), ctx);
+  if (!module) {
+    error = "cannot read back a kernel partition: " + llvm::toString(module.takeError());
+    return failure();
+  }
+  std::optional<ResolvedTarget> target = createTargetMachine(options, error);
+  if (!target ||
+      failed(optimizeAndCheck(**module, *target, options.optLevel, kernelNames, error)))
+    return failure();
+  std::error_code ec;
+  llvm::raw_fd_ostream os(objectPath, ec);
+  if (ec) {
+    error = "cannot write '" + objectPath + "': " + ec.message();
+    return failure();
+  }
+  if (failed(emitMachineCode(**module, *target, CodeFileKind::Object, os, error)))
+    return failure();
+  os.close();
+  if (os.has_error()) {
+    error = "cannot write '" + objectPath + "': " + os.error().message();
+    os.clear_error();
+    return failure();
+  }
+  return checkObjectImports(objectPath, kernelNames, error);
+}
+
+/// Optimizes and compiles `module` into object files in `dir`, in parallel. The partitions
+/// depend only on the module, never on the thread count, so kernels.so is reproducible.
+LogicalResult compileToObjects(std::unique_ptr<llvm::Module> module,
+                               const TargetOptions &options, const ResolvedTarget &target,
+                               const std::string &dir, llvm::SmallVectorImpl<std::string> &objects,
+                               std::string &error) {
+  // Small enough to spread 1,000 kernels over many cores, large enough that the per-partition
+  // cost (a bitcode round trip, a target machine, pipeline setup) stays negligible.
+  constexpr unsigned kFunctionsPerPartition = 32;
+  constexpr unsigned kMaxPartitions = 256;
+  llvm::SmallVector<const llvm::Function *> kernels;
+  for (llvm::Function &function : *module)
+    if (!function.isDeclaration() && !function.hasLocalLinkage())
+      kernels.push_back(&function);
+  llvm::StringSet<> kernelNames;
+  for (const llvm::Function *kernel : kernels)
+    kernelNames.insert(kernel->getName());
+  unsigned partitions = std::clamp<unsigned>(
+      (kernels.size() + kFunctionsPerPartition - 1) / kFunctionsPerPartition, 1, kMaxPartitions);
+  if (partitions == 1) {
+    std::string objectPath = dir + "/kernels.o";
+    if (failed(optimizeAndCheck(*module, target, options.optLevel, kernelNames, error)))
+      return failure();
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objectPath, ec);
+    if (ec) {
+      error = "cannot write '" + objectPath + "': " + ec.message();
+      return failure();
+    }
+    if (failed(emitMachineCode(*module, target, CodeFileKind::Object, os, error)))
+      return failure();
+    os.close();
+    objects.push_back(objectPath);
+    return checkObjectImports(objectPath, kernelNames, error);
+  }
+
+  // Each partition gets a contiguous run of kernels plus a copy of every internal function and
+  // global: a helper shared by all kernels must not pull them all into one partition. Copies
+  // stay internal, unused ones are dropped by the pipeline.
+  std::vector<llvm::SmallVector<char, 0>> bitcodes(partitions);
+  for (unsigned p = 0; p < partitions; ++p) {
+    size_t first = kernels.size() * p / partitions, last = kernels.size() * (p + 1) / partitions;
+    llvm::SmallPtrSet<const llvm::GlobalValue *, 32> chunk(kernels.begin() + first,
+                                                           kernels.begin() + last);
+    llvm::ValueToValueMapTy map;
+    std::unique_ptr<llvm::Module> part =
+        llvm::CloneModule(*module, map, [&](const llvm::GlobalValue *value) {
+          return value->hasLocalLinkage() || chunk.contains(value);
+        });
+    llvm::raw_svector_ostream os(bitcodes[p]);
+    llvm::WriteBitcodeToFile(*part, os);
+  }
+  module.reset();
+
+  std::vector<std::string> errors(bitcodes.size());
+  std::vector<char> failed(bitcodes.size(), 0);
+  for (size_t i = 0; i < bitcodes.size(); ++i)
+    objects.push_back(dir + "/kernels-" + std::to_string(i) + ".o");
+  unsigned threads = options.threads ? options.threads
+                                     : llvm::hardware_concurrency().compute_thread_count();
+  {
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency(
+        std::min<unsigned>(threads, bitcodes.size())));
+    for (size_t i = 0; i < bitcodes.size(); ++i)
+      pool.async([&, i] {
+        llvm::StringRef bitcode(bitcodes[i].data(), bitcodes[i].size());
+        failed[i] = mlir::failed(
+            compilePartition(bitcode, options, kernelNames, objects[i], errors[i]));
+      });
+    pool.wait();
+  }
+  for (size_t i = 0; i < bitcodes.size(); ++i)
+    if (failed[i]) {
+      error = errors[i];
+      return failure();
+    }
+  return success();
+}
+
+} // namespace
+
+std::string resolveTargetCpu(const TargetOptions &options) {
+  if (options.cpu == "native")
+    return llvm::sys::getHostCPUName().str();
+  return options.cpu;
+}
+
+LogicalResult lowerToLLVMDialect(ModuleOp module, std::string &error) {
+  MLIRContext *ctx = module->getContext();
+  DiagnosticCollector diagnostics(ctx);
+  if (failed(verify(module))) {
+    error = "the kernel module is invalid: " + diagnostics.take("verifier failed");
+    return failure();
+  }
+  // func-to-llvm keeps every function external; only the public ones are kernels.
+  auto internal = LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal);
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isPrivate() && !func.isDeclaration() && !func->hasAttr("llvm.linkage"))
+      func->setAttr("llvm.linkage", internal);
+    if (func.isPublic() && failed(checkSymbolName(func.getSymName(), error)))
+      return failure();
+  }
+
+  PassManager pm(ctx);
+  OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  funcPm.addPass(createLowerAffinePass());
+  funcPm.addPass(createConvertVectorToSCFPass());
+  // Expands ops that have no direct LLVM form (ceildivsi, maximumf, ...) and bf16 truncf/extf
+  // into integer arithmetic (round to nearest even), so no libcall is needed for bf16.
+  arith::ArithExpandOpsPassOptions expandOptions;
+  expandOptions.includeBf16 = true;
+  funcPm.addPass(arith::createArithExpandOpsPass(expandOptions));
+  funcPm.addPass(createConvertSCFToCFPass());
+  funcPm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  if (failed(pm.run(module))) {
+    error = "lowering to the LLVM dialect failed: " + diagnostics.take("a pass failed");
+    return failure();
+  }
+  return success();
+}
+
+std::unique_ptr<llvm::Module> translateAndOptimize(ModuleOp module, llvm::LLVMContext &ctx,
+                                                   const TargetOptions &options,
+                                                   std::string &error) {
+  std::optional<ResolvedTarget> target = createTargetMachine(options, error);
+  if (!target)
+    return nullptr;
+  std::unique_ptr<llvm::Module> llvmModule = translate(module, ctx, *target, error);
+  if (!llvmModule)
+    return nullptr;
+  llvm::StringSet<> kernelNames;
+  for (llvm::Function &function : *llvmModule)
+    if (!function.isDeclaration() && !function.hasLocalLinkage())
+      kernelNames.insert(function.getName());
+  if (failed(optimizeAndCheck(*llvmModule, *target, options.optLevel, kernelNames, error)))
+    return nullptr;
+  return llvmModule;
+}
+
+LogicalResult emitMachineCode(llvm::Module &module, const TargetOptions &options,
+                              CodeFileKind kind, llvm::raw_pwrite_stream &os,
+                              std::string &error) {
+  std::optional<ResolvedTarget> target = createTargetMachine(options, error);
+  if (!target)
+    return failure();
+  return emitMachineCode(module, *target, kind, os, error);
+}
+
+LogicalResult emitSharedObject(ModuleOp module, llvm::StringRef soPath,
+                               const TargetOptions &options, std::string &error) {
+  // Check everything that does not need the compile first: a bad path or a missing linker
+  // should not cost a full compile.
+  std::optional<std::string> linker = findLinker(options, error);
+  if (!linker)
+    return failure();
+  std::optional<ResolvedTarget> target = createTargetMachine(options, error);
+  if (!target)
+    return failure();
+
+  llvm::SmallString<256> outPath(soPath);
+  if (std::error_code ec = llvm::sys::fs::make_absolute(outPath)) {
+    error = "cannot resolve '" + soPath.str() + "': " + ec.message();
+    return failure();
+  }
+  llvm::SmallString<256> tempSoPath;
+  int tempSoFd;
+  std::string tempModel = outPath.str().str() + ".tmp-%%%%%%";
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(tempModel, tempSoFd, tempSoPath)) {
+    error = "cannot write '" + outPath.str().str() + "': " + ec.message() +
+            " (does the directory exist and is it writable?)";
+    return failure();
+  }
+  llvm::sys::Process::SafelyCloseFileDescriptor(tempSoFd);
+  TemporaryFile tempSo(tempSoPath);
+
+  llvm::SmallString<128> workPath;
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("initc-kernels", workPath)) {
+    error = "cannot create a temporary directory: " + ec.message();
+    return failure();
+  }
+  TemporaryDirectory work(workPath);
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = translate(module, llvmContext, *target, error);
+  if (!llvmModule)
+    return failure();
+  llvm::SmallVector<std::string> exported;
+  for (llvm::Function &function : *llvmModule)
+    if (!function.isDeclaration() && function.hasExternalLinkage())
+      exported.push_back(function.getName().str());
+
+  llvm::SmallVector<std::string> objects;
+  if (failed(compileToObjects(std::move(llvmModule), options, *target, work.path, objects,
+                              error)))
+    return failure();
+
+  // Export exactly the kernels: the version script hides whatever the linker or libgcc adds.
+  std::string scriptPath = work.path + "/exports.map";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream scriptStream(scriptPath, ec);
+    if (ec) {
+      error = "cannot write '" + scriptPath + "': " + ec.message();
+      return failure();
+    }
+    scriptStream << "{\n";
+    if (!exported.empty()) {
+      scriptStream << "global:\n";
+      for (const std::string &name : exported)
+        scriptStream << "  " << name << ";\n";
+    }
+    scriptStream << "local: *;\n};\n";
+  }
+
+  // -nostdlib: kernels call nothing, so kernels.so needs no libc, no crt files, and loads into
+  // any process. libgcc (static, hidden) covers helpers such as f16 conversions on CPUs
+  // without F16C. -z defs turns any other undefined symbol into a link error; -Bsymbolic binds
+  // a kernel's call to another kernel inside the library (no PLT, no interposition).
+  std::vector<std::string> args = {*linker, "-shared", "-nostdlib", "-o", tempSoPath.str().str()};
+  args.insert(args.end(), objects.begin(), objects.end());
+  args.insert(args.end(), {"-Wl,--version-script=" + scriptPath, "-Wl,-z,defs",
+                           "-Wl,-z,noexecstack", "-Wl,-Bsymbolic", "-lgcc"});
+  if (failed(runLinker(*linker, args, work.path + "/link.log", error)))
+    return failure();
+  if (std::error_code ec = llvm::sys::fs::rename(tempSoPath, outPath)) {
+    error = "cannot rename '" + tempSoPath.str().str() + "' to '" + outPath.str().str() +
+            "': " + ec.message();
+    return failure();
+  }
+  tempSo.keep();
+  return success();
+}
+
+} // namespace initc::target

@@ -1,0 +1,91 @@
+//===- ApplySharding.cpp - mesh and shardings from --mesh / --shard -------===//
+#include "initc/Transforms/Passes.h"
+#include "initc/Transforms/Sharding.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace initc {
+#define GEN_PASS_DEF_APPLYSHARDING
+#include "initc/Transforms/Passes.h.inc"
+} // namespace initc
+
+using namespace mlir;
+using namespace initc;
+using namespace initc::init;
+
+namespace {
+struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
+  using ApplyShardingBase::ApplyShardingBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MeshSpec spec;
+    std::string error;
+    if (mesh.empty()) {
+      // Keep the module's mesh, if any; without one there is nothing to shard over.
+      auto meshes = llvm::to_vector(module.getOps<mesh::MeshOp>());
+      if (meshes.empty()) {
+        if (!shard.empty() && shard != "replicated") {
+          module.emitError("--shard needs a mesh: pass --mesh, e.g. --mesh dp=2,tp=2");
+          return signalPassFailure();
+        }
+        return;
+      }
+      spec.shape.assign(meshes[0].getShape().begin(), meshes[0].getShape().end());
+      for (auto &n : getMeshAxisNames(meshes[0]))
+        spec.axisNames.push_back(n);
+    } else if (failed(parseMeshSpec(mesh, spec, error))) {
+      module.emitError("--mesh: ") << error;
+      return signalPassFailure();
+    }
+    if (shard.empty())
+      return; // validation of existing shardings is the verifier's job
+
+    auto rules = ShardingRules::load(shard, spec, error);
+    if (!rules) {
+      module.emitError("--shard: ") << error;
+      return signalPassFailure();
+    }
+
+    // Replace the module's meshes with the requested one.
+    OpBuilder builder(module.getBodyRegion());
+    for (auto old : llvm::make_early_inc_range(module.getOps<mesh::MeshOp>()))
+      old.erase();
+    builder.setInsertionPointToStart(module.getBody());
+    if (auto seed = llvm::to_vector(module.getOps<SeedOp>()); !seed.empty())
+      builder.setInsertionPointAfter(seed.front());
+    auto meshOp = builder.create<mesh::MeshOp>(module.getLoc(), "mesh", spec.shape);
+    SmallVector<Attribute> names;
+    for (auto &n : spec.axisNames)
+      names.push_back(builder.getStringAttr(n));
+    meshOp->setAttr(InitDialect::kAxisNamesAttr, builder.getArrayAttr(names));
+    auto meshRef = FlatSymbolRefAttr::get(meshOp.getSymNameAttr());
+
+    for (ParamOp param : module.getOps<ParamOp>()) {
+      ParamShape shape;
+      shape.name = param.getSymName().str();
+      shape.shape.assign(param.getTensorType().getShape().begin(),
+                         param.getTensorType().getShape().end());
+      if (auto axes = param.getAxes())
+        for (Attribute a : *axes)
+          shape.axes.push_back(cast<StringAttr>(a).getValue().str());
+      DimAxes split;
+      if (failed(rules->apply(shape, split, error))) {
+        param.emitError() << error;
+        return signalPassFailure();
+      }
+      // Trailing unsplit dims are left out, as the mesh dialect prints them.
+      while (!split.empty() && split.back().empty())
+        split.pop_back();
+      SmallVector<SmallVector<mesh::MeshAxis>> axes;
+      for (auto &dim : split)
+        axes.push_back(SmallVector<mesh::MeshAxis>(dim.begin(), dim.end()));
+      param.setShardingAttr(mesh::MeshShardingAttr::get(&getContext(), meshRef, axes));
+    }
+    if (failed(rules->checkAllRulesUsed(error))) {
+      module.emitError() << error;
+      return signalPassFailure();
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,336 @@
+//===- FuseElementwise.cpp - one scalar region per parameter --------------===//
+//
+// Evaluates a parameter's tensor ops element by element: each op becomes the scalar arith that
+// computes one element of it from the element's global index, so the parameter needs no
+// intermediate tensor. Scalars are carried in a compute type (f32 for 16-bit floats and f32, f64
+// for f64, i1 for masks, i64 for integers) and rounded to the op's element type after every op,
+// which is what evaluating the ops one by one would give.
+//
+//===----------------------------------------------------------------------===//
+#include "initc/Random/Expand.h"
+#include "initc/Transforms/Passes.h"
+#include "initrt/rng.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+
+namespace initc {
+#define GEN_PASS_DEF_FUSEELEMENTWISE
+#include "initc/Transforms/Passes.h.inc"
+} // namespace initc
+
+using namespace mlir;
+using namespace initc;
+using namespace initc::init;
+
+namespace {
+
+/// Builds the scalar computation of one element of every op of a parameter body.
+class ElementEmitter {
+public:
+  ElementEmitter(OpBuilder &b, Location loc, uint64_t seed, StringRef paramName, Value linear,
+                 ValueRange dims)
+      : b(b), loc(loc), seed(seed), paramName(paramName), linear(linear), dims(dims) {}
+
+  /// The element of `value` in its compute type; failure for ops that are not elementwise.
+  FailureOr<Value> emit(Value value);
+
+  /// Converts a compute-type scalar to the storage element type.
+  Value toElement(Value scalar, Type element);
+
+private:
+  OpBuilder &b;
+  Location loc;
+  uint64_t seed;
+  StringRef paramName;
+  Value linear;
+  ValueRange dims;
+  DenseMap<Value, Value> cache;
+
+  Type computeType(Type element) {
+    if (element.isF64())
+      return b.getF64Type();
+    if (isa<FloatType>(element))
+      return b.getF32Type();
+    return element;
+  }
+  Value f32(double v) { return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr((float)v)); }
+  Value constant(double v, Type type) {
+    if (auto ft = dyn_cast<FloatType>(type))
+      return b.create<arith::ConstantOp>(loc, b.getFloatAttr(ft, v));
+    return b.create<arith::ConstantOp>(loc, b.getIntegerAttr(type, (int64_t)v));
+  }
+  Value i64(int64_t v) { return b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(v)); }
+  /// Rounds a compute-type value to the element type and back (identity for f32/f64/ints).
+  Value roundTo(Value scalar, Type element) {
+    if (element.isBF16() || element.isF16())
+      return fromElement(toElement(scalar, element), element);
+    return scalar;
+  }
+  Value fromElement(Value scalar, Type element);
+  Value random(Operation *op, Type element);
+  random::PhiloxKey key(int64_t stream) {
+    auto k = initrt::rng::deriveKey(seed, std::string_view(paramName.data(), paramName.size()),
+                                    (uint64_t)stream);
+    return {k.k0, k.k1};
+  }
+  Value unaryF32(Value x, Type element, function_ref<Value(Value)> fn) {
+    Value v = x;
+    if (element.isF64())
+      v = b.create<arith::TruncFOp>(loc, b.getF32Type(), v);
+    v = fn(v);
+    if (element.isF64())
+      v = b.create<arith::ExtFOp>(loc, b.getF64Type(), v);
+    return v;
+  }
+  Value convert(Value scalar, Type from, Type to);
+};
+
+Value ElementEmitter::toElement(Value scalar, Type element) {
+  if (element.isBF16()) {
+    Value bits = random::emitRoundToBF16Bits(b, loc, scalar);
+    return b.create<arith::BitcastOp>(loc, element, bits);
+  }
+  if (element.isF16()) {
+    Value bits = random::emitRoundToF16Bits(b, loc, scalar);
+    return b.create<arith::BitcastOp>(loc, element, bits);
+  }
+  return scalar;
+}
+
+Value ElementEmitter::fromElement(Value scalar, Type element) {
+  if (element.isBF16()) {
+    // bf16 is the top half of an f32.
+    Value bits = b.create<arith::BitcastOp>(loc, b.getI16Type(), scalar);
+    Value wide = b.create<arith::ExtUIOp>(loc, b.getI32Type(), bits);
+    Value shifted = b.create<arith::ShLIOp>(
+        loc, wide, b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(16)));
+    return b.create<arith::BitcastOp>(loc, b.getF32Type(), shifted);
+  }
+  if (element.isF16())
+    return b.create<arith::ExtFOp>(loc, b.getF32Type(), scalar); // exact
+  return scalar;
+}
+
+Value ElementEmitter::convert(Value scalar, Type from, Type to) {
+  Type src = computeType(from), dst = computeType(to);
+  if (isa<FloatType>(src) && isa<FloatType>(dst)) {
+    Value v = scalar;
+    if (src.getIntOrFloatBitWidth() < dst.getIntOrFloatBitWidth())
+      v = b.create<arith::ExtFOp>(loc, dst, v);
+    else if (src.getIntOrFloatBitWidth() > dst.getIntOrFloatBitWidth())
+      v = b.create<arith::TruncFOp>(loc, dst, v);
+    return roundTo(v, to);
+  }
+  if (isa<FloatType>(src)) {
+    if (dst.isInteger(1)) // nonzero -> true, as torch's bool cast
+      return b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNE, scalar, constant(0, src));
+    return b.create<arith::FPToSIOp>(loc, dst, scalar);
+  }
+  if (isa<FloatType>(dst)) {
+    Value v = src.isInteger(1) ? b.create<arith::UIToFPOp>(loc, dst, scalar).getResult()
+                               : b.create<arith::SIToFPOp>(loc, dst, scalar).getResult();
+    return roundTo(v, to);
+  }
+  if (src.isInteger(1) && dst.isInteger(64))
+    return b.create<arith::ExtUIOp>(loc, dst, scalar);
+  if (src.isInteger(64) && dst.isInteger(1))
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, scalar, i64(0));
+  return scalar;
+}
+
+Value ElementEmitter::random(Operation *op, Type element) {
+  Value sample;
+  if (auto u = dyn_cast<UniformOp>(op))
+    sample = random::emitUniform(b, loc, linear, key(u.getStream()), u.getLow().convertToDouble(),
+                                 u.getHigh().convertToDouble());
+  else if (auto n = dyn_cast<NormalOp>(op))
+    sample = random::emitNormal(b, loc, linear, key(n.getStream()), n.getMean().convertToDouble(),
+                                n.getStd().convertToDouble());
+  else if (auto t = dyn_cast<TruncNormalOp>(op))
+    sample = random::emitTruncNormal(b, loc, linear, key(t.getStream()),
+                                     t.getMean().convertToDouble(), t.getStd().convertToDouble(),
+                                     t.getA().convertToDouble(), t.getB().convertToDouble());
+  else if (auto v = dyn_cast<VarianceScalingOp>(op)) {
+    // Same bits as the uniform/normal op canonicalization rewrites it to.
+    double variance = v.getScale().convertToDouble() / v.getFan();
+    if (v.getDistribution() == Distribution::uniform) {
+      double bound = std::sqrt(3.0 * variance);
+      sample = random::emitUniform(b, loc, linear, key(v.getStream()), -bound, bound);
+    } else {
+      sample = random::emitNormal(b, loc, linear, key(v.getStream()), 0.0, std::sqrt(variance));
+    }
+  }
+  // Samples are f32 (ir-spec/rng.md); f64 parameters get their exact widening.
+  if (element.isF64())
+    return b.create<arith::ExtFOp>(loc, b.getF64Type(), sample);
+  return roundTo(sample, element);
+}
+
+FailureOr<Value> ElementEmitter::emit(Value value) {
+  if (auto it = cache.find(value); it != cache.end())
+    return it->second;
+  Operation *op = value.getDefiningOp();
+  auto type = cast<RankedTensorType>(value.getType());
+  Type element = type.getElementType();
+  Type compute = computeType(element);
+  Value result;
+
+  auto operand = [&](Value v) { return emit(v); };
+  auto dim = [&](int64_t d) { return dims[d]; };
+
+  if (isa<UniformOp, NormalOp, TruncNormalOp, VarianceScalingOp>(op)) {
+    result = random(op, element);
+  } else if (auto fill = dyn_cast<FillOp>(op)) {
+    result = roundTo(constant(fill.getValue().convertToDouble(), compute), element);
+  } else if (auto iota = dyn_cast<IotaOp>(op)) {
+    // start + step * index in f64 (as torch.arange accumulates), then rounded to the type.
+    Value index = b.create<arith::SIToFPOp>(loc, b.getF64Type(), dim(iota.getDim()));
+    Value v = b.create<arith::AddFOp>(
+        loc, constant(iota.getStart().convertToDouble(), b.getF64Type()),
+        b.create<arith::MulFOp>(loc, constant(iota.getStep().convertToDouble(), b.getF64Type()),
+                                index));
+    result = element.isInteger(64) ? b.create<arith::FPToSIOp>(loc, compute, v).getResult()
+                                   : convert(v, b.getF64Type(), element);
+  } else if (isa<EyeOp, TrilOp, TriuOp, IndexMaskOp>(op)) {
+    Value cond;
+    int64_t rank = type.getRank();
+    if (isa<EyeOp>(op)) {
+      cond = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, dim(0), dim(1));
+    } else if (auto mask = dyn_cast<IndexMaskOp>(op)) {
+      cond = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, dim(mask.getDim()),
+                                     i64(mask.getIndex()));
+    } else {
+      Value diff = b.create<arith::SubIOp>(loc, dim(rank - 1), dim(rank - 2));
+      int64_t k = isa<TrilOp>(op) ? cast<TrilOp>(op).getDiagonal() : cast<TriuOp>(op).getDiagonal();
+      cond = b.create<arith::CmpIOp>(
+          loc, isa<TrilOp>(op) ? arith::CmpIPredicate::sle : arith::CmpIPredicate::sge, diff, i64(k));
+    }
+    result = element.isInteger(1) ? cond : convert(cond, b.getI1Type(), element);
+  } else if (auto rope = dyn_cast<RopeInvFreqOp>(op)) {
+    // A table computed here in double precision, indexed by the element's position.
+    SmallVector<float> table;
+    for (int64_t i = 0; i < type.getDimSize(0); ++i)
+      table.push_back((float)(1.0 / std::pow(rope.getTheta().convertToDouble(),
+                                             (double)(2 * i) / (double)rope.getHeadDim())));
+    auto vecType = VectorType::get({(int64_t)table.size()}, b.getF32Type());
+    Value vec = b.create<arith::ConstantOp>(
+        loc, DenseElementsAttr::get(vecType, ArrayRef<float>(table)));
+    Value v = b.create<vector::ExtractElementOp>(loc, vec, dim(0));
+    result = convert(v, b.getF32Type(), element);
+  } else if (isa<AddOp, SubOp, MulOp, DivOp>(op)) {
+    auto l = operand(op->getOperand(0)), r = operand(op->getOperand(1));
+    if (failed(l) || failed(r))
+      return failure();
+    Value v;
+    if (isa<AddOp>(op))
+      v = b.create<arith::AddFOp>(loc, *l, *r);
+    else if (isa<SubOp>(op))
+      v = b.create<arith::SubFOp>(loc, *l, *r);
+    else if (isa<MulOp>(op))
+      v = b.create<arith::MulFOp>(loc, *l, *r);
+    else
+      v = b.create<arith::DivFOp>(loc, *l, *r);
+    result = roundTo(v, element);
+  } else if (isa<ErfinvOp, ExpOp, LogOp>(op)) {
+    auto x = operand(op->getOperand(0));
+    if (failed(x))
+      return failure();
+    Value v = unaryF32(*x, element, [&](Value f) {
+      if (isa<ErfinvOp>(op))
+        return random::emitErfinv(b, loc, f);
+      if (isa<ExpOp>(op))
+        return random::emitExp(b, loc, f);
+      return random::emitLog(b, loc, f);
+    });
+    result = roundTo(v, element);
+  } else if (auto sqrt = dyn_cast<SqrtOp>(op)) {
+    auto x = operand(sqrt.getOperand());
+    if (failed(x))
+      return failure();
+    result = roundTo(b.create<math::SqrtOp>(loc, *x), element);
+  } else if (auto sign = dyn_cast<SignOp>(op)) {
+    auto x = operand(sign.getOperand());
+    if (failed(x))
+      return failure();
+    Value zero = constant(0, compute);
+    Value pos = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, *x, zero);
+    Value neg = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, *x, zero);
+    Value v = b.create<arith::SelectOp>(loc, neg, constant(-1, compute), zero);
+    v = b.create<arith::SelectOp>(loc, pos, constant(1, compute), v);
+    // NaN stays NaN; -0 and +0 give +0 as torch.sign does.
+    Value isNan = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, *x, *x);
+    result = b.create<arith::SelectOp>(loc, isNan, *x, v);
+  } else if (auto clamp = dyn_cast<ClampOp>(op)) {
+    auto x = operand(clamp.getOperand());
+    if (failed(x))
+      return failure();
+    Value lo = roundTo(constant(clamp.getMin().convertToDouble(), compute), element);
+    Value hi = roundTo(constant(clamp.getMax().convertToDouble(), compute), element);
+    // Compare-and-select so NaN passes through, as torch.clamp does.
+    Value below = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, *x, lo);
+    Value v = b.create<arith::SelectOp>(loc, below, lo, *x);
+    Value above = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, v, hi);
+    result = b.create<arith::SelectOp>(loc, above, hi, v);
+  } else if (auto select = dyn_cast<SelectOp>(op)) {
+    auto c = operand(select.getCondition()), t = operand(select.getTrueValue()),
+         f = operand(select.getFalseValue());
+    if (failed(c) || failed(t) || failed(f))
+      return failure();
+    result = b.create<arith::SelectOp>(loc, *c, *t, *f);
+  } else if (auto cast = dyn_cast<CastOp>(op)) {
+    auto x = operand(cast.getOperand());
+    if (failed(x))
+      return failure();
+    result = convert(*x, cast.getOperand().getType().getElementType(), element);
+  } else {
+    return failure();
+  }
+  cache[value] = result;
+  return result;
+}
+
+struct FuseElementwisePass : initc::impl::FuseElementwiseBase<FuseElementwisePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    uint64_t seed = getModelSeed(module);
+    for (ParamOp param : module.getOps<ParamOp>()) {
+      Value yielded = param.getYieldedValue();
+      if (!yielded || yielded.getDefiningOp<ElementwiseOp>())
+        continue;
+      if (yielded.getDefiningOp<OrthogonalOp>() || yielded.getDefiningOp<LoadOp>())
+        continue; // not elementwise: partitioned by their own strategies
+      auto type = cast<RankedTensorType>(yielded.getType());
+      Location loc = yielded.getLoc();
+      OpBuilder builder(param.getBody().front().getTerminator());
+      auto fused = builder.create<ElementwiseOp>(loc, type);
+      Block *block = builder.createBlock(&fused.getBody());
+      SmallVector<Type> argTypes(type.getRank() + 1, builder.getI64Type());
+      for (Type t : argTypes)
+        block->addArgument(t, loc);
+      builder.setInsertionPointToStart(block);
+      ElementEmitter emitter(builder, loc, seed, param.getSymName(), block->getArgument(0),
+                             block->getArguments().drop_front());
+      FailureOr<Value> element = emitter.emit(yielded);
+      if (failed(element)) {
+        fused.erase();
+        Operation *culprit = yielded.getDefiningOp();
+        param.emitError() << "cannot fuse: '" << culprit->getName()
+                          << "' is not elementwise and feeds other ops; compute it alone";
+        return signalPassFailure();
+      }
+      Value stored = emitter.toElement(*element, type.getElementType());
+      builder.create<YieldOp>(loc, stored);
+      // The parameter now yields the fused tensor; everything else in its body is dead.
+      Operation *terminator = param.getBody().front().getTerminator();
+      terminator->setOperand(0, fused.getResult());
+      for (Operation &op :
+           llvm::make_early_inc_range(llvm::reverse(param.getBody().front().getOperations())))
+        if (&op != terminator && op.use_empty())
+          op.erase();
+    }
+  }
+};
+} // namespace

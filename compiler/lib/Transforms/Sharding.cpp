@@ -1,0 +1,310 @@
+//===- Sharding.cpp - meshes and sharding rules ---------------------------===//
+#include "initc/Transforms/Sharding.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <set>
+
+using namespace initc;
+using llvm::StringRef;
+
+int64_t MeshSpec::size() const {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  return n;
+}
+
+std::string MeshSpec::str() const {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + axisNames[i] + "=" + std::to_string(shape[i]);
+  return s;
+}
+
+mlir::LogicalResult initc::parseMeshSpec(StringRef text, MeshSpec &mesh, std::string &error) {
+  mesh = MeshSpec();
+  const char *hint = "write the mesh as NAME=SIZE pairs separated by commas, e.g. dp=2,tp=4";
+  if (text.trim().empty()) {
+    error = std::string("the mesh is empty: ") + hint;
+    return mlir::failure();
+  }
+  llvm::SmallVector<StringRef> parts;
+  text.split(parts, ',');
+  llvm::StringSet<> seen;
+  __int128 total = 1;
+  for (StringRef part : parts) {
+    auto [name, size] = part.trim().split('=');
+    name = name.trim();
+    size = size.trim();
+    if (name.empty() || !part.contains('=')) {
+      error = "malformed mesh axis '" + part.str() + "': " + hint;
+      return mlir::failure();
+    }
+    if (!llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; })) {
+      error = "mesh axis name '" + name.str() + "' must be letters, digits or '_'";
+      return mlir::failure();
+    }
+    long long value;
+    if (size.getAsInteger(10, value) || value <= 0) {
+      error = "mesh axis '" + name.str() + "' has size '" + size.str() +
+              "': sizes must be positive integers";
+      return mlir::failure();
+    }
+    if (!seen.insert(name).second) {
+      error = "mesh axis '" + name.str() + "' is named twice";
+      return mlir::failure();
+    }
+    total *= value;
+    if (total > (1LL << 31)) {
+      error = "the mesh '" + text.str() + "' has more than 2^31 devices";
+      return mlir::failure();
+    }
+    mesh.axisNames.push_back(name.str());
+    mesh.shape.push_back(value);
+  }
+  return mlir::success();
+}
+
+llvm::ArrayRef<StringRef> ShardingRules::presetNames() {
+  static const StringRef names[] = {"replicated", "fsdp", "tp", "fsdp+tp"};
+  return names;
+}
+
+int ShardingRules::axisIndex(StringRef name) const {
+  for (size_t i = 0; i < mesh.axisNames.size(); ++i)
+    if (mesh.axisNames[i] == name)
+      return (int)i;
+  return -1;
+}
+
+// Logical axes the tp preset splits: Megatron's column-parallel outputs (heads, kv_heads, qkv,
+// mlp), which makes the matching row-parallel inputs split too, and vocab-parallel embeddings.
+static const char *const kTensorParallelAxes[] = {"vocab", "heads", "kv_heads", "qkv", "mlp"};
+static const char *const kTensorAxisNames[] = {"tp", "model"};
+static const char *const kDataAxisNames[] = {"dp", "fsdp", "data"};
+
+std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec &mesh,
+                                                 std::string &error) {
+  ShardingRules rules;
+  rules.mesh = mesh;
+  rules.sourceName = spec.str();
+  auto findAxis = [&](llvm::ArrayRef<const char *> names) {
+    for (const char *n : names)
+      if (rules.axisIndex(n) >= 0)
+        return std::string(n);
+    return std::string();
+  };
+  if (llvm::is_contained(presetNames(), spec)) {
+    rules.preset = spec.str();
+    bool wantsTp = spec == "tp" || spec == "fsdp+tp";
+    bool wantsDp = spec == "fsdp" || spec == "fsdp+tp";
+    std::string tp = findAxis(kTensorAxisNames), dp = findAxis(kDataAxisNames);
+    if (wantsTp && tp.empty()) {
+      error = "preset '" + spec.str() + "' needs a mesh axis named tp (or model); the mesh is " +
+              mesh.str();
+      return std::nullopt;
+    }
+    if (wantsDp && dp.empty()) {
+      error = "preset '" + spec.str() + "' needs a mesh axis named dp (or fsdp, data); the mesh is " +
+              mesh.str();
+      return std::nullopt;
+    }
+    if (wantsTp)
+      for (const char *axis : kTensorParallelAxes)
+        rules.rules.push_back({axis, false, {}, {tp}, false});
+    if (wantsDp)
+      rules.rules.push_back({"*", true, {}, {dp}, false}); // fsdp: first free dim, see apply()
+    return rules;
+  }
+
+  auto buffer = llvm::MemoryBuffer::getFile(spec);
+  if (!buffer) {
+    error = "--shard '" + spec.str() + "' is neither a preset (replicated, fsdp, tp, fsdp+tp) " +
+            "nor a readable rules file: " + buffer.getError().message();
+    return std::nullopt;
+  }
+  auto json = llvm::json::parse((*buffer)->getBuffer());
+  if (!json) {
+    error = "rules file '" + spec.str() + "' is not valid JSON: " + llvm::toString(json.takeError());
+    return std::nullopt;
+  }
+  auto *root = json->getAsObject();
+  if (!root) {
+    error = "rules file '" + spec.str() + "' must hold a JSON object with \"logical_axes\" and/or "
+            "\"params\"";
+    return std::nullopt;
+  }
+  auto axesOf = [&](const llvm::json::Value &v, std::vector<std::string> &out,
+                    const std::string &where) -> bool {
+    if (v.kind() == llvm::json::Value::Null)
+      return true;
+    if (auto s = v.getAsString()) {
+      out.push_back(s->str());
+    } else if (auto *arr = v.getAsArray()) {
+      for (auto &e : *arr) {
+        auto s = e.getAsString();
+        if (!s) {
+          error = "rules file '" + spec.str() + "': " + where + " must list mesh axis names";
+          return false;
+        }
+        out.push_back(s->str());
+      }
+    } else {
+      error = "rules file '" + spec.str() + "': " + where +
+              " must be a mesh axis name, a list of them, or null";
+      return false;
+    }
+    for (auto &a : out)
+      if (rules.axisIndex(a) < 0) {
+        error = "rules file '" + spec.str() + "': " + where + " uses mesh axis '" + a +
+                "', which the mesh " + mesh.str() + " does not have";
+        return false;
+      }
+    return true;
+  };
+  for (auto &[key, value] : *root) {
+    if (key != "logical_axes" && key != "params") {
+      error = "rules file '" + spec.str() + "': unknown key '" + key.str() +
+              "' (expected \"logical_axes\" or \"params\")";
+      return std::nullopt;
+    }
+  }
+  if (auto *logical = root->get("logical_axes")) {
+    auto *obj = logical->getAsObject();
+    if (!obj) {
+      error = "rules file '" + spec.str() + "': \"logical_axes\" must be an object";
+      return std::nullopt;
+    }
+    for (auto &[name, value] : *obj) {
+      Rule rule{name.str(), false, {}, {}, false};
+      if (!axesOf(value, rule.meshAxes, "logical axis '" + name.str() + "'"))
+        return std::nullopt;
+      rules.rules.push_back(rule);
+    }
+  }
+  if (auto *params = root->get("params")) {
+    auto *obj = params->getAsObject();
+    if (!obj) {
+      error = "rules file '" + spec.str() + "': \"params\" must be an object";
+      return std::nullopt;
+    }
+    for (auto &[pattern, value] : *obj) {
+      Rule rule{pattern.str(), true, {}, {}, false};
+      if (!llvm::GlobPattern::create(pattern)) {
+        error = "rules file '" + spec.str() + "': bad pattern '" + pattern.str() + "'";
+        return std::nullopt;
+      }
+      auto *dims = value.getAsArray();
+      if (!dims) {
+        error = "rules file '" + spec.str() + "': params pattern '" + pattern.str() +
+                "' must map to a list with one entry per dim";
+        return std::nullopt;
+      }
+      for (size_t d = 0; d < dims->size(); ++d) {
+        std::vector<std::string> axes;
+        if (!axesOf((*dims)[d], axes,
+                    "dim " + std::to_string(d) + " of pattern '" + pattern.str() + "'"))
+          return std::nullopt;
+        rule.dims.push_back(axes);
+      }
+      rules.rules.push_back(rule);
+    }
+  }
+  // Name patterns win over logical axes: put them first.
+  std::stable_partition(rules.rules.begin(), rules.rules.end(),
+                        [](const Rule &r) { return r.byName; });
+  return rules;
+}
+
+mlir::LogicalResult ShardingRules::apply(const ParamShape &param, DimAxes &out,
+                                         std::string &error) {
+  size_t rank = param.shape.size();
+  out.assign(rank, {});
+  std::set<int> used;
+  auto assign = [&](size_t dim, StringRef axis) -> bool {
+    int index = axisIndex(axis);
+    if (!used.insert(index).second) {
+      error = "parameter '" + param.name + "': mesh axis '" + axis.str() +
+              "' would split two dims; a mesh axis can split at most one dim of a parameter";
+      return false;
+    }
+    out[dim].push_back(index);
+    return true;
+  };
+  auto axisParts = [&](int index) { return mesh.shape[index]; };
+
+  if (!preset.empty()) {
+    for (Rule &rule : rules) {
+      if (rule.byName) {
+        // fsdp: the first dim not split yet whose size is at least the number of parts.
+        int dp = axisIndex(rule.meshAxes[0]);
+        if (rank == 0 || used.count(dp))
+          continue;
+        for (size_t d = 0; d < rank; ++d) {
+          if (out[d].empty() && param.shape[d] >= axisParts(dp)) {
+            if (!assign(d, rule.meshAxes[0]))
+              return mlir::failure();
+            break;
+          }
+        }
+        continue;
+      }
+      for (size_t d = 0; d < rank && d < param.axes.size(); ++d)
+        if (param.axes[d] == rule.pattern && !used.count(axisIndex(rule.meshAxes[0]))) {
+          if (!assign(d, rule.meshAxes[0]))
+            return mlir::failure();
+          break;
+        }
+    }
+    return mlir::success();
+  }
+
+  for (Rule &rule : rules) {
+    if (!rule.byName)
+      continue;
+    auto glob = llvm::GlobPattern::create(rule.pattern);
+    if (!glob->match(param.name))
+      continue;
+    rule.used = true;
+    if (rule.dims.size() > rank) {
+      error = "rules file '" + sourceName + "': pattern '" + rule.pattern + "' gives " +
+              std::to_string(rule.dims.size()) + " dims but parameter '" + param.name +
+              "' has rank " + std::to_string(rank);
+      return mlir::failure();
+    }
+    for (size_t d = 0; d < rule.dims.size(); ++d)
+      for (auto &axis : rule.dims[d])
+        if (!assign(d, axis))
+          return mlir::failure();
+    return mlir::success(); // the first matching name pattern decides alone
+  }
+  for (size_t d = 0; d < rank && d < param.axes.size(); ++d) {
+    for (Rule &rule : rules) {
+      if (rule.byName || rule.pattern != param.axes[d])
+        continue;
+      rule.used = true;
+      for (auto &axis : rule.meshAxes)
+        if (!assign(d, axis))
+          return mlir::failure();
+    }
+  }
+  return mlir::success();
+}
+
+mlir::LogicalResult ShardingRules::checkAllRulesUsed(std::string &error) const {
+  for (const Rule &rule : rules)
+    if (preset.empty() && !rule.used) {
+      error = "rules file '" + sourceName + "': " +
+              (rule.byName ? "pattern '" + rule.pattern + "' matches no parameter"
+                           : "logical axis '" + rule.pattern + "' is used by no parameter") +
+              "; fix or remove the rule";
+      return mlir::failure();
+    }
+  return mlir::success();
+}

@@ -1,0 +1,49 @@
+// One mapping that holds all of a rank's shards.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace initrt {
+
+/// Anonymous memory for a rank's shards: one mmap, each shard 64-byte aligned (2 MiB aligned when
+/// it is at least 2 MiB, so it starts on a huge page), with transparent huge pages requested.
+/// Nothing is touched here: each page is first written by the thread that computes it.
+class Arena {
+public:
+  /// Alignment of every shard, and of large shards.
+  static constexpr uint64_t kAlignment = 64;
+  static constexpr uint64_t kHugePage = uint64_t(2) << 20;
+
+  Arena() = default;
+  ~Arena();
+  Arena(Arena &&other) noexcept;
+  Arena &operator=(Arena &&other) noexcept;
+  Arena(const Arena &) = delete;
+  Arena &operator=(const Arena &) = delete;
+
+  /// Lays out shards of the given byte sizes and maps memory for them. Returns false with an
+  /// actionable message if the mapping fails.
+  bool allocate(const std::vector<uint64_t> &shardBytes, std::string &error);
+
+  /// Start of shard `index`; never null, even for an empty shard.
+  void *shard(size_t index) const;
+  uint64_t shardBytes(size_t index) const { return sizes[index]; }
+  size_t shardCount() const { return offsets.size(); }
+  /// Bytes mapped, padding included.
+  uint64_t mappedBytes() const { return length; }
+  /// Sum of the shard sizes.
+  uint64_t payloadBytes() const;
+
+private:
+  void release();
+
+  void *base = nullptr;
+  uint64_t length = 0;
+  std::vector<uint64_t> offsets;
+  std::vector<uint64_t> sizes;
+};
+
+} // namespace initrt

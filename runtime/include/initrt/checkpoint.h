@@ -1,0 +1,58 @@
+// The checkpoint directory: one safetensors file per rank plus index.json (ir-spec/checkpoint.md).
+#pragma once
+
+#include "initrt/program.h"
+#include "initrt/sharding.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace initrt {
+
+/// "rank-00003-of-00004.safetensors".
+std::string shardFileName(int64_t rank, int64_t worldSize);
+
+/// One tensor of a rank's shard file: the rank's slice of `param`, `data` holding its bytes.
+struct ShardTensor {
+  const Param *param = nullptr;
+  Slice slice;
+  const void *data = nullptr;
+  uint64_t bytes = 0;
+  std::string checksum; // XXH3-64 of the bytes, 16 hex digits
+};
+
+/// Writes dir/shardFileName(rank, world) atomically: a temporary name in `dir`, fsync, rename, fsync
+/// of the directory. Tensors keep the parameter's name; the file's __metadata__ records the program
+/// id, rank, world size, and each tensor's global shape, offset and checksum. Returns false and sets
+/// `error` (naming the file and what to do) on failure; nothing is left under the final name then.
+bool writeShardFile(const std::string &dir, const Program &program, int64_t rank,
+                    const std::vector<ShardTensor> &tensors, std::string &error);
+
+/// True when dir/shardFileName(rank, world) exists, belongs to `program` (same program id), holds
+/// exactly the expected tensors and every tensor's bytes match its recorded checksum. Fills
+/// `checksums` (one per param, in program order; empty for params the rank does not store).
+bool shardIsComplete(const std::string &dir, const Program &program, int64_t rank,
+                     std::vector<std::string> &checksums);
+/// The same, saying in `reason` why the shard is not complete (to log before rewriting it).
+bool shardIsComplete(const std::string &dir, const Program &program, int64_t rank,
+                     std::vector<std::string> &checksums, std::string &reason);
+
+/// Writes dir/index.json atomically. checksums[rank][paramIndex] for every rank.
+bool writeIndex(const std::string &dir, const Program &program,
+                const std::vector<std::vector<std::string>> &checksums, std::string &error);
+
+/// Refuses a directory that holds another program's checkpoint (an index.json or shard files with
+/// a different program id), unless `overwrite`.
+bool checkOutputDir(const std::string &dir, const Program &program, bool overwrite,
+                    std::string &error);
+
+/// Reads a checkpoint and writes one standard safetensors file with the global tensors.
+bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std::string &error);
+
+/// Re-reads every shard, recomputes each checksum and checks coverage; one line per problem in
+/// `problems`, naming the parameter and rank.
+bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems,
+                      std::string &error);
+
+} // namespace initrt

@@ -1,0 +1,95 @@
+// Running a rank's kernels: load kernels.so, lay out the shards, compute them on threads.
+#pragma once
+
+#include "initrt/arena.h"
+#include "initrt/checkpoint.h"
+#include "initrt/program.h"
+#include "initrt/sharding.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace initrt {
+
+/// Checks that this CPU can run code compiled for `targetCpu` (program.json's kernels.target_cpu):
+/// x86-64-v3 and the CPUs it stands for need AVX2, BMI2 and FMA; x86-64-v4 needs AVX-512.
+/// Names it does not know are accepted.
+bool checkTargetCpu(const std::string &targetCpu, std::string &error);
+
+/// A program's kernels.so, verified and loaded, with every parameter's kernel resolved.
+class KernelLibrary {
+public:
+  ~KernelLibrary();
+  KernelLibrary(const KernelLibrary &) = delete;
+  KernelLibrary &operator=(const KernelLibrary &) = delete;
+
+  /// Checks the CPU, checks that progDir/<kernels.file> has the checksum program.json records,
+  /// dlopens it (RTLD_NOW | RTLD_LOCAL) and looks up each parameter's kernel. Returns null and
+  /// sets `error` on failure.
+  static std::unique_ptr<KernelLibrary> load(const std::string &progDir, const Program &program,
+                                             std::string &error);
+
+  /// The kernel of program.params[paramIndex].
+  KernelFn kernel(size_t paramIndex) const { return kernels[paramIndex]; }
+
+private:
+  KernelLibrary() = default;
+  void *handle = nullptr;
+  std::vector<KernelFn> kernels;
+};
+
+/// One shard to compute: `kernel` writes the `slice` of `param` into `out` (`bytes` long).
+struct ShardJob {
+  const Param *param = nullptr;
+  KernelFn kernel = nullptr;
+  Slice slice;
+  void *out = nullptr;
+  uint64_t bytes = 0;
+};
+
+/// Called on the thread that runs the jobs with the bytes computed so far and the total.
+using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
+
+struct RunOptions {
+  int threads = 0;                       // 0: std::thread::hardware_concurrency()
+  ProgressFn progress;                   // optional
+  double progressIntervalSeconds = 0.1;  // at most this often
+};
+
+/// Bytes of output per unit of work handed to a thread.
+inline constexpr uint64_t kChunkBytes = uint64_t(256) << 10;
+
+/// `requested` if positive, else the number of hardware threads (at least 1).
+int resolveThreads(int requested);
+
+/// Computes every job's whole shard. Each shard is cut at element indices into chunks of
+/// kChunkBytes of output (so chunk starts are 64-byte aligned relative to the shard and no two
+/// threads write one cache line); workers take chunks from a shared counter.
+void runShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &options);
+
+/// checksumHex of each job's output, shards spread over `threads` workers.
+std::vector<std::string> checksumShardJobs(const std::vector<ShardJob> &jobs, int threads);
+
+/// The shards of a rank, computed into one arena.
+struct RankShards {
+  Arena arena;
+  std::vector<size_t> paramIndices;  // program.params indices, in program order
+  std::vector<ShardTensor> tensors;  // one per paramIndices entry, data in `arena`
+  uint64_t bytes = 0;                // sum of shard bytes
+  int64_t elements = 0;              // sum of shard elements
+  double computeSeconds = 0;
+  double checksumSeconds = 0;
+};
+
+/// The shards `rank` holds: every parameter, or only persistent ones (what a checkpoint stores).
+std::vector<ShardJob> planRank(const Program &program, const KernelLibrary &kernels, int64_t rank,
+                               bool persistentOnly);
+
+/// Allocates the rank's arena, computes its shards and their checksums.
+bool computeRank(const Program &program, const KernelLibrary &kernels, int64_t rank,
+                 bool persistentOnly, const RunOptions &options, RankShards &out,
+                 std::string &error);
+
+} // namespace initrt

@@ -1,0 +1,91 @@
+/* The initc runtime's C API: fill a training process's own buffers with a rank's shards.
+ *
+ *   initrt_program *prog;
+ *   char err[512];
+ *   if (initrt_program_open("prog", &prog, err, sizeof err) != INITRT_OK) { puts(err); ... }
+ *   struct initrt_param_info info;
+ *   initrt_param_info(prog, rank, 0, &info);          // name, dtype, global shape, slice, bytes
+ *   initrt_fill(prog, rank, info.name, buf, info.bytes, 0, err, sizeof err);
+ *   initrt_program_close(prog);
+ *
+ * Nothing here aborts: every failure is a status plus a message in `err` (when given). A program
+ * handle may be used from several threads at once; each call uses its own worker threads. */
+#ifndef INITRT_INITRT_H
+#define INITRT_INITRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum initrt_status {
+  INITRT_OK = 0,
+  INITRT_INVALID_ARGUMENT = 1, /* a null pointer, a rank outside the mesh, an index out of range */
+  INITRT_BAD_PROGRAM = 2,      /* program.json or kernels.so missing, invalid or mismatched */
+  INITRT_UNSUPPORTED_CPU = 3,  /* the kernels need instructions this CPU lacks */
+  INITRT_NOT_FOUND = 4,        /* no parameter (or alias) of that name */
+  INITRT_SIZE_MISMATCH = 5,    /* the buffer size differs from the rank's shard */
+  INITRT_OUT_OF_MEMORY = 6,
+  INITRT_TOO_MANY_DIMS = 7,    /* a tensor with more than INITRT_MAX_DIMS dims */
+  INITRT_INTERNAL = 8
+} initrt_status;
+
+/* Short name of a status ("INITRT_OK", ...). */
+const char *initrt_status_name(initrt_status status);
+
+typedef struct initrt_program initrt_program;
+
+#define INITRT_MAX_DIMS 16
+
+/* Like `struct stat` and stat(): the struct is always written `struct initrt_param_info`, since
+ * the function initrt_param_info fills it. */
+struct initrt_param_info {
+  const char *name;        /* valid until initrt_program_close */
+  const char *dtype;       /* "F32", "BF16", "F16", "F64", "BOOL", "I64" */
+  int32_t ndim;
+  int32_t is_buffer;       /* 1 for a buffer, 0 for a trainable parameter */
+  int32_t persistent;      /* 0 for a buffer a checkpoint does not store */
+  int64_t global_shape[INITRT_MAX_DIMS];
+  int64_t slice_offset[INITRT_MAX_DIMS]; /* the rank's box: [offset, offset + shape) per dim */
+  int64_t slice_shape[INITRT_MAX_DIMS];
+  int64_t elements;        /* elements in the rank's slice */
+  uint64_t bytes;          /* bytes of the rank's slice: the buffer size initrt_fill wants */
+};
+
+/* Opens prog_dir (program.json + kernels.so): validates the program, checks the CPU and the
+ * kernels' checksum, loads them. On failure *out is NULL and err holds the reason. */
+initrt_status initrt_program_open(const char *prog_dir, initrt_program **out, char *err,
+                                  size_t errlen);
+
+/* Releases the program; NULL is allowed. */
+void initrt_program_close(initrt_program *prog);
+
+/* Ranks in the program's mesh (0 for a NULL program). */
+int64_t initrt_world_size(const initrt_program *prog);
+
+/* Parameters and buffers in the program, in program order (0 for a NULL program). */
+int64_t initrt_param_count(const initrt_program *prog);
+
+/* Describes parameter `index` (program order) as `rank` holds it. */
+initrt_status initrt_param_info(const initrt_program *prog, int64_t rank, int64_t index,
+                                struct initrt_param_info *out);
+
+/* Fills `buf` with `rank`'s shard of the parameter (or alias) `name`, row-major. buf_bytes must
+ * equal the shard's bytes. threads <= 0 uses every hardware thread. The bytes are the same as
+ * those `prog/init` writes for that rank. */
+initrt_status initrt_fill(const initrt_program *prog, int64_t rank, const char *name, void *buf,
+                          size_t buf_bytes, int threads, char *err, size_t errlen);
+
+/* Fills bufs[i] with `rank`'s shard of parameter i for every parameter, in program order, all
+ * in one parallel run; each buffer must hold initrt_param_info(...).bytes. A NULL entry
+ * skips that parameter. */
+initrt_status initrt_fill_all(const initrt_program *prog, int64_t rank, void *const *bufs,
+                              int threads, char *err, size_t errlen);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* INITRT_INITRT_H */

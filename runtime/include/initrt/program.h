@@ -1,0 +1,68 @@
+// The program format: what `initc compile` writes into prog/ and the runtime reads.
+//
+// prog/program.json describes the model (mesh, parameters, their shardings and kernels) and
+// prog/kernels.so holds one native kernel per distinct parameter recipe. The runtime owns this
+// format; the compiler includes this header to write it. See ir-spec/program-format.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace initrt {
+
+/// Version of program.json; bumped on any incompatible change.
+inline constexpr int kProgramFormatVersion = 1;
+
+/// Element types a parameter can have, named as safetensors names them.
+enum class DType { F32, BF16, F16, F64, BOOL, I64 };
+
+const char *dtypeName(DType dtype);              // "F32", "BF16", ...
+bool parseDType(const std::string &name, DType &out);
+int64_t dtypeBytes(DType dtype);                 // 4, 2, 2, 8, 1, 8
+
+/// A device mesh with named axes, row-major: the last axis varies fastest with the rank.
+struct Mesh {
+  std::vector<std::string> axisNames;
+  std::vector<int64_t> shape;
+  int64_t size() const;                          // product of shape (1 for an empty mesh)
+};
+
+/// One parameter or persistent buffer of the model, with its global shape and sharding.
+struct Param {
+  std::string name;
+  std::vector<std::string> aliases;              // tied names that share this tensor
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;                    // global shape
+  /// splitAxes[d] lists the mesh axes (indices into Mesh) that dim d is split over, major first.
+  /// Dims past splitAxes.size() are not split; mesh axes used nowhere replicate.
+  std::vector<std::vector<int>> splitAxes;
+  std::string kernel;                            // symbol in kernels.so
+  bool buffer = false;                           // a buffer rather than a trainable parameter
+  bool persistent = true;                        // non-persistent buffers are not checkpointed
+  int64_t numElements() const;
+};
+
+/// The whole of program.json.
+struct Program {
+  int formatVersion = kProgramFormatVersion;
+  std::string modelName;
+  uint64_t seed = 0;
+  Mesh mesh;
+  std::vector<Param> params;
+  std::string kernelsFile = "kernels.so";
+  std::string kernelsChecksum;                   // XXH3-64 of kernels.so, 16 hex digits
+  std::string targetCpu;                         // the CPU the kernels were compiled for
+  std::string programId;                         // identifies model + seed + mesh + shardings
+};
+
+/// Native kernel ABI. Computes elements [begin, end) of one shard, in the shard's local row-major
+/// order, into `out` (which points at the shard's element 0). The shard is the box
+/// [offset, offset + localShape) of a tensor of `globalShape`; `rank` is the tensor rank.
+/// Every element is a pure function of its global index, so any split of [begin, end) across
+/// threads gives the same bytes.
+extern "C" typedef void (*KernelFn)(void *out, const int64_t *globalShape,
+                                   const int64_t *offset, const int64_t *localShape,
+                                   int64_t begin, int64_t end);
+
+} // namespace initrt

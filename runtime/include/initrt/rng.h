@@ -1,0 +1,414 @@
+//===- rng.h - Scalar reference of the initc RNG contract -------*- C++ -*-===//
+//
+// Every element of every parameter is a pure function of (seed, parameter name, stream, global
+// row-major element index). This header is the executable form of ir-spec/rng.md: the compiler's
+// vectorized expansion (compiler/lib/Random/Expand.cpp) must reproduce it bit for bit, and it
+// reads its polynomial coefficients from here so that both share one source of truth.
+//
+// All float arithmetic is single precision with one IEEE round-to-nearest-even rounding per
+// operation; the project compiles with -ffp-contract=off so no multiply-add is ever fused.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INITRT_RNG_H
+#define INITRT_RNG_H
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace initrt::rng {
+
+struct Key {
+  uint32_t k0, k1;
+};
+
+//===----------------------------------------------------------------------===//
+// Constants (ir-spec/rng.md lists the same values)
+//===----------------------------------------------------------------------===//
+
+// Philox4x32 (Random123 philox.h).
+inline constexpr uint32_t kPhiloxM0 = 0xD2511F53u;
+inline constexpr uint32_t kPhiloxM1 = 0xCD9E8D57u;
+inline constexpr uint32_t kPhiloxW0 = 0x9E3779B9u;
+inline constexpr uint32_t kPhiloxW1 = 0xBB67AE85u;
+inline constexpr int kPhiloxRounds = 10;
+
+inline constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+inline constexpr uint64_t kFnvPrime = 0x100000001b3ull;
+
+// Cephes logf: degree-8 polynomial in t = m - 1, m in [sqrt(1/2), sqrt(2)).
+inline constexpr float kLogPoly[9] = {
+    7.0376836292E-2f,  -1.1514610310E-1f, 1.1676998740E-1f,
+    -1.2420140846E-1f, 1.4249322787E-1f,  -1.6668057665E-1f,
+    2.0000714765E-1f,  -2.4999993993E-1f, 3.3333331174E-1f};
+inline constexpr float kSqrtHalf = 0.707106781186547524f;
+// ln 2 = kLn2Hi + kLn2Lo; kLn2Hi has 9 significant bits so e * kLn2Hi is exact.
+inline constexpr float kLn2Hi = 0.693359375f;
+inline constexpr float kLn2Lo = -2.12194440e-4f;
+
+// Cephes sinf/cosf minimax polynomials on [-pi/4, pi/4], in z = t * t.
+inline constexpr float kSinPoly[3] = {-1.9515295891E-4f, 8.3321608736E-3f,
+                                      -1.6666654611E-1f};
+inline constexpr float kCosPoly[3] = {2.443315711809948E-5f, -1.388731625493765E-3f,
+                                      4.166664568298827E-2f};
+inline constexpr float kTwoPi = 6.28318530717958647692f;
+
+// Cephes expf.
+inline constexpr float kExpPoly[6] = {1.9875691500E-4f, 1.3981999507E-3f,
+                                      8.3334519073E-3f, 4.1665795894E-2f,
+                                      1.6666665459E-1f, 5.0000001201E-1f};
+inline constexpr float kLog2e = 1.44269504088896341f;
+// Arguments are clamped to [kExpMin, kExpMax] before reduction; beyond those the exact result
+// is already 0 (below 2^-150) or +inf, which the clamped computation reproduces.
+inline constexpr float kExpMin = -104.0f;
+inline constexpr float kExpMax = 89.0f;
+
+// Giles (2010), "Approximating the erfinv function", single precision.
+inline constexpr float kErfinvCentral[9] = {
+    2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
+    -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
+    -0.00417768164f,  0.246640727f,    1.50140941f};
+inline constexpr float kErfinvTail[9] = {
+    -0.000200214257f, 0.000100950558f, 0.00134934322f,
+    -0.00367342844f,  0.00573950773f,  -0.0076224613f,
+    0.00943887047f,   1.00167406f,     2.83297682f};
+
+//===----------------------------------------------------------------------===//
+// Bits
+//===----------------------------------------------------------------------===//
+
+inline uint32_t bitsOf(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+inline float floatOf(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+
+//===----------------------------------------------------------------------===//
+// Key and counter (rules 1 and 2)
+//===----------------------------------------------------------------------===//
+
+inline uint64_t fnv1a64(std::string_view bytes) {
+  uint64_t h = kFnvOffset;
+  for (char c : bytes) {
+    h ^= static_cast<uint8_t>(c);
+    h *= kFnvPrime;
+  }
+  return h;
+}
+
+// SplitMix64 step: golden-ratio increment, then the finalizer.
+inline uint64_t mix64(uint64_t x) {
+  uint64_t z = x + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+inline Key deriveKey(uint64_t seed, std::string_view name, uint64_t stream) {
+  uint64_t k = mix64(mix64(mix64(seed) ^ fnv1a64(name)) ^ stream);
+  return Key{static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32)};
+}
+
+// Random123 Philox4x32-R: round 1 uses the key as given, each later round bumps it first.
+inline void philox4x32(const uint32_t ctr[4], Key key, uint32_t out[4],
+                       int rounds = kPhiloxRounds) {
+  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+  uint32_t k0 = key.k0, k1 = key.k1;
+  for (int r = 0; r < rounds; ++r) {
+    if (r > 0) {
+      k0 += kPhiloxW0;
+      k1 += kPhiloxW1;
+    }
+    uint64_t p0 = static_cast<uint64_t>(kPhiloxM0) * c0;
+    uint64_t p1 = static_cast<uint64_t>(kPhiloxM1) * c2;
+    uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1 ^ k0;
+    uint32_t n1 = static_cast<uint32_t>(p1);
+    uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
+    uint32_t n3 = static_cast<uint32_t>(p0);
+    c0 = n0, c1 = n1, c2 = n2, c3 = n3;
+  }
+  out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
+}
+
+// The four words of counter block b = i >> 2: ctr = (lo32(b), hi32(b), 0, 0).
+inline void philoxBlock(Key key, uint64_t block, uint32_t out[4]) {
+  const uint32_t ctr[4] = {static_cast<uint32_t>(block),
+                           static_cast<uint32_t>(block >> 32), 0, 0};
+  philox4x32(ctr, key, out);
+}
+
+// The word x_j, j = i & 3, that feeds element i of a uniform or truncated normal.
+inline uint32_t wordAt(Key key, uint64_t i) {
+  uint32_t x[4];
+  philoxBlock(key, i >> 2, x);
+  return x[i & 3];
+}
+
+//===----------------------------------------------------------------------===//
+// Uniform bits to float (rule 3)
+//===----------------------------------------------------------------------===//
+
+// (2 * (x >> 9) + 1) * 2^-24: 24 significant bits, so exact; in [2^-24, 1 - 2^-24], never 0
+// or 1, and symmetric: unitFloat(~x) == 1 - unitFloat(x).
+inline float unitFloat(uint32_t x) {
+  return static_cast<float>(static_cast<int32_t>(((x >> 9) << 1) | 1u)) * 0x1p-24f;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementary functions (rule 7): +, -, *, /, sqrt, comparisons, selects, bit casts and
+// integer ops only, in exactly the order the compiler's expansion emits them.
+//===----------------------------------------------------------------------===//
+
+template <int N>
+inline float horner(const float (&c)[N], float x) {
+  float p = c[0];
+  for (int k = 1; k < N; ++k)
+    p = p * x + c[k];
+  return p;
+}
+
+// Cephes logf. Subnormals are scaled by 2^23 first; 0 -> -inf, < 0 -> NaN, +inf -> +inf,
+// NaN -> NaN.
+inline float logF(float x) {
+  bool sub = x < 0x1p-126f;
+  float xs = sub ? x * 0x1p23f : x;
+  uint32_t b = bitsOf(xs);
+  int32_t e = static_cast<int32_t>((b >> 23) & 0xffu) - 126 - (sub ? 23 : 0);
+  float m = floatOf((b & 0x007fffffu) | 0x3f000000u); // frexp mantissa in [0.5, 1)
+  bool small = m < kSqrtHalf;
+  e = small ? e - 1 : e;
+  float t = small ? (m + m) - 1.0f : m - 1.0f;
+  float fe = static_cast<float>(e);
+  float z = t * t;
+  float y = (horner(kLogPoly, t) * t) * z;
+  y = y + kLn2Lo * fe;
+  y = y - 0.5f * z;
+  float r = t + y;
+  r = r + kLn2Hi * fe;
+  if (x == 0.0f)
+    return -INFINITY;
+  if (x < 0.0f)
+    return NAN;
+  if (x == INFINITY)
+    return INFINITY;
+  if (x != x)
+    return x;
+  return r;
+}
+
+// Cephes expf, with ldexp done as two exact power-of-two scalings so that a subnormal result
+// is rounded once. Overflow gives +inf, underflow 0, NaN stays NaN.
+inline float expF(float x) {
+  float xc = x >= kExpMin ? x : kExpMin; // NaN takes kExpMin, replaced at the end
+  xc = xc > kExpMax ? kExpMax : xc;
+  float v = kLog2e * xc + 0.5f;
+  int32_t n = static_cast<int32_t>(v); // truncation, then floor
+  n = static_cast<float>(n) > v ? n - 1 : n;
+  float fn = static_cast<float>(n);
+  float r = xc - fn * kLn2Hi;
+  r = r - fn * kLn2Lo;
+  float z = r * r;
+  float y = (horner(kExpPoly, r) * z + r) + 1.0f;
+  int32_t n1 = n >> 1; // arithmetic shift: floor(n / 2)
+  int32_t n2 = n - n1;
+  y = y * floatOf(static_cast<uint32_t>(n1 + 127) << 23);
+  y = y * floatOf(static_cast<uint32_t>(n2 + 127) << 23);
+  return x != x ? x : y;
+}
+
+// Reduction on the turn: u = q / 4 + r exactly, q = round-half-up(4u), |r| <= 1/8.
+inline void reduceTurn(float u, int32_t &q, float &t) {
+  float u4 = u * 4.0f;
+  int32_t n = static_cast<int32_t>(u4);
+  float f = u4 - static_cast<float>(n);
+  q = f >= 0.5f ? n + 1 : n;
+  float r = u - static_cast<float>(q) * 0.25f;
+  t = r * kTwoPi;
+}
+
+inline float sinPoly(float t) {
+  float z = t * t;
+  return ((horner(kSinPoly, z) * z) * t) + t;
+}
+
+inline float cosPoly(float t) {
+  float z = t * t;
+  float y = (horner(kCosPoly, z) * z) * z;
+  y = y - 0.5f * z;
+  return y + 1.0f;
+}
+
+// sin(q * pi / 2 + t).
+inline float sinQuadrant(int32_t q, float t) {
+  switch (q & 3) {
+  case 0:
+    return sinPoly(t);
+  case 1:
+    return cosPoly(t);
+  case 2:
+    return -sinPoly(t);
+  default:
+    return -cosPoly(t);
+  }
+}
+
+// sin(2 pi u) and cos(2 pi u) for u in [0, 1]; cos is sin one quadrant further on.
+inline float sin2Pi(float u) {
+  int32_t q;
+  float t;
+  reduceTurn(u, q, t);
+  return sinQuadrant(q, t);
+}
+
+inline float cos2Pi(float u) {
+  int32_t q;
+  float t;
+  reduceTurn(u, q, t);
+  return sinQuadrant(q + 1, t);
+}
+
+// Giles' single-precision erfinv; both branches are computed and one selected.
+// +-1 -> +-inf, |x| > 1 or NaN -> NaN.
+inline float erfinvF(float x) {
+  float w = -logF((1.0f - x) * (1.0f + x));
+  float wc = w - 2.5f;
+  float pc = horner(kErfinvCentral, wc);
+  float wt = std::sqrt(w) - 3.0f;
+  float pt = horner(kErfinvTail, wt);
+  float p = w < 5.0f ? pc : pt;
+  return std::fabs(x) == 1.0f ? x * INFINITY : p * x;
+}
+
+//===----------------------------------------------------------------------===//
+// Distributions (rules 4-6)
+//===----------------------------------------------------------------------===//
+
+// value = low + width * U, the constants rounded to f32 once, at compile time.
+struct UniformParams {
+  float low, width;
+};
+
+inline UniformParams uniformParams(double low, double high) {
+  return UniformParams{static_cast<float>(low), static_cast<float>(high - low)};
+}
+
+struct TruncNormalParams {
+  UniformParams v;  // v = uniform(2l - 1, 2h - 1)
+  float scale;      // std * sqrt(2)
+  float mean, a, b; // y = erfinv(v) * scale + mean, clamped to [a, b]
+};
+
+inline double normalCdf(double x) { return (1.0 + std::erf(x / std::sqrt(2.0))) / 2.0; }
+
+inline TruncNormalParams truncNormalParams(double mean, double stdev, double a, double b) {
+  double l = normalCdf((a - mean) / stdev);
+  double h = normalCdf((b - mean) / stdev);
+  return TruncNormalParams{uniformParams(2.0 * l - 1.0, 2.0 * h - 1.0),
+                           static_cast<float>(stdev * std::sqrt(2.0)),
+                           static_cast<float>(mean), static_cast<float>(a),
+                           static_cast<float>(b)};
+}
+
+inline float uniformFromWord(uint32_t x, UniformParams p) {
+  return p.low + p.width * unitFloat(x);
+}
+
+inline float uniformAt(Key key, uint64_t i, double low, double high) {
+  return uniformFromWord(wordAt(key, i), uniformParams(low, high));
+}
+
+// Standard normal of element i: Box-Muller on the lane pair (x_{2p}, x_{2p+1}), p = j >> 1;
+// even lanes take the cosine, odd lanes the sine.
+inline float standardNormalAt(Key key, uint64_t i) {
+  uint32_t x[4];
+  philoxBlock(key, i >> 2, x);
+  unsigned j = static_cast<unsigned>(i & 3), p = j >> 1;
+  float u1 = unitFloat(x[2 * p]);
+  float u2 = unitFloat(x[2 * p + 1]);
+  float r = std::sqrt(-2.0f * logF(u1));
+  return (j & 1) == 0 ? r * cos2Pi(u2) : r * sin2Pi(u2);
+}
+
+inline float normalAt(Key key, uint64_t i, double mean, double stdev) {
+  return static_cast<float>(mean) + static_cast<float>(stdev) * standardNormalAt(key, i);
+}
+
+inline float truncNormalFromWord(uint32_t x, const TruncNormalParams &p) {
+  float v = uniformFromWord(x, p.v);
+  float y = erfinvF(v) * p.scale + p.mean;
+  y = y < p.a ? p.a : y; // max, then min; a NaN would pass through
+  y = y > p.b ? p.b : y;
+  return y;
+}
+
+inline float truncNormalAt(Key key, uint64_t i, double mean, double stdev, double a,
+                           double b) {
+  return truncNormalFromWord(wordAt(key, i), truncNormalParams(mean, stdev, a, b));
+}
+
+//===----------------------------------------------------------------------===//
+// Rounding to the parameter dtype (rule 8)
+//===----------------------------------------------------------------------===//
+
+// Round to nearest even; NaN keeps its sign and top payload bits and becomes quiet.
+inline uint16_t toBF16Bits(float f) {
+  uint32_t b = bitsOf(f);
+  if ((b & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((b >> 16) | 0x0040u);
+  b += 0x7fffu + ((b >> 16) & 1u);
+  return static_cast<uint16_t>(b >> 16);
+}
+
+inline float fromBF16Bits(uint16_t h) { return floatOf(static_cast<uint32_t>(h) << 16); }
+
+// IEEE binary16, round to nearest even, with subnormals; overflow -> inf; NaN -> quiet NaN
+// keeping sign and top payload bits.
+inline uint16_t toF16Bits(float f) {
+  uint32_t b = bitsOf(f);
+  uint32_t sign = (b >> 16) & 0x8000u;
+  uint32_t a = b & 0x7fffffffu;
+  uint32_t r;
+  if (a > 0x7f800000u) {
+    r = 0x7e00u | ((a >> 13) & 0x3ffu);
+  } else if (a >= 0x477ff000u) { // >= 65520 rounds to inf
+    r = 0x7c00u;
+  } else if (a >= 0x38800000u) { // normal half: rebias the exponent, round off 13 bits
+    uint32_t v = a - 0x38000000u;
+    r = (v + 0xfffu + ((v >> 13) & 1u)) >> 13;
+  } else { // subnormal half (or zero): value / 2^-24, rounded to nearest even
+    int32_t e = static_cast<int32_t>(a >> 23);
+    uint32_t m = (a & 0x007fffffu) | 0x00800000u;
+    int32_t shift = 126 - e;
+    shift = shift < 14 ? 14 : (shift > 25 ? 25 : shift);
+    uint32_t q = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1);
+    r = q + ((rem > half || (rem == half && (q & 1u))) ? 1u : 0u);
+  }
+  return static_cast<uint16_t>(sign | r);
+}
+
+inline float fromF16Bits(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t e = (h >> 10) & 0x1fu;
+  uint32_t m = h & 0x3ffu;
+  if (e == 0x1f)
+    return floatOf(sign | 0x7f800000u | (m << 13));
+  if (e != 0)
+    return floatOf(sign | ((e + 112u) << 23) | (m << 13));
+  // Subnormal or zero: m * 2^-24 is exact in f32.
+  float v = static_cast<float>(m) * 0x1p-24f;
+  return floatOf(sign | bitsOf(v));
+}
+
+} // namespace initrt::rng
+
+#endif // INITRT_RNG_H

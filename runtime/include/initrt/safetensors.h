@@ -1,0 +1,127 @@
+// Reading and writing safetensors files (ir-spec/checkpoint.md, "Shard files").
+//
+// The writer lays tensors out as the reference implementation (huggingface/safetensors) does, so
+// its bytes are identical to `safetensors.torch.save_file`; the reader applies the reference
+// reader's validation. Tensor data is never copied: the writer streams from the caller's memory
+// and the reader preads into the caller's buffer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace initrt {
+
+/// Largest header the reference reader accepts.
+inline constexpr uint64_t kSafetensorsMaxHeaderSize = 100000000;
+
+/// Bits per element of a safetensors dtype name ("F32" -> 32), or 0 if the name is unknown.
+int safetensorsDTypeBits(const std::string &dtype);
+
+/// Position of a dtype in the reference enum, which is in increasing alignment order; -1 if unknown.
+int safetensorsDTypeRank(const std::string &dtype);
+
+/// The __metadata__ map, in the order it is written.
+using SafetensorsMetadata = std::vector<std::pair<std::string, std::string>>;
+
+/// A tensor to write: `bytes` bytes at `data`, owned by the caller, row-major.
+struct SafetensorsTensor {
+  std::string name;
+  std::string dtype; // safetensors name: "F32", "BF16", ...
+  std::vector<int64_t> shape;
+  const void *data = nullptr;
+  uint64_t bytes = 0;
+};
+
+/// Builds the file's first 8 + N bytes (length prefix and padded JSON header) and the order in
+/// which tensor data follows it (indices into `tensors`). Fails on an unknown dtype, a size that
+/// does not match the shape, a duplicate or invalid UTF-8 name.
+bool buildSafetensorsHeader(const std::vector<SafetensorsTensor> &tensors,
+                            const std::optional<SafetensorsMetadata> &metadata,
+                            std::string &header, std::vector<size_t> &dataOrder,
+                            std::string &error);
+
+/// Writes `path` atomically (AtomicFile). __metadata__ is omitted when `metadata` is empty.
+bool writeSafetensors(const std::string &path, const std::vector<SafetensorsTensor> &tensors,
+                      const std::optional<SafetensorsMetadata> &metadata, std::string &error);
+
+/// A file written under a temporary name in its final directory (".<name>.tmp-<pid>") and renamed
+/// into place by commit() after an fsync, then the directory is fsynced. Until commit() succeeds
+/// nothing exists under the final name; the destructor removes an uncommitted temporary.
+/// Errors say what to do ("no space left on DIR: free space or choose another --out").
+class AtomicFile {
+public:
+  AtomicFile() = default;
+  ~AtomicFile();
+  AtomicFile(const AtomicFile &) = delete;
+  AtomicFile &operator=(const AtomicFile &) = delete;
+
+  /// `expectedBytes`, when known, is reserved up front so that a full disk fails before writing.
+  bool open(const std::string &path, uint64_t expectedBytes, std::string &error);
+  /// Writes all of `bytes`, in large pieces, retrying short writes and EINTR.
+  bool write(const void *data, uint64_t bytes, std::string &error);
+  bool commit(std::string &error);
+  /// Removes the temporary file; called by the destructor when not committed.
+  void discard();
+
+private:
+  std::string finalPath, tempPath;
+  int fd = -1;
+};
+
+/// Writes `contents` to `path` atomically.
+bool writeFileAtomically(const std::string &path, const std::string &contents,
+                         std::string &error);
+
+/// One tensor of a file read back. Offsets are relative to the data section.
+struct SafetensorsEntry {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;
+  uint64_t bytes() const { return end - begin; }
+};
+
+/// An open safetensors file whose header has been validated. Tensor bytes are read on demand.
+class SafetensorsReader {
+public:
+  SafetensorsReader() = default;
+  ~SafetensorsReader();
+  SafetensorsReader(SafetensorsReader &&other) noexcept;
+  SafetensorsReader &operator=(SafetensorsReader &&other) noexcept;
+  SafetensorsReader(const SafetensorsReader &) = delete;
+  SafetensorsReader &operator=(const SafetensorsReader &) = delete;
+
+  /// Opens `path` and validates it as the reference reader does: header size, UTF-8 JSON, known
+  /// dtypes, string-to-string metadata, no duplicate names, sizes matching shapes, offsets
+  /// contiguous from 0 and the file length exact. Errors name the file.
+  bool open(const std::string &path, std::string &error);
+
+  const std::string &path() const { return filePath; }
+  /// Tensors in data-offset order.
+  const std::vector<SafetensorsEntry> &tensors() const { return entries; }
+  const SafetensorsEntry *find(const std::string &name) const;
+  bool hasMetadata() const { return metadataPresent; }
+  const SafetensorsMetadata &metadata() const { return metadataEntries; }
+  /// The metadata value for `key`, or nullptr.
+  const std::string *metadataValue(const std::string &key) const;
+  /// Byte offset of the data section in the file (8 + N).
+  uint64_t dataStart() const { return dataOffset; }
+
+  /// Reads `bytes` bytes starting `offset` bytes into the data section.
+  bool read(uint64_t offset, void *out, uint64_t bytes, std::string &error) const;
+  /// XXH3-64 hex of a tensor's bytes, reading the file in bounded chunks.
+  bool checksum(const SafetensorsEntry &entry, std::string &hex, std::string &error) const;
+
+private:
+  std::string filePath;
+  int fd = -1;
+  uint64_t dataOffset = 0;
+  bool metadataPresent = false;
+  SafetensorsMetadata metadataEntries;
+  std::vector<SafetensorsEntry> entries;
+};
+
+} // namespace initrt

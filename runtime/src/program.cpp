@@ -1,0 +1,576 @@
+// DType helpers, Mesh/Param methods, and program.json reading, validation and writing.
+#include "initrt/program.h"
+#include "initrt/program_io.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+namespace initrt {
+
+using nlohmann::json;
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "F32";
+  case DType::BF16:
+    return "BF16";
+  case DType::F16:
+    return "F16";
+  case DType::F64:
+    return "F64";
+  case DType::BOOL:
+    return "BOOL";
+  case DType::I64:
+    return "I64";
+  }
+  return "?";
+}
+
+bool parseDType(const std::string &name, DType &out) {
+  static const DType all[] = {DType::F32, DType::BF16, DType::F16,
+                              DType::F64, DType::BOOL, DType::I64};
+  for (DType dtype : all) {
+    if (name == dtypeName(dtype)) {
+      out = dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t dtypeBytes(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return 4;
+  case DType::BF16:
+  case DType::F16:
+    return 2;
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::BOOL:
+    return 1;
+  }
+  return 0;
+}
+
+int64_t Mesh::size() const {
+  int64_t total = 1;
+  for (int64_t extent : shape)
+    total *= extent;
+  return total;
+}
+
+int64_t Param::numElements() const {
+  int64_t total = 1;
+  for (int64_t extent : shape)
+    total *= extent;
+  return total;
+}
+
+namespace {
+
+// Seeds above 2^53 do not survive a round trip through a double, so they travel as strings.
+constexpr uint64_t kMaxExactJsonInteger = uint64_t(1) << 53;
+
+bool isHex16(const std::string &text) {
+  if (text.size() != 16)
+    return false;
+  for (char c : text)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+      return false;
+  return true;
+}
+
+std::string paramWhere(size_t index, const std::string &name) {
+  std::string where = "params[" + std::to_string(index) + "]";
+  if (!name.empty())
+    where += " (" + name + ")";
+  return where;
+}
+
+// Walks the parsed JSON with explicit type checks; every failure names the field.
+class ProgramReader {
+public:
+  ProgramReader(const std::string &source, std::string &error) : source(source), error(error) {}
+
+  bool read(const json &root, Program &out) {
+    if (!root.is_object())
+      return fail("", "the top level must be a JSON object");
+    if (!checkKeys(root, "",
+                   {"format", "version", "model", "seed", "mesh", "kernels", "program_id",
+                    "params"}))
+      return false;
+    std::string format;
+    if (!getString(root, "format", "", format))
+      return false;
+    if (format != "initc-program")
+      return fail("format", "is \"" + format + "\", expected \"initc-program\"");
+    int64_t version;
+    if (!getInt(root, "version", "", version))
+      return false;
+    if (version != kProgramFormatVersion)
+      return fail("version", "is " + std::to_string(version) + " but this runtime reads version " +
+                                 std::to_string(kProgramFormatVersion) +
+                                 ": recompile with a matching initc");
+    out.formatVersion = int(version);
+    if (!getString(root, "model", "", out.modelName) || !getSeed(root, out.seed) ||
+        !getString(root, "program_id", "", out.programId))
+      return false;
+    if (!readMesh(root, out.mesh) || !readKernels(root, out))
+      return false;
+    const json *params;
+    if (!getMember(root, "params", "", params))
+      return false;
+    if (!params->is_array())
+      return fail("params", "must be an array");
+    out.params.clear();
+    out.params.reserve(params->size());
+    for (size_t i = 0; i < params->size(); ++i) {
+      Param param;
+      if (!readParam((*params)[i], i, param))
+        return false;
+      out.params.push_back(std::move(param));
+    }
+    return true;
+  }
+
+private:
+  const std::string &source;
+  std::string &error;
+
+  bool fail(const std::string &field, const std::string &what) {
+    error = source + ": " + (field.empty() ? "" : "field \"" + field + "\" ") + what;
+    return false;
+  }
+
+  static std::string join(const std::string &where, const char *key) {
+    return where.empty() ? std::string(key) : where + "." + key;
+  }
+
+  bool checkKeys(const json &object, const std::string &where,
+                 std::initializer_list<const char *> known) {
+    for (auto it = object.begin(); it != object.end(); ++it) {
+      bool found = false;
+      for (const char *key : known)
+        found = found || it.key() == key;
+      if (!found)
+        return fail(join(where, it.key().c_str()),
+                    "is not part of program format version " +
+                        std::to_string(kProgramFormatVersion));
+    }
+    return true;
+  }
+
+  bool getMember(const json &object, const char *key, const std::string &where,
+                 const json *&out) {
+    auto it = object.find(key);
+    if (it == object.end())
+      return fail(join(where, key), "is missing");
+    out = &*it;
+    return true;
+  }
+
+  bool getString(const json &object, const char *key, const std::string &where,
+                 std::string &out) {
+    const json *value;
+    if (!getMember(object, key, where, value))
+      return false;
+    if (!value->is_string())
+      return fail(join(where, key), "must be a string");
+    out = value->get<std::string>();
+    return true;
+  }
+
+  bool toInt(const json &value, int64_t &out) {
+    if (value.is_number_integer() && !value.is_number_unsigned()) {
+      out = value.get<int64_t>();
+      return true;
+    }
+    if (value.is_number_unsigned()) {
+      uint64_t raw = value.get<uint64_t>();
+      if (raw > uint64_t(INT64_MAX))
+        return false;
+      out = int64_t(raw);
+      return true;
+    }
+    return false;
+  }
+
+  bool getInt(const json &object, const char *key, const std::string &where, int64_t &out) {
+    const json *value;
+    if (!getMember(object, key, where, value))
+      return false;
+    if (!toInt(*value, out))
+      return fail(join(where, key), "must be an integer");
+    return true;
+  }
+
+  bool getBool(const json &object, const char *key, const std::string &where, bool &out) {
+    const json *value;
+    if (!getMember(object, key, where, value))
+      return false;
+    if (!value->is_boolean())
+      return fail(join(where, key), "must be true or false");
+    out = value->get<bool>();
+    return true;
+  }
+
+  bool getSeed(const json &root, uint64_t &out) {
+    const json *value;
+    if (!getMember(root, "seed", "", value))
+      return false;
+    if (value->is_number_unsigned()) {
+      out = value->get<uint64_t>();
+      return true;
+    }
+    if (value->is_number_integer())
+      return fail("seed", "must not be negative");
+    if (value->is_string()) {
+      const std::string text = value->get<std::string>();
+      uint64_t seed = 0;
+      bool ok = !text.empty() && text.size() <= 20;
+      for (char c : text) {
+        if (!ok || c < '0' || c > '9') {
+          ok = false;
+          break;
+        }
+        ok = !__builtin_mul_overflow(seed, uint64_t(10), &seed) &&
+             !__builtin_add_overflow(seed, uint64_t(c - '0'), &seed);
+      }
+      if (!ok)
+        return fail("seed", "\"" + text + "\" is not a decimal integer in [0, 2^64)");
+      out = seed;
+      return true;
+    }
+    return fail("seed", "must be an unsigned integer (or a decimal string above 2^53)");
+  }
+
+  bool readMesh(const json &root, Mesh &mesh) {
+    const json *value;
+    if (!getMember(root, "mesh", "", value))
+      return false;
+    if (!value->is_object())
+      return fail("mesh", "must be an object with \"axes\" and \"shape\"");
+    if (!checkKeys(*value, "mesh", {"axes", "shape"}))
+      return false;
+    const json *axes, *shape;
+    if (!getMember(*value, "axes", "mesh", axes) || !getMember(*value, "shape", "mesh", shape))
+      return false;
+    if (!axes->is_array())
+      return fail("mesh.axes", "must be an array of axis names");
+    if (!shape->is_array())
+      return fail("mesh.shape", "must be an array of integers");
+    mesh.axisNames.clear();
+    mesh.shape.clear();
+    for (size_t i = 0; i < axes->size(); ++i) {
+      if (!(*axes)[i].is_string())
+        return fail("mesh.axes[" + std::to_string(i) + "]", "must be a string");
+      mesh.axisNames.push_back((*axes)[i].get<std::string>());
+    }
+    for (size_t i = 0; i < shape->size(); ++i) {
+      int64_t extent;
+      if (!toInt((*shape)[i], extent))
+        return fail("mesh.shape[" + std::to_string(i) + "]", "must be an integer");
+      mesh.shape.push_back(extent);
+    }
+    return true;
+  }
+
+  bool readKernels(const json &root, Program &out) {
+    const json *value;
+    if (!getMember(root, "kernels", "", value))
+      return false;
+    if (!value->is_object())
+      return fail("kernels", "must be an object with \"file\", \"checksum\", \"target_cpu\"");
+    if (!checkKeys(*value, "kernels", {"file", "checksum", "target_cpu"}))
+      return false;
+    return getString(*value, "file", "kernels", out.kernelsFile) &&
+           getString(*value, "checksum", "kernels", out.kernelsChecksum) &&
+           getString(*value, "target_cpu", "kernels", out.targetCpu);
+  }
+
+  bool readParam(const json &value, size_t index, Param &param) {
+    std::string where = paramWhere(index, "");
+    if (!value.is_object())
+      return fail(where, "must be an object");
+    // The name first, so that every later error can name the parameter.
+    if (!getString(value, "name", where, param.name))
+      return false;
+    where = paramWhere(index, param.name);
+    if (!checkKeys(value, where,
+                   {"name", "aliases", "dtype", "shape", "split_axes", "kernel", "buffer",
+                    "persistent"}))
+      return false;
+    const json *aliases, *shape, *splitAxes;
+    if (!getMember(value, "aliases", where, aliases))
+      return false;
+    if (!aliases->is_array())
+      return fail(where + ".aliases", "must be an array of strings");
+    for (size_t i = 0; i < aliases->size(); ++i) {
+      if (!(*aliases)[i].is_string())
+        return fail(where + ".aliases[" + std::to_string(i) + "]", "must be a string");
+      param.aliases.push_back((*aliases)[i].get<std::string>());
+    }
+    std::string dtype;
+    if (!getString(value, "dtype", where, dtype))
+      return false;
+    if (!parseDType(dtype, param.dtype))
+      return fail(where + ".dtype",
+                  "is \"" + dtype + "\", expected one of F32, BF16, F16, F64, BOOL, I64");
+    if (!getMember(value, "shape", where, shape))
+      return false;
+    if (!shape->is_array())
+      return fail(where + ".shape", "must be an array of integers");
+    for (size_t i = 0; i < shape->size(); ++i) {
+      int64_t extent;
+      if (!toInt((*shape)[i], extent))
+        return fail(where + ".shape[" + std::to_string(i) + "]", "must be an integer");
+      param.shape.push_back(extent);
+    }
+    if (!getMember(value, "split_axes", where, splitAxes))
+      return false;
+    if (!splitAxes->is_array())
+      return fail(where + ".split_axes", "must be an array (one array of mesh axes per dim)");
+    for (size_t d = 0; d < splitAxes->size(); ++d) {
+      const json &axes = (*splitAxes)[d];
+      std::string field = where + ".split_axes[" + std::to_string(d) + "]";
+      if (!axes.is_array())
+        return fail(field, "must be an array of mesh axis indices");
+      std::vector<int> dimAxes;
+      for (size_t k = 0; k < axes.size(); ++k) {
+        int64_t axis;
+        if (!toInt(axes[k], axis) || axis < INT32_MIN || axis > INT32_MAX)
+          return fail(field + "[" + std::to_string(k) + "]", "must be a mesh axis index");
+        dimAxes.push_back(int(axis));
+      }
+      param.splitAxes.push_back(std::move(dimAxes));
+    }
+    return getString(value, "kernel", where, param.kernel) &&
+           getBool(value, "buffer", where, param.buffer) &&
+           getBool(value, "persistent", where, param.persistent);
+  }
+};
+
+} // namespace
+
+bool validateProgram(const Program &program, std::string &error) {
+  auto fail = [&](const std::string &field, const std::string &what) {
+    error = "field \"" + field + "\" " + what;
+    return false;
+  };
+  if (program.formatVersion != kProgramFormatVersion)
+    return fail("version", "must be " + std::to_string(kProgramFormatVersion));
+  const Mesh &mesh = program.mesh;
+  if (mesh.axisNames.size() != mesh.shape.size())
+    return fail("mesh", "has " + std::to_string(mesh.axisNames.size()) + " axis names but " +
+                            std::to_string(mesh.shape.size()) + " sizes");
+  std::set<std::string> axisNames;
+  int64_t meshSize = 1;
+  for (size_t i = 0; i < mesh.shape.size(); ++i) {
+    std::string field = "mesh.axes[" + std::to_string(i) + "]";
+    if (mesh.axisNames[i].empty())
+      return fail(field, "must not be empty");
+    if (!axisNames.insert(mesh.axisNames[i]).second)
+      return fail(field, "repeats the axis name \"" + mesh.axisNames[i] + "\"");
+    if (mesh.shape[i] < 1)
+      return fail("mesh.shape[" + std::to_string(i) + "]",
+                  "is " + std::to_string(mesh.shape[i]) + ", mesh sizes must be >= 1");
+    if (__builtin_mul_overflow(meshSize, mesh.shape[i], &meshSize) || meshSize > INT32_MAX)
+      return fail("mesh.shape", "has more than 2^31 - 1 devices");
+  }
+  if (program.kernelsFile.empty() || program.kernelsFile.find('/') != std::string::npos)
+    return fail("kernels.file", "must be a file name inside the program directory");
+  if (!isHex16(program.kernelsChecksum))
+    return fail("kernels.checksum", "must be 16 lowercase hex digits (XXH3-64)");
+  if (program.programId.empty())
+    return fail("program_id", "must not be empty");
+
+  std::set<std::string> tensorNames;
+  for (size_t p = 0; p < program.params.size(); ++p) {
+    const Param &param = program.params[p];
+    const std::string where = paramWhere(p, param.name);
+    if (param.name.empty())
+      return fail(where + ".name", "must not be empty");
+    if (!tensorNames.insert(param.name).second)
+      return fail(where + ".name", "repeats the name of an earlier parameter or alias");
+    for (size_t i = 0; i < param.aliases.size(); ++i) {
+      std::string field = where + ".aliases[" + std::to_string(i) + "]";
+      if (param.aliases[i].empty())
+        return fail(field, "must not be empty");
+      if (!tensorNames.insert(param.aliases[i]).second)
+        return fail(field, "\"" + param.aliases[i] +
+                               "\" repeats the name of an earlier parameter or alias");
+    }
+    int64_t elements = 1;
+    for (size_t d = 0; d < param.shape.size(); ++d) {
+      if (param.shape[d] < 0)
+        return fail(where + ".shape[" + std::to_string(d) + "]",
+                    "is " + std::to_string(param.shape[d]) + ", dims must be >= 0");
+      if (__builtin_mul_overflow(elements, param.shape[d], &elements))
+        return fail(where + ".shape", "has more elements than fit in a signed 64-bit integer");
+    }
+    int64_t bytes;
+    if (__builtin_mul_overflow(elements, dtypeBytes(param.dtype), &bytes))
+      return fail(where + ".shape", "has more bytes than fit in a signed 64-bit integer");
+    if (param.splitAxes.size() > param.shape.size())
+      return fail(where + ".split_axes",
+                  "has " + std::to_string(param.splitAxes.size()) + " entries but the tensor has " +
+                      std::to_string(param.shape.size()) + " dims");
+    std::vector<bool> used(mesh.shape.size(), false);
+    for (size_t d = 0; d < param.splitAxes.size(); ++d) {
+      for (size_t k = 0; k < param.splitAxes[d].size(); ++k) {
+        int axis = param.splitAxes[d][k];
+        std::string field =
+            where + ".split_axes[" + std::to_string(d) + "][" + std::to_string(k) + "]";
+        if (axis < 0 || size_t(axis) >= mesh.shape.size())
+          return fail(field, "is " + std::to_string(axis) + " but the mesh has " +
+                                 std::to_string(mesh.shape.size()) + " axes");
+        if (used[axis])
+          return fail(field, "splits over mesh axis \"" + mesh.axisNames[axis] +
+                                 "\" a second time; each axis may split a parameter once");
+        used[axis] = true;
+      }
+    }
+    if (param.kernel.empty())
+      return fail(where + ".kernel", "must name a kernel symbol");
+  }
+  return true;
+}
+
+bool parseProgramJson(const std::string &text, const std::string &source, Program &out,
+                      std::string &error) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception &e) {
+    error = source + ": not valid JSON (" + e.what() + "): recompile the program";
+    return false;
+  }
+  Program program;
+  ProgramReader reader(source, error);
+  try {
+    if (!reader.read(root, program))
+      return false;
+  } catch (const json::exception &e) {
+    error = source + ": " + e.what();
+    return false;
+  }
+  std::string what;
+  if (!validateProgram(program, what)) {
+    error = source + ": " + what;
+    return false;
+  }
+  out = std::move(program);
+  return true;
+}
+
+bool readProgram(const std::string &progDir, Program &out, std::string &error) {
+  const std::string path = progDir + "/program.json";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot open " + path + ": " + std::strerror(errno) +
+            " (is " + progDir + " a directory written by `initc compile`?)";
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    error = "cannot read " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  return parseProgramJson(text.str(), path, out, error);
+}
+
+std::string programToJson(const Program &program) {
+  // Keys in the order ir-spec/program-format.md lists them.
+  nlohmann::ordered_json root = nlohmann::ordered_json::object();
+  root["format"] = "initc-program";
+  root["version"] = program.formatVersion;
+  root["model"] = program.modelName;
+  if (program.seed > kMaxExactJsonInteger)
+    root["seed"] = std::to_string(program.seed);
+  else
+    root["seed"] = program.seed;
+  root["mesh"]["axes"] = program.mesh.axisNames;
+  root["mesh"]["shape"] = program.mesh.shape;
+  root["kernels"]["file"] = program.kernelsFile;
+  root["kernels"]["checksum"] = program.kernelsChecksum;
+  root["kernels"]["target_cpu"] = program.targetCpu;
+  root["program_id"] = program.programId;
+  nlohmann::ordered_json params = nlohmann::ordered_json::array();
+  for (const Param &param : program.params) {
+    nlohmann::ordered_json entry = nlohmann::ordered_json::object();
+    entry["name"] = param.name;
+    entry["aliases"] = param.aliases;
+    entry["dtype"] = dtypeName(param.dtype);
+    entry["shape"] = param.shape;
+    nlohmann::ordered_json splitAxes = nlohmann::ordered_json::array();
+    for (const std::vector<int> &axes : param.splitAxes)
+      splitAxes.push_back(axes);
+    entry["split_axes"] = std::move(splitAxes);
+    entry["kernel"] = param.kernel;
+    entry["buffer"] = param.buffer;
+    entry["persistent"] = param.persistent;
+    params.push_back(std::move(entry));
+  }
+  root["params"] = std::move(params);
+  // Invalid UTF-8 in a name is replaced rather than thrown: validation happens on read.
+  return root.dump(1, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+bool writeProgramJson(const std::string &path, const Program &program, std::string &error) {
+  std::string what;
+  if (!validateProgram(program, what)) {
+    error = "refusing to write an invalid " + path + ": " + what;
+    return false;
+  }
+  const std::string text = programToJson(program);
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string temp = dir + "/." + base + ".tmp-" + std::to_string(getpid());
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    error = "cannot create " + temp + ": " + std::strerror(errno);
+    return false;
+  }
+  const char *data = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t written = ::write(fd, data, left);
+    if (written < 0 && errno == EINTR)
+      continue;
+    if (written <= 0) {
+      error = "cannot write " + temp + ": " + std::strerror(errno);
+      ::close(fd);
+      ::unlink(temp.c_str());
+      return false;
+    }
+    data += written;
+    left -= size_t(written);
+  }
+  bool synced = ::fsync(fd) == 0;
+  int syncErrno = errno;
+  if (::close(fd) != 0 || !synced) {
+    error = "cannot write " + temp + ": " + std::strerror(synced ? errno : syncErrno);
+    ::unlink(temp.c_str());
+    return false;
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    error = "cannot rename " + temp + " to " + path + ": " + std::strerror(errno);
+    ::unlink(temp.c_str());
+    return false;
+  }
+  return true;
+}
+
+} // namespace initrt

@@ -1,0 +1,529 @@
+// prog/init: computes this rank's shards of every parameter and writes them to a checkpoint
+// directory. One process per rank under mpirun/srun, or one rank alone with --rank.
+#include "initrt/checkpoint.h"
+#include "initrt/executor.h"
+#include "initrt/program_io.h"
+
+#include <CLI/CLI.hpp>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sys/resource.h>
+#include <unistd.h>
+
+using namespace initrt;
+
+namespace {
+
+enum ExitCode { kExitOk = 0, kExitFailure = 1, kExitUsage = 2 };
+
+struct Options {
+  std::string out;
+  std::string programDir;
+  int64_t rank = -1;
+  int threads = 0;
+  bool overwrite = false;
+  bool discard = false;
+  bool quiet = false;
+};
+
+// Statistics each rank sends to rank 0 for the summary.
+struct RankStats {
+  double bytes = 0;          // bytes of the rank's shards
+  double elements = 0;
+  double seconds = 0;        // compute + checksum + write
+  double peakRssBytes = 0;
+  double skipped = 0;        // 1 if the rank's file was already complete
+  static constexpr int kFields = 5;
+};
+
+using Clock = std::chrono::steady_clock;
+
+std::string programName = "init";
+
+// Rank and size of the job, and the few collectives the run needs. Without MPI (a single rank,
+// or --rank K) every collective is the identity.
+class World {
+public:
+  virtual ~World() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual int minInt(int value) = 0;
+  virtual int maxInt(int value) = 0;
+  // Rank 0 gets every rank's `bytes` (all ranks pass the same length), in rank order.
+  virtual std::vector<char> gatherToRoot(const std::vector<char> &bytes) = 0;
+  virtual std::vector<double> gatherStats(const RankStats &stats) = 0;
+  // Ends the whole job after an unexpected error, when the other ranks cannot be told otherwise.
+  virtual void abortJob(int code) { std::exit(code); }
+};
+
+class SoloWorld : public World {
+public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int minInt(int value) override { return value; }
+  int maxInt(int value) override { return value; }
+  std::vector<char> gatherToRoot(const std::vector<char> &bytes) override { return bytes; }
+  std::vector<double> gatherStats(const RankStats &stats) override {
+    return {stats.bytes, stats.elements, stats.seconds, stats.peakRssBytes, stats.skipped};
+  }
+};
+
+class MpiWorld : public World {
+public:
+  MpiWorld() {
+    int provided;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &myRank);
+    MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
+  }
+  ~MpiWorld() override { MPI_Finalize(); }
+  int rank() const override { return myRank; }
+  int size() const override { return worldSize; }
+  int minInt(int value) override {
+    int result;
+    MPI_Allreduce(&value, &result, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return result;
+  }
+  int maxInt(int value) override {
+    int result;
+    MPI_Allreduce(&value, &result, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return result;
+  }
+  std::vector<char> gatherToRoot(const std::vector<char> &bytes) override {
+    // Every rank sends the same length, but Gatherv keeps the receive side honest about it.
+    int count = int(bytes.size());
+    std::vector<int> counts(myRank == 0 ? worldSize : 0);
+    MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    std::vector<int> displacements(counts.size(), 0);
+    std::vector<char> all;
+    if (myRank == 0) {
+      int64_t total = 0;
+      for (size_t r = 0; r < counts.size(); ++r) {
+        displacements[r] = int(total);
+        total += counts[r];
+      }
+      all.resize(size_t(total));
+    }
+    MPI_Gatherv(bytes.data(), count, MPI_CHAR, all.data(), counts.data(), displacements.data(),
+                MPI_CHAR, 0, MPI_COMM_WORLD);
+    return all;
+  }
+  std::vector<double> gatherStats(const RankStats &stats) override {
+    double mine[RankStats::kFields] = {stats.bytes, stats.elements, stats.seconds,
+                                       stats.peakRssBytes, stats.skipped};
+    std::vector<double> all(myRank == 0 ? size_t(worldSize) * RankStats::kFields : 0);
+    MPI_Gather(mine, RankStats::kFields, MPI_DOUBLE, all.data(), RankStats::kFields, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
+    return all;
+  }
+
+  void abortJob(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
+
+private:
+  int myRank = 0;
+  int worldSize = 1;
+};
+
+// Every rank reaches each of these points. When any rank failed, the lowest failing rank prints
+// its message (once for the whole job) and every rank learns the exit code.
+class Agreement {
+public:
+  Agreement(World &world, int64_t displayRank) : world(world), displayRank(displayRank) {}
+
+  // Returns 0 when every rank succeeded, else the exit code all ranks should return.
+  int settle(int code, const std::string &message) {
+    int failing = world.minInt(code == kExitOk ? INT_MAX : world.rank());
+    if (failing == INT_MAX)
+      return kExitOk;
+    if (failing == world.rank()) {
+      std::string where = world.size() > 1 || displayRank > 0
+                              ? " (rank " + std::to_string(displayRank) + ")"
+                              : "";
+      std::fprintf(stderr, "%s: error%s: %s\n", programName.c_str(), where.c_str(),
+                   message.c_str());
+    }
+    return world.maxInt(code);
+  }
+
+private:
+  World &world;
+  int64_t displayRank;
+};
+
+std::string executableDir() {
+  std::vector<char> path(PATH_MAX + 1, '\0');
+  ssize_t length = readlink("/proc/self/exe", path.data(), PATH_MAX);
+  if (length <= 0)
+    return ".";
+  std::string exe(path.data(), size_t(length));
+  size_t slash = exe.rfind('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : exe.substr(0, slash));
+}
+
+const char *firstEnv(std::initializer_list<const char *> names) {
+  for (const char *name : names)
+    if (const char *value = std::getenv(name))
+      return value;
+  return nullptr;
+}
+
+// Whether a launcher (mpirun, srun, hydra) started this process as part of a job.
+bool startedByLauncher() {
+  return firstEnv({"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
+                   "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"}) != nullptr;
+}
+
+// This process's rank as the launcher announced it, before MPI is up (0 without a launcher).
+int launcherRank() {
+  const char *value =
+      firstEnv({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
+                "SLURM_PROCID"});
+  return value ? std::atoi(value) : 0;
+}
+
+std::string meshText(const Mesh &mesh) {
+  std::string text;
+  for (size_t i = 0; i < mesh.shape.size(); ++i)
+    text += (i ? "," : "") + mesh.axisNames[i] + "=" + std::to_string(mesh.shape[i]);
+  return text.empty() ? "(single device)" : text;
+}
+
+std::string formatBytes(double bytes) {
+  const char *units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int unit = 0;
+  while (bytes >= 1000 && unit < 5) {
+    bytes /= 1000;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), unit == 0 ? "%.0f %s" : "%.2f %s", bytes, units[unit]);
+  return text;
+}
+
+std::string formatCount(double value) {
+  std::string digits = std::to_string(int64_t(value));
+  std::string text;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      text += ',';
+    text += digits[i];
+  }
+  return text;
+}
+
+double peakRssBytes() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0;
+  return double(usage.ru_maxrss) * 1024.0; // Linux reports KiB
+}
+
+// A one-line bar on stderr, redrawn at most 10 times a second.
+class ProgressBar {
+public:
+  void update(uint64_t done, uint64_t total) {
+    Clock::time_point now = Clock::now();
+    if (done < total && drawn && now - lastDraw < std::chrono::milliseconds(100))
+      return;
+    lastDraw = now;
+    drawn = true;
+    double seconds = std::chrono::duration<double>(now - start).count();
+    double fraction = total ? double(done) / double(total) : 1.0;
+    double rate = seconds > 0 ? double(done) / seconds : 0;
+    constexpr int kWidth = 30;
+    int filled = int(fraction * kWidth);
+    std::string bar(size_t(filled), '#');
+    bar.resize(kWidth, ' ');
+    char eta[32] = "";
+    if (rate > 0 && done < total)
+      std::snprintf(eta, sizeof(eta), "  ETA %.0f s", double(total - done) / rate);
+    std::fprintf(stderr, "\r[%s] %s / %s  %s/s%s\033[K", bar.c_str(), formatBytes(double(done)).c_str(),
+                 formatBytes(double(total)).c_str(), formatBytes(rate).c_str(), eta);
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (drawn)
+      std::fprintf(stderr, "\n");
+  }
+
+private:
+  Clock::time_point start = Clock::now();
+  Clock::time_point lastDraw;
+  bool drawn = false;
+};
+
+// Packs checksums (16 hex digits, or empty for a tensor the rank does not store) at fixed width.
+constexpr size_t kChecksumWidth = 16;
+
+void printSummary(const Program &program, const Options &options, const std::vector<double> &stats,
+                  int ranks, double wallSeconds) {
+  double bytes = 0, written = 0, elements = 0, slowest = 0, maxRss = 0, maxShardBytes = 0;
+  int slowestRank = 0, maxRssRank = 0, skipped = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const double *s = &stats[size_t(r) * RankStats::kFields];
+    bytes += s[0];
+    written += s[4] != 0 ? 0 : s[0];
+    elements += s[1];
+    if (s[2] > slowest) {
+      slowest = s[2];
+      slowestRank = r;
+    }
+    if (s[3] > maxRss) {
+      maxRss = s[3];
+      maxRssRank = r;
+    }
+    maxShardBytes = std::max(maxShardBytes, s[0]);
+    skipped += s[4] != 0;
+  }
+  double modelElements = 0;
+  for (const Param &param : program.params)
+    if (param.persistent)
+      modelElements += double(param.numElements());
+  auto row = [](const char *label, const std::string &value) {
+    std::fprintf(stderr, "  %-15s %s\n", label, value.c_str());
+  };
+  std::fprintf(stderr, "%s: %s on mesh %s\n", programName.c_str(), program.modelName.c_str(),
+               meshText(program.mesh).c_str());
+  std::string rankText = std::to_string(ranks);
+  if (options.rank >= 0)
+    rankText = "1 (rank " + std::to_string(options.rank) + " of " +
+               std::to_string(program.mesh.size()) + ")";
+  if (skipped)
+    rankText += ", " + std::to_string(skipped) + " already complete";
+  row("ranks", rankText);
+  row("parameters", std::to_string(program.params.size()));
+  row("elements", formatCount(modelElements) + " in the model, " + formatCount(elements) +
+                      " computed (replicas included)");
+  if (options.discard)
+    row("bytes computed", formatBytes(bytes) + " (--discard: nothing written)");
+  else
+    row("bytes written", formatBytes(written) + " to " + options.out +
+                             (skipped ? " (" + formatBytes(bytes - written) + " already there)" : ""));
+  char text[128];
+  std::snprintf(text, sizeof(text), "%.3f s", wallSeconds);
+  row("time", text);
+  std::snprintf(text, sizeof(text), "%s/s",
+                formatBytes(wallSeconds > 0 ? (options.discard ? bytes : written) / wallSeconds : 0)
+                    .c_str());
+  row("throughput", text);
+  std::snprintf(text, sizeof(text), "rank %d, %.3f s", slowestRank, slowest);
+  row("slowest rank", text);
+  row("peak memory", "max RSS " + formatBytes(maxRss) + " (rank " + std::to_string(maxRssRank) +
+                         ") vs largest rank's shards " + formatBytes(maxShardBytes));
+}
+
+int run(World &world, const Options &options, int64_t myRank, bool launched) {
+  Clock::time_point start = Clock::now();
+  Agreement agreement(world, myRank);
+  const bool singleRank = options.rank >= 0;
+  const bool root = world.rank() == 0;
+  std::string error;
+
+  std::string progDir = options.programDir.empty() ? executableDir() : options.programDir;
+  Program program;
+  int code = readProgram(progDir, program, error) ? kExitOk : kExitFailure;
+  if (int agreed = agreement.settle(code, error))
+    return agreed;
+
+  const int64_t meshSize = program.mesh.size();
+  if (singleRank && options.rank >= meshSize) {
+    error = "--rank " + std::to_string(options.rank) + " is outside the mesh " +
+            meshText(program.mesh) + " of " + std::to_string(meshSize) +
+            " devices: pass 0 <= K < " + std::to_string(meshSize);
+    return agreement.settle(kExitUsage, error);
+  }
+  if (!singleRank && world.size() != meshSize) {
+    // Every rank knows the mismatch; rank 0 alone says it.
+    std::string started = launched ? "MPI started " + std::to_string(world.size()) +
+                                         (world.size() == 1 ? " rank" : " ranks")
+                                   : "it was started without mpirun";
+    if (root)
+      std::fprintf(stderr,
+                   "%s: error: the mesh %s has %lld devices but %s: run mpirun -np %lld %s "
+                   "--out DIR (or pass --rank K to compute one rank alone)\n",
+                   programName.c_str(), meshText(program.mesh).c_str(), (long long)meshSize,
+                   started.c_str(), (long long)meshSize, (progDir + "/init").c_str());
+    return kExitUsage;
+  }
+
+  std::unique_ptr<KernelLibrary> kernels = KernelLibrary::load(progDir, program, error);
+  if (int agreed = agreement.settle(kernels ? kExitOk : kExitFailure, error))
+    return agreed;
+
+  if (!options.discard) {
+    code = kExitOk;
+    if (root && !checkOutputDir(options.out, program, options.overwrite, error))
+      code = kExitFailure;
+    if (int agreed = agreement.settle(code, error))
+      return agreed;
+  }
+
+  // This rank's shards.
+  Clock::time_point rankStart = Clock::now();
+  RankStats stats;
+  std::vector<std::string> checksums(program.params.size());
+  code = kExitOk;
+  bool complete = !options.discard && shardIsComplete(options.out, program, myRank, checksums);
+  if (complete) {
+    stats.skipped = 1;
+    if (!options.quiet)
+      std::fprintf(stderr, "%s: rank %lld already complete, verified\n", programName.c_str(),
+                   (long long)myRank);
+    for (const Param &param : program.params) {
+      if (!param.persistent)
+        continue;
+      Slice slice = sliceForRank(program.mesh, param, myRank);
+      stats.elements += double(slice.numElements());
+      stats.bytes += double(slice.numElements()) * double(dtypeBytes(param.dtype));
+    }
+  } else {
+    RunOptions runOptions;
+    runOptions.threads = options.threads;
+    std::unique_ptr<ProgressBar> bar;
+    if (root && !options.quiet && isatty(2)) {
+      bar.reset(new ProgressBar());
+      runOptions.progress = [&](uint64_t done, uint64_t total) { bar->update(done, total); };
+    }
+    RankShards shards;
+    if (!computeRank(program, *kernels, myRank, /*persistentOnly=*/true, runOptions, shards,
+                     error)) {
+      code = kExitFailure;
+    } else {
+      if (bar)
+        bar->finish();
+      stats.bytes = double(shards.bytes);
+      stats.elements = double(shards.elements);
+      checksums.assign(program.params.size(), std::string());
+      for (size_t t = 0; t < shards.tensors.size(); ++t)
+        checksums[shards.paramIndices[t]] = shards.tensors[t].checksum;
+      if (!options.discard && !writeShardFile(options.out, program, myRank, shards.tensors, error))
+        code = kExitFailure;
+    }
+  }
+  stats.seconds = std::chrono::duration<double>(Clock::now() - rankStart).count();
+  stats.peakRssBytes = peakRssBytes();
+  if (int agreed = agreement.settle(code, error))
+    return agreed;
+
+  // Rank 0 writes index.json from everyone's checksums; a lone --rank run leaves it alone.
+  if (!options.discard && !singleRank) {
+    std::vector<char> packed(program.params.size() * kChecksumWidth, '\0');
+    for (size_t p = 0; p < checksums.size(); ++p)
+      std::memcpy(&packed[p * kChecksumWidth], checksums[p].data(),
+                  std::min(checksums[p].size(), kChecksumWidth));
+    std::vector<char> all = world.gatherToRoot(packed);
+    code = kExitOk;
+    if (root) {
+      std::vector<std::vector<std::string>> table(size_t(world.size()));
+      for (size_t r = 0; r < table.size(); ++r) {
+        for (size_t p = 0; p < program.params.size(); ++p) {
+          const char *digits = &all[(r * program.params.size() + p) * kChecksumWidth];
+          table[r].push_back(std::string(digits, strnlen(digits, kChecksumWidth)));
+        }
+      }
+      if (!writeIndex(options.out, program, table, error))
+        code = kExitFailure;
+    }
+    if (int agreed = agreement.settle(code, error))
+      return agreed;
+  }
+
+  std::vector<double> allStats = world.gatherStats(stats);
+  if (root && !options.quiet)
+    printSummary(program, options, allStats, world.size(),
+                 std::chrono::duration<double>(Clock::now() - start).count());
+  return kExitOk;
+}
+
+// An exception here is a bug or memory exhaustion; other ranks may already wait in a collective,
+// so under MPI the job is aborted rather than left hanging.
+int runGuarded(World &world, const Options &options, int64_t myRank, bool launched) {
+  try {
+    return run(world, options, myRank, launched);
+  } catch (const std::bad_alloc &) {
+    std::fprintf(stderr, "%s: error (rank %lld): out of memory: use more ranks or a machine with "
+                 "more memory\n", programName.c_str(), (long long)myRank);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "%s: internal error (rank %lld): %s\n", programName.c_str(),
+                 (long long)myRank, e.what());
+  }
+  if (world.size() > 1)
+    world.abortJob(kExitFailure);
+  return kExitFailure;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string invoked = argc > 0 ? argv[0] : "init";
+  programName = invoked.substr(invoked.rfind('/') + 1);
+
+  Options options;
+  CLI::App app{
+      "Computes a compiled model's parameters and writes them as a sharded checkpoint.\n\n"
+      "Run one process per device of the program's mesh, e.g. `mpirun -np 8 prog/init --out ckpt`\n"
+      "(or srun); each rank computes only its own shards, with the same bits on any mesh. A mesh\n"
+      "of one device runs without mpirun. `--rank K` computes rank K alone, without MPI, and\n"
+      "writes only its file (to regenerate a lost or corrupt shard). A rank whose file is already\n"
+      "complete and verified is skipped, so a rerun resumes.\n\n"
+      "The program (program.json + kernels.so) is read from the directory holding this\n"
+      "executable unless --program is given.",
+      programName};
+  app.add_option("--out", options.out, "Checkpoint directory to write (created if missing)")
+      ->type_name("DIR");
+  app.add_option("--rank", options.rank,
+                 "Compute only rank K, without MPI; index.json is left alone")
+      ->type_name("K")
+      ->check(CLI::Validator(
+          [](std::string &text) {
+            return text.find('-') == std::string::npos ? std::string()
+                                                       : "--rank must be >= 0, got " + text;
+          },
+          "", "non-negative"));
+  app.add_option("--threads", options.threads,
+                 "Worker threads per rank (default: all hardware threads)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--program", options.programDir,
+                 "Program directory (default: the directory of this executable)")
+      ->type_name("DIR");
+  app.add_flag("--overwrite", options.overwrite,
+               "Replace a checkpoint of another program found in --out");
+  app.add_flag("--discard", options.discard,
+               "Compute and checksum but write nothing (for benchmarks); --out not needed");
+  app.add_flag("--quiet", options.quiet, "No progress bar and no summary");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    // Under a launcher every rank parses the same arguments: let one of them explain.
+    if (launcherRank() != 0)
+      return e.get_exit_code() == 0 ? kExitOk : kExitUsage;
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (options.out.empty() && !options.discard) {
+    if (launcherRank() == 0)
+      std::fprintf(stderr, "%s: error: --out DIR is required (or --discard to write nothing); "
+                   "see --help\n", programName.c_str());
+    return kExitUsage;
+  }
+
+  if (options.rank >= 0) {
+    SoloWorld world;
+    return runGuarded(world, options, options.rank, /*launched=*/false);
+  }
+  if (!startedByLauncher()) {
+    // No mpirun: fine for a mesh of one device, which `run` checks like any world size.
+    SoloWorld world;
+    return runGuarded(world, options, 0, /*launched=*/false);
+  }
+  MpiWorld world;
+  return runGuarded(world, options, world.rank(), /*launched=*/true);
+}

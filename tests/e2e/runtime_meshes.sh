@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Runs the test-kernel program under mpirun on 1, 2, 3 and 4 ranks (meshes dp=1, dp=2, dp=3,
+# dp=2,tp=2) and checks that: each rank's file equals the one `--rank K` writes alone; every
+# checkpoint verifies; the assembled tensors are bitwise identical across meshes; a rerun skips
+# complete ranks and regenerates a damaged one; a wrong rank count is refused.
+# Needs: BUILD_DIR (default ./build) with initrt-run, initrt-testprog, libinitrt-testkernels.so.
+set -euo pipefail
+
+BUILD_DIR=$(cd "${BUILD_DIR:-./build}" && pwd)
+RUN="$BUILD_DIR/bin/initrt-run"
+TESTPROG="$BUILD_DIR/bin/initrt-testprog"
+KERNELS="$BUILD_DIR/lib/libinitrt-testkernels.so"
+for file in "$RUN" "$TESTPROG" "$KERNELS"; do
+  if [[ ! -e "$file" ]]; then
+    echo "runtime_meshes: $file is missing: build the targets initrt-run initrt-testprog" >&2
+    exit 1
+  fi
+done
+
+WORK=$(mktemp -d /tmp/initrt-e2e-XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN=(mpirun --oversubscribe --bind-to none)
+
+fail() {
+  echo "runtime_meshes: $*" >&2
+  echo "FAIL runtime_meshes" >&2
+  exit 1
+}
+
+reference=""
+for mesh in dp=1 dp=2 dp=3 dp=2,tp=2; do
+  ranks=1
+  for size in $(echo "$mesh" | tr ',' '\n' | cut -d= -f2); do ranks=$((ranks * size)); done
+  prog="$WORK/prog-$mesh"
+  "$TESTPROG" make "$prog" "$mesh" "$KERNELS" || fail "cannot make the program for $mesh"
+  cp "$RUN" "$prog/init"
+
+  "${MPIRUN[@]}" -np "$ranks" "$prog/init" --out "$WORK/ckpt-$mesh" --threads 2 --quiet \
+    || fail "mpirun -np $ranks failed for $mesh"
+  [[ -f "$WORK/ckpt-$mesh/index.json" ]] || fail "no index.json for $mesh"
+
+  # Each rank alone, without MPI, gives the same file.
+  for ((k = 0; k < ranks; k++)); do
+    file=$(printf 'rank-%05d-of-%05d.safetensors' "$k" "$ranks")
+    "$prog/init" --rank "$k" --out "$WORK/alone-$mesh" --threads 1 --quiet \
+      || fail "--rank $k failed for $mesh"
+    cmp "$WORK/ckpt-$mesh/$file" "$WORK/alone-$mesh/$file" \
+      || fail "$mesh rank $k: the mpirun file differs from the --rank $k file"
+  done
+  [[ ! -e "$WORK/alone-$mesh/index.json" ]] || fail "--rank wrote index.json for $mesh"
+
+  "$TESTPROG" verify "$WORK/ckpt-$mesh" || fail "verify failed for $mesh"
+  "$TESTPROG" assemble "$WORK/ckpt-$mesh" "$WORK/model-$mesh.safetensors" \
+    || fail "assemble failed for $mesh"
+  if [[ -z "$reference" ]]; then
+    reference="$WORK/model-$mesh.safetensors"
+  else
+    cmp "$reference" "$WORK/model-$mesh.safetensors" \
+      || fail "the assembled model of $mesh differs from dp=1's"
+  fi
+done
+
+# A rerun skips complete ranks and regenerates a damaged one.
+mesh=dp=2,tp=2
+ckpt="$WORK/ckpt-$mesh"
+cp "$ckpt/rank-00002-of-00004.safetensors" "$WORK/rank2.good"
+truncate -s -8 "$ckpt/rank-00002-of-00004.safetensors"
+out=$("${MPIRUN[@]}" -np 4 "$WORK/prog-$mesh/init" --out "$ckpt" 2>&1) || fail "rerun failed: $out"
+for k in 0 1 3; do
+  grep -q "rank $k already complete, verified" <<<"$out" || fail "rerun did not skip rank $k: $out"
+done
+if grep -q "rank 2 already complete" <<<"$out"; then fail "rerun skipped the damaged rank 2"; fi
+cmp "$WORK/rank2.good" "$ckpt/rank-00002-of-00004.safetensors" || fail "rank 2 not regenerated"
+
+# The wrong number of ranks is refused with one message and a non-zero status.
+if out=$("${MPIRUN[@]}" -np 2 "$WORK/prog-dp=3/init" --out "$WORK/wrong" 2>&1); then
+  fail "mpirun -np 2 on a mesh of 3 succeeded"
+fi
+[[ $(grep -c "has 3 devices but MPI started 2 ranks: run mpirun -np 3" <<<"$out") == 1 ]] \
+  || fail "expected one world-size message, got: $out"
+if "$WORK/prog-dp=3/init" --out "$WORK/wrong" --rank 3 2>"$WORK/err"; then
+  fail "--rank 3 on a mesh of 3 succeeded"
+fi
+grep -q "pass 0 <= K < 3" "$WORK/err" || fail "unexpected --rank error: $(cat "$WORK/err")"
+
+# A checkpoint of another program is refused unless --overwrite.
+if out=$("${MPIRUN[@]}" -np 2 "$WORK/prog-dp=2/init" --out "$WORK/ckpt-dp=3" --quiet 2>&1); then
+  fail "writing over another program's checkpoint succeeded"
+fi
+grep -q -- "--overwrite" <<<"$out" || fail "the refusal does not mention --overwrite: $out"
+"${MPIRUN[@]}" -np 2 "$WORK/prog-dp=2/init" --out "$WORK/ckpt-dp=3" --overwrite --quiet \
+  || fail "--overwrite failed"
+cmp "$WORK/ckpt-dp=2/rank-00001-of-00002.safetensors" "$WORK/ckpt-dp=3/rank-00001-of-00002.safetensors" \
+  || fail "--overwrite wrote different bytes"
+
+# Damaged kernels: every rank fails, the message is printed once.
+echo garbage >>"$WORK/prog-dp=2/kernels.so"
+if out=$("${MPIRUN[@]}" -np 2 "$WORK/prog-dp=2/init" --out "$WORK/never" 2>&1); then
+  fail "a corrupt kernels.so was accepted"
+fi
+[[ $(grep -c "is corrupt or from another compile: recompile" <<<"$out") == 1 ]] \
+  || fail "expected one corrupt-kernels message, got: $out"
+
+echo "PASS runtime_meshes"

@@ -1,0 +1,373 @@
+// The arith expansion of the RNG contract (initc/Random/Expand.h) must give the scalar
+// reference's bits (initrt/rng.h) for every element, as scalars and as vector<8> lanes, after
+// lowering to LLVM, optimizing at O3 and JIT-compiling for the host CPU.
+
+#include "initc/Random/Expand.h"
+#include "initrt/rng.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace mlir;
+namespace rng = initrt::rng;
+using initc::random::PhiloxKey;
+
+namespace {
+
+constexpr int kWidth = 8; // vector lanes
+
+// One kernel: loads its operand from `in`, stores `results` consecutively at `out` (result k of
+// a vector kernel lands at out + k * kWidth elements).
+struct KernelSpec {
+  std::string name;
+  Type (*inElem)(Builder &);
+  Type (*outElem)(Builder &);
+  std::function<SmallVector<Value>(OpBuilder &, Location, Value)> emit;
+};
+
+using KernelFn = void (*)(const void *, void *);
+
+PhiloxKey keyOf(rng::Key k) { return PhiloxKey{k.k0, k.k1}; }
+
+const rng::Key kKey = rng::deriveKey(20240601, "model.layers.7.self_attn.o_proj.weight", 2);
+
+Type i64(Builder &b) { return b.getI64Type(); }
+Type i32(Builder &b) { return b.getI32Type(); }
+Type i16(Builder &b) { return b.getI16Type(); }
+Type f32(Builder &b) { return b.getF32Type(); }
+
+std::vector<KernelSpec> kernelSpecs() {
+  PhiloxKey key = keyOf(kKey);
+  using namespace initc::random;
+  auto one = [](Value (*f)(OpBuilder &, Location, Value)) {
+    return [f](OpBuilder &b, Location loc, Value x) { return SmallVector<Value>{f(b, loc, x)}; };
+  };
+  return {
+      {"philox", i64, i32,
+       [key](OpBuilder &b, Location loc, Value block) {
+         auto x = emitPhilox(b, loc, block, key);
+         return SmallVector<Value>(x.begin(), x.end());
+       }},
+      {"philox7", i64, i32,
+       [key](OpBuilder &b, Location loc, Value block) {
+         auto x = emitPhilox(b, loc, block, key, 7);
+         return SmallVector<Value>(x.begin(), x.end());
+       }},
+      {"unit", i32, f32, one(emitUnitFloat)},
+      {"uniform", i64, f32,
+       [key](OpBuilder &b, Location loc, Value i) {
+         return SmallVector<Value>{emitUniform(b, loc, i, key, -0.0625, 0.1)};
+       }},
+      {"normal", i64, f32,
+       [key](OpBuilder &b, Location loc, Value i) {
+         return SmallVector<Value>{emitNormal(b, loc, i, key, 0.25, 0.02)};
+       }},
+      {"trunc_hf", i64, f32,
+       [key](OpBuilder &b, Location loc, Value i) {
+         return SmallVector<Value>{emitTruncNormal(b, loc, i, key, 0.0, 0.02, -2.0, 2.0)};
+       }},
+      {"trunc_tight", i64, f32,
+       [key](OpBuilder &b, Location loc, Value i) {
+         return SmallVector<Value>{emitTruncNormal(b, loc, i, key, 0.1, 1.0, -0.5, 1.5)};
+       }},
+      {"log", f32, f32, one(emitLog)},
+      {"exp", f32, f32, one(emitExp)},
+      {"erfinv", f32, f32, one(emitErfinv)},
+      {"sin2pi", f32, f32, one(emitSin2Pi)},
+      {"cos2pi", f32, f32, one(emitCos2Pi)},
+      {"bf16", f32, i16, one(emitRoundToBF16Bits)},
+      {"f16", f32, i16, one(emitRoundToF16Bits)},
+  };
+}
+
+std::string kernelName(const std::string &name, int width) {
+  return name + "_" + std::to_string(width);
+}
+
+void buildKernel(OpBuilder &b, ModuleOp module, const KernelSpec &spec, int width) {
+  Location loc = b.getUnknownLoc();
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = b.create<func::FuncOp>(loc, kernelName(spec.name, width),
+                                   b.getFunctionType({ptr, ptr}, {}));
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto shaped = [&](Type elem) -> Type {
+    return width == 1 ? elem : VectorType::get({width}, elem);
+  };
+  Type inElem = spec.inElem(b), outElem = spec.outElem(b);
+  Value x = b.create<LLVM::LoadOp>(loc, shaped(inElem), body->getArgument(0),
+                                   inElem.getIntOrFloatBitWidth() / 8);
+  SmallVector<Value> results = spec.emit(b, loc, x);
+  for (auto [k, r] : llvm::enumerate(results)) {
+    Value at = body->getArgument(1);
+    if (k > 0)
+      at = b.create<LLVM::GEPOp>(loc, ptr, outElem, at,
+                                 ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(k * width)});
+    b.create<LLVM::StoreOp>(loc, r, at, outElem.getIntOrFloatBitWidth() / 8);
+  }
+  b.create<func::ReturnOp>(loc);
+}
+
+class RandomExpandTest : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    context = new MLIRContext();
+    context->loadDialect<arith::ArithDialect, math::MathDialect, func::FuncDialect,
+                         LLVM::LLVMDialect>();
+    registerBuiltinDialectTranslation(*context);
+    registerLLVMDialectTranslation(*context);
+
+    OpBuilder b(context);
+    module = new OwningOpRef<ModuleOp>(ModuleOp::create(b.getUnknownLoc()));
+    for (const KernelSpec &spec : kernelSpecs())
+      for (int width : {1, kWidth})
+        buildKernel(b, **module, spec, width);
+    ASSERT_TRUE(succeeded(verify(**module)));
+
+    PassManager pm(context);
+    pm.addPass(createConvertMathToLLVMPass());
+    pm.addPass(createArithToLLVMConversionPass());
+    pm.addPass(createConvertFuncToLLVMPass());
+    pm.addPass(createReconcileUnrealizedCastsPass());
+    ASSERT_TRUE(succeeded(pm.run(**module)));
+
+    ExecutionEngineOptions options;
+    auto optimize = makeOptimizingTransformer(3, 0, nullptr);
+    options.transformer = optimize;
+    auto created = ExecutionEngine::create(**module, options);
+    ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
+    engine = created->release();
+  }
+
+  static void TearDownTestSuite() {
+    delete engine;
+    delete module;
+    delete context;
+  }
+
+  static KernelFn lookup(const std::string &name, int width) {
+    auto fn = engine->lookup(kernelName(name, width));
+    if (!fn) {
+      ADD_FAILURE() << llvm::toString(fn.takeError());
+      return nullptr;
+    }
+    return reinterpret_cast<KernelFn>(*fn);
+  }
+
+  // Runs kernel `name` on `inputs`, scalar and vector, and compares each of its `results`
+  // outputs per element to `reference`.
+  template <typename In, typename Out>
+  static void compare(const std::string &name, const std::vector<In> &inputs, int results,
+                      const std::function<void(In, Out *)> &reference) {
+    ASSERT_EQ(inputs.size() % kWidth, 0u);
+    KernelFn scalar = lookup(name, 1), vector = lookup(name, kWidth);
+    ASSERT_TRUE(scalar && vector);
+    std::vector<Out> expected(results), got(results), lanes(results * kWidth);
+    size_t mismatches = 0;
+    for (size_t base = 0; base < inputs.size(); base += kWidth) {
+      vector(&inputs[base], lanes.data());
+      for (int lane = 0; lane < kWidth; ++lane) {
+        In x = inputs[base + lane];
+        reference(x, expected.data());
+        scalar(&x, got.data());
+        for (int k = 0; k < results; ++k) {
+          bool scalarOk = same(got[k], expected[k]);
+          bool vectorOk = same(lanes[k * kWidth + lane], expected[k]);
+          if ((!scalarOk || !vectorOk) && ++mismatches <= 5)
+            ADD_FAILURE() << name << " input " << describe(x) << " result " << k
+                          << ": reference " << describe(expected[k]) << ", scalar "
+                          << describe(got[k]) << ", vector " << describe(lanes[k * kWidth + lane]);
+        }
+      }
+    }
+    EXPECT_EQ(mismatches, 0u) << name << " over " << inputs.size() << " inputs";
+  }
+
+  // Bitwise equality; any NaN equals any NaN (payloads are not part of the contract for f32).
+  template <typename T>
+  static bool same(T a, T b) {
+    if constexpr (std::is_same_v<T, float>)
+      return (std::isnan(a) && std::isnan(b)) || rng::bitsOf(a) == rng::bitsOf(b);
+    else
+      return a == b;
+  }
+  template <typename T>
+  static std::string describe(T v) {
+    char buf[64];
+    if constexpr (std::is_same_v<T, float>)
+      std::snprintf(buf, sizeof buf, "%a (0x%08x)", v, rng::bitsOf(v));
+    else
+      std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+  }
+
+  static MLIRContext *context;
+  static OwningOpRef<ModuleOp> *module;
+  static ExecutionEngine *engine;
+};
+
+MLIRContext *RandomExpandTest::context = nullptr;
+OwningOpRef<ModuleOp> *RandomExpandTest::module = nullptr;
+ExecutionEngine *RandomExpandTest::engine = nullptr;
+
+// Deterministic 64-bit stream for test inputs.
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() { return rng::mix64(state++); }
+};
+
+// ~100k element indices: a dense run from 0, runs straddling 2^32 and 2^63, the top of the
+// range, and random 64-bit indices.
+std::vector<uint64_t> elementIndices() {
+  std::vector<uint64_t> v;
+  for (uint64_t i = 0; i < 40000; ++i)
+    v.push_back(i);
+  for (uint64_t start : {(uint64_t{1} << 32) - 4000, (uint64_t{1} << 63) - 4000,
+                         ~uint64_t{0} - 7999, uint64_t{0x123456789abc}})
+    for (uint64_t i = start; i < start + 8000; ++i)
+      v.push_back(i);
+  SplitMix r{99};
+  while (v.size() < 100000)
+    v.push_back(r.next());
+  return v;
+}
+
+// Floats: every sign/exponent with random mantissas, the specials, then random bit patterns.
+std::vector<float> allKindsOfFloats(size_t count) {
+  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, -NAN,
+                          0x1p-149f, 0x1p-126f, 3.4028235e38f, 0.5f, 2.0f, 65520.0f,
+                          0x1p-25f, 0x1p-24f, 0x1p-14f, 1.0f + 0x1p-8f, 1.0f + 0x1p-11f,
+                          rng::floatOf(0x7f800001u), rng::floatOf(0xffc02000u),
+                          rng::floatOf(0x3f808000u), rng::floatOf(0x3f818000u)};
+  SplitMix r{7};
+  for (uint32_t top = 0; top < 512; ++top)
+    for (int k = 0; k < 16; ++k)
+      v.push_back(rng::floatOf((top << 23) | (static_cast<uint32_t>(r.next()) & 0x7fffffu)));
+  while (v.size() < count)
+    v.push_back(rng::floatOf(static_cast<uint32_t>(r.next())));
+  v.resize(count - count % kWidth);
+  return v;
+}
+
+std::vector<float> uniformGridSample(SplitMix &r, size_t count) {
+  std::vector<float> v;
+  for (size_t k = 0; k < count; ++k)
+    v.push_back(rng::unitFloat(static_cast<uint32_t>(r.next())));
+  return v;
+}
+
+TEST_F(RandomExpandTest, PhiloxWords) {
+  std::vector<uint64_t> blocks = elementIndices();
+  for (uint64_t &b : blocks)
+    b >>= 2;
+  compare<uint64_t, uint32_t>("philox", blocks, 4, [](uint64_t block, uint32_t *out) {
+    rng::philoxBlock(kKey, block, out);
+  });
+  compare<uint64_t, uint32_t>("philox7", blocks, 4, [](uint64_t block, uint32_t *out) {
+    const uint32_t ctr[4] = {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0,
+                             0};
+    rng::philox4x32(ctr, kKey, out, 7);
+  });
+}
+
+TEST_F(RandomExpandTest, UnitFloat) {
+  SplitMix r{3};
+  std::vector<uint32_t> words = {0, 0xffffffffu, 0x1ffu, 0x200u, 0x80000000u, 0x7fffffffu};
+  while (words.size() < 20000)
+    words.push_back(static_cast<uint32_t>(r.next()));
+  compare<uint32_t, float>("unit", words, 1,
+                           [](uint32_t x, float *out) { *out = rng::unitFloat(x); });
+}
+
+TEST_F(RandomExpandTest, Distributions) {
+  std::vector<uint64_t> idx = elementIndices();
+  compare<uint64_t, float>("uniform", idx, 1, [](uint64_t i, float *out) {
+    *out = rng::uniformAt(kKey, i, -0.0625, 0.1);
+  });
+  compare<uint64_t, float>("normal", idx, 1, [](uint64_t i, float *out) {
+    *out = rng::normalAt(kKey, i, 0.25, 0.02);
+  });
+  rng::TruncNormalParams hf = rng::truncNormalParams(0.0, 0.02, -2.0, 2.0);
+  compare<uint64_t, float>("trunc_hf", idx, 1, [&](uint64_t i, float *out) {
+    *out = rng::truncNormalFromWord(rng::wordAt(kKey, i), hf);
+  });
+  rng::TruncNormalParams tight = rng::truncNormalParams(0.1, 1.0, -0.5, 1.5);
+  compare<uint64_t, float>("trunc_tight", idx, 1, [&](uint64_t i, float *out) {
+    *out = rng::truncNormalFromWord(rng::wordAt(kKey, i), tight);
+  });
+}
+
+TEST_F(RandomExpandTest, Log) {
+  SplitMix r{11};
+  std::vector<float> x = uniformGridSample(r, 50000);
+  std::vector<float> more = allKindsOfFloats(50000);
+  x.insert(x.end(), more.begin(), more.end());
+  compare<float, float>("log", x, 1, [](float v, float *out) { *out = rng::logF(v); });
+}
+
+TEST_F(RandomExpandTest, Exp) {
+  SplitMix r{12};
+  std::vector<float> x = allKindsOfFloats(40000);
+  for (int k = 0; k < 60000; ++k) // dense over [-110, 95], where the interesting cases are
+    x.push_back(-110.0f + 205.0f * rng::unitFloat(static_cast<uint32_t>(r.next())));
+  compare<float, float>("exp", x, 1, [](float v, float *out) { *out = rng::expF(v); });
+}
+
+TEST_F(RandomExpandTest, Erfinv) {
+  SplitMix r{13};
+  std::vector<float> x = allKindsOfFloats(20000);
+  for (int k = 0; k < 80000; ++k) { // the values trunc_normal feeds it, tails included
+    float u = rng::unitFloat(static_cast<uint32_t>(r.next()));
+    x.push_back(k % 2 ? 2.0f * u - 1.0f : (k % 4 ? 1.0f - u * 0x1p-10f : -1.0f + u * 0x1p-10f));
+  }
+  compare<float, float>("erfinv", x, 1, [](float v, float *out) { *out = rng::erfinvF(v); });
+}
+
+TEST_F(RandomExpandTest, SinCos2Pi) {
+  SplitMix r{14};
+  std::vector<float> u = uniformGridSample(r, 50000);
+  for (int k = 0; k <= 49999; ++k)
+    u.push_back(k / 49999.0f);
+  u.resize(u.size() - u.size() % kWidth);
+  compare<float, float>("sin2pi", u, 1, [](float v, float *out) { *out = rng::sin2Pi(v); });
+  compare<float, float>("cos2pi", u, 1, [](float v, float *out) { *out = rng::cos2Pi(v); });
+}
+
+TEST_F(RandomExpandTest, RoundToHalfPrecisions) {
+  std::vector<float> x = allKindsOfFloats(100000);
+  compare<float, uint16_t>("bf16", x, 1,
+                           [](float v, uint16_t *out) { *out = rng::toBF16Bits(v); });
+  compare<float, uint16_t>("f16", x, 1, [](float v, uint16_t *out) { *out = rng::toF16Bits(v); });
+}
+
+TEST_F(RandomExpandTest, KeyDerivationMatchesRuntime) {
+  PhiloxKey k = initc::random::derivePhiloxKey(42, "model.embed_tokens.weight", 0);
+  EXPECT_EQ(k.k0, 0xc0bbdabbu);
+  EXPECT_EQ(k.k1, 0x977fe162u);
+}
+
+} // namespace

@@ -1,0 +1,459 @@
+// The checkpoint directory: shard files, index.json, assemble, verify, resumability.
+#include "initrt/checkpoint.h"
+#include "initrt/checksum.h"
+#include "initrt/safetensors.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <iterator>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace initrt;
+
+namespace {
+
+std::vector<std::string> listDir(const std::string &dir) {
+  std::vector<std::string> names;
+  DIR *listing = opendir(dir.c_str());
+  if (!listing)
+    return names;
+  while (dirent *entry = readdir(listing))
+    if (std::strcmp(entry->d_name, ".") && std::strcmp(entry->d_name, ".."))
+      names.emplace_back(entry->d_name);
+  closedir(listing);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool anyHiddenFile(const std::string &dir) {
+  for (const std::string &name : listDir(dir))
+    if (name[0] == '.')
+      return true;
+  return false;
+}
+
+Param makeParam(const std::string &name, DType dtype, std::vector<int64_t> shape,
+                std::vector<std::vector<int>> splitAxes) {
+  Param param;
+  param.name = name;
+  param.dtype = dtype;
+  param.shape = std::move(shape);
+  param.splitAxes = std::move(splitAxes);
+  param.kernel = "k_" + name;
+  return param;
+}
+
+/// Global tensor bytes: element i holds a value derived from (param, i) so that misplaced
+/// bytes show.
+std::vector<char> globalBytes(const Param &param, size_t which) {
+  int64_t elementBytes = dtypeBytes(param.dtype);
+  std::vector<char> bytes(size_t(param.numElements() * elementBytes));
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = char((i * 37 + which * 101 + i / 7) & 0xff);
+  return bytes;
+}
+
+/// The rank's slice of a global row-major tensor, copied out element by element.
+std::vector<char> localBytes(const Param &param, const std::vector<char> &global,
+                             const Slice &slice) {
+  int64_t elementBytes = dtypeBytes(param.dtype);
+  std::vector<char> out(size_t(slice.numElements() * elementBytes));
+  size_t rank = param.shape.size();
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t local = 0; local < slice.numElements(); ++local) {
+    int64_t globalIndex = 0;
+    for (size_t d = 0; d < rank; ++d)
+      globalIndex = globalIndex * param.shape[d] + slice.offset[d] + index[d];
+    std::memcpy(out.data() + local * elementBytes, global.data() + globalIndex * elementBytes,
+                size_t(elementBytes));
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < slice.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+class CheckpointTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/initrt-checkpoint-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    root = pattern;
+    dir = root + "/ckpt";
+  }
+  void TearDown() override {
+    std::string command = "rm -rf '" + root + "'";
+    ASSERT_EQ(std::system(command.c_str()), 0);
+  }
+
+  /// tp=2: a row-split weight with an alias, a replicated bias, a column-split bf16 table, a
+  /// tensor whose second slice is empty, a scalar, and a non-persistent buffer.
+  static Program tinyProgram() {
+    Program program;
+    program.modelName = "tiny";
+    program.seed = 1234;
+    program.mesh.axisNames = {"tp"};
+    program.mesh.shape = {2};
+    program.programId = "0123456789abcdef";
+    program.params.push_back(makeParam("w", DType::F32, {5, 3}, {{0}}));
+    program.params.back().aliases = {"w_tied"};
+    program.params.push_back(makeParam("b", DType::F32, {3}, {}));
+    program.params.push_back(makeParam("emb", DType::BF16, {4, 6}, {{}, {0}}));
+    program.params.push_back(makeParam("z", DType::F32, {1, 2}, {{0}}));
+    program.params.push_back(makeParam("s", DType::F64, {}, {}));
+    program.params.push_back(makeParam("rope", DType::F32, {4}, {}));
+    program.params.back().buffer = true;
+    program.params.back().persistent = false;
+    return program;
+  }
+
+  /// A 2x3 mesh with ragged splits over both axes and a dim split over two axes.
+  static Program gridProgram() {
+    Program program;
+    program.modelName = "grid";
+    program.mesh.axisNames = {"dp", "tp"};
+    program.mesh.shape = {2, 3};
+    program.programId = "fedcba9876543210";
+    program.params.push_back(makeParam("cube", DType::F32, {5, 4, 7}, {{0}, {}, {1}}));
+    program.params.push_back(makeParam("flat", DType::F16, {3, 13}, {{}, {1, 0}}));
+    program.params.push_back(makeParam("rows", DType::I64, {7, 2}, {{0, 1}}));
+    return program;
+  }
+
+  /// Writes every rank's shard file and index.json; returns the global tensors.
+  std::vector<std::vector<char>> writeAll(const Program &program, bool overwrite = false) {
+    std::vector<std::vector<char>> globals;
+    for (size_t i = 0; i < program.params.size(); ++i)
+      globals.push_back(globalBytes(program.params[i], i));
+    std::string error;
+    EXPECT_TRUE(checkOutputDir(dir, program, overwrite, error)) << error;
+    int64_t world = program.mesh.size();
+    std::vector<std::vector<std::string>> checksums(world);
+    for (int64_t rank = 0; rank < world; ++rank) {
+      std::vector<std::vector<char>> locals;
+      std::vector<ShardTensor> tensors;
+      for (size_t i = 0; i < program.params.size(); ++i) {
+        const Param &param = program.params[i];
+        Slice slice = sliceForRank(program.mesh, param, rank);
+        locals.push_back(localBytes(param, globals[i], slice));
+      }
+      for (size_t i = 0; i < program.params.size(); ++i) {
+        ShardTensor tensor;
+        tensor.param = &program.params[i];
+        tensor.slice = sliceForRank(program.mesh, program.params[i], rank);
+        tensor.data = locals[i].data();
+        tensor.bytes = locals[i].size();
+        tensor.checksum = checksumHex(locals[i].data(), locals[i].size());
+        tensors.push_back(tensor);
+      }
+      EXPECT_TRUE(writeShardFile(dir, program, rank, tensors, error)) << error;
+      EXPECT_TRUE(shardIsComplete(dir, program, rank, checksums[rank]));
+      for (size_t i = 0; i < program.params.size(); ++i)
+        EXPECT_EQ(checksums[rank][i],
+                  program.params[i].persistent ? tensors[i].checksum : std::string())
+            << program.params[i].name;
+    }
+    EXPECT_TRUE(writeIndex(dir, program, checksums, error)) << error;
+    return globals;
+  }
+
+  std::string shardPath(int64_t rank, int64_t world) const {
+    return dir + "/" + shardFileName(rank, world);
+  }
+
+  std::string root, dir;
+};
+
+TEST(ShardFileName, IsZeroPadded) {
+  EXPECT_EQ(shardFileName(3, 4), "rank-00003-of-00004.safetensors");
+  EXPECT_EQ(shardFileName(12345, 131072), "rank-12345-of-131072.safetensors");
+}
+
+TEST_F(CheckpointTest, WritesShardsIndexAssemblesAndVerifies) {
+  Program program = tinyProgram();
+  std::vector<std::vector<char>> globals = writeAll(program);
+  EXPECT_EQ(listDir(dir), (std::vector<std::string>{"index.json", shardFileName(0, 2),
+                                                    shardFileName(1, 2)}));
+
+  // The shard file is a standard safetensors file named by parameter, with initc metadata.
+  SafetensorsReader shard;
+  std::string error;
+  ASSERT_TRUE(shard.open(shardPath(1, 2), error)) << error;
+  EXPECT_EQ(*shard.metadataValue("format"), "pt");
+  EXPECT_EQ(*shard.metadataValue("initc.program_id"), program.programId);
+  EXPECT_EQ(*shard.metadataValue("initc.rank"), "1");
+  EXPECT_EQ(*shard.metadataValue("initc.world_size"), "2");
+  EXPECT_EQ(shard.tensors().size(), 5u); // no "rope"
+  ASSERT_NE(shard.find("z"), nullptr);
+  EXPECT_EQ(shard.find("z")->shape, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(shard.find("w")->shape, (std::vector<int64_t>{2, 3}));
+  nlohmann::json records = nlohmann::json::parse(*shard.metadataValue("initc.tensors"));
+  EXPECT_EQ(records["w"]["offset"], nlohmann::json({3, 0}));
+  EXPECT_EQ(records["emb"]["global_shape"], nlohmann::json({4, 6}));
+  EXPECT_EQ(records["emb"]["offset"], nlohmann::json({0, 3}));
+
+  std::ifstream in(dir + "/index.json");
+  nlohmann::json index = nlohmann::json::parse(in);
+  EXPECT_EQ(index["format"], "initc-checkpoint");
+  EXPECT_EQ(index["version"], 1);
+  EXPECT_EQ(index["program_id"], program.programId);
+  EXPECT_EQ(index["model"], "tiny");
+  EXPECT_EQ(index["seed"], 1234);
+  EXPECT_EQ(index["mesh"]["axes"], nlohmann::json({"tp"}));
+  EXPECT_EQ(index["world_size"], 2);
+  EXPECT_EQ(index["files"], nlohmann::json({shardFileName(0, 2), shardFileName(1, 2)}));
+  ASSERT_EQ(index["params"].size(), 5u);
+  const nlohmann::json &w = index["params"][0];
+  EXPECT_EQ(w["name"], "w");
+  EXPECT_EQ(w["aliases"], nlohmann::json({"w_tied"}));
+  EXPECT_EQ(w["sharding"], nlohmann::json::parse(R"([["tp"],[]])"));
+  ASSERT_EQ(w["slices"].size(), 2u);
+  EXPECT_EQ(w["slices"][1]["rank"], 1);
+  EXPECT_EQ(w["slices"][1]["offset"], nlohmann::json({3, 0}));
+  EXPECT_EQ(w["slices"][1]["shape"], nlohmann::json({2, 3}));
+  EXPECT_EQ(w["slices"][1]["replicas"], nlohmann::json({1}));
+  const nlohmann::json &b = index["params"][1];
+  ASSERT_EQ(b["slices"].size(), 1u); // replicated: listed once, owned by rank 0
+  EXPECT_EQ(b["slices"][0]["rank"], 0);
+  EXPECT_EQ(b["slices"][0]["replicas"], nlohmann::json({0, 1}));
+  EXPECT_EQ(index["total_bytes"], 5 * 3 * 4 + 3 * 4 + 4 * 6 * 2 + 2 * 4 + 8);
+  EXPECT_EQ(index["parameter_count"], 15 + 3 + 24 + 2 + 1);
+
+  std::vector<std::string> problems;
+  EXPECT_TRUE(verifyCheckpoint(dir, problems, error)) << error;
+  EXPECT_TRUE(problems.empty()) << problems.front();
+
+  std::string model = root + "/model.safetensors";
+  ASSERT_TRUE(assembleCheckpoint(dir, model, error)) << error;
+  SafetensorsReader assembled;
+  ASSERT_TRUE(assembled.open(model, error)) << error;
+  EXPECT_EQ(*assembled.metadataValue("format"), "pt");
+  ASSERT_NE(assembled.metadataValue("initc.aliases"), nullptr);
+  EXPECT_EQ(nlohmann::json::parse(*assembled.metadataValue("initc.aliases")),
+            nlohmann::json::parse(R"({"w_tied":"w"})"));
+  EXPECT_EQ(assembled.tensors().size(), 5u);
+  EXPECT_EQ(assembled.find("rope"), nullptr);
+  EXPECT_EQ(assembled.find("w_tied"), nullptr);
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    const Param &param = program.params[i];
+    const SafetensorsEntry *entry = assembled.find(param.name);
+    if (!param.persistent)
+      continue;
+    ASSERT_NE(entry, nullptr) << param.name;
+    EXPECT_EQ(entry->shape, param.shape);
+    EXPECT_EQ(entry->dtype, dtypeName(param.dtype));
+    std::vector<char> bytes(entry->bytes());
+    ASSERT_TRUE(assembled.read(entry->begin, bytes.data(), bytes.size(), error)) << error;
+    EXPECT_EQ(bytes, globals[i]) << param.name;
+  }
+  EXPECT_FALSE(anyHiddenFile(dir));
+  EXPECT_FALSE(anyHiddenFile(root));
+}
+
+TEST_F(CheckpointTest, AssemblesRaggedGridShardings) {
+  Program program = gridProgram();
+  std::vector<std::vector<char>> globals = writeAll(program);
+  std::string error;
+  std::vector<std::string> problems;
+  EXPECT_TRUE(verifyCheckpoint(dir, problems, error)) << error;
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  std::string model = root + "/grid.safetensors";
+  ASSERT_TRUE(assembleCheckpoint(dir, model, error)) << error;
+  SafetensorsReader assembled;
+  ASSERT_TRUE(assembled.open(model, error)) << error;
+  EXPECT_EQ(assembled.metadataValue("initc.aliases"), nullptr);
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    const SafetensorsEntry *entry = assembled.find(program.params[i].name);
+    ASSERT_NE(entry, nullptr);
+    std::vector<char> bytes(entry->bytes());
+    ASSERT_TRUE(assembled.read(entry->begin, bytes.data(), bytes.size(), error)) << error;
+    EXPECT_EQ(bytes, globals[i]) << program.params[i].name;
+  }
+}
+
+TEST_F(CheckpointTest, FlippedByteIsReportedWithParamAndRank) {
+  Program program = tinyProgram();
+  writeAll(program);
+  SafetensorsReader shard;
+  std::string error;
+  ASSERT_TRUE(shard.open(shardPath(1, 2), error)) << error;
+  uint64_t position = shard.dataStart() + shard.find("w")->begin + 5;
+  shard = SafetensorsReader();
+  {
+    std::fstream file(shardPath(1, 2), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(std::streamoff(position));
+    char byte = char(file.get());
+    file.seekp(std::streamoff(position));
+    file.put(char(byte ^ 0x40));
+  }
+  std::vector<std::string> problems;
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  EXPECT_TRUE(error.empty()) << error;
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "w on rank 1 (rank-00001-of-00002.safetensors): checksum mismatch, the "
+                         "file is corrupt: rerun `prog/init --rank 1 --out " +
+                             dir + "` to regenerate it");
+  std::vector<std::string> checksums;
+  EXPECT_FALSE(shardIsComplete(dir, program, 1, checksums));
+  EXPECT_TRUE(shardIsComplete(dir, program, 0, checksums));
+  EXPECT_FALSE(assembleCheckpoint(dir, root + "/model.safetensors", error));
+  EXPECT_NE(error.find("w on rank 1 (rank-00001-of-00002.safetensors): checksum mismatch"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(access((root + "/model.safetensors").c_str(), F_OK), -1);
+  EXPECT_FALSE(anyHiddenFile(root));
+}
+
+TEST_F(CheckpointTest, CorruptReplicaIsReported) {
+  Program program = tinyProgram();
+  writeAll(program);
+  SafetensorsReader shard;
+  std::string error;
+  ASSERT_TRUE(shard.open(shardPath(1, 2), error)) << error;
+  uint64_t position = shard.dataStart() + shard.find("b")->begin;
+  shard = SafetensorsReader();
+  {
+    std::fstream file(shardPath(1, 2), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(std::streamoff(position));
+    file.put('\x55');
+  }
+  std::vector<std::string> problems;
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rfind("b on rank 1 (rank-00001-of-00002.safetensors): checksum", 0), 0u)
+      << problems[0];
+  // Assemble reads the owner's copy only, which is intact.
+  EXPECT_TRUE(assembleCheckpoint(dir, root + "/model.safetensors", error)) << error;
+}
+
+TEST_F(CheckpointTest, TruncatedOrMissingShardIsIncomplete) {
+  Program program = tinyProgram();
+  writeAll(program);
+  struct stat info;
+  ASSERT_EQ(stat(shardPath(0, 2).c_str(), &info), 0);
+  ASSERT_EQ(truncate(shardPath(0, 2).c_str(), info.st_size - 3), 0);
+  std::vector<std::string> checksums;
+  std::string reason;
+  EXPECT_FALSE(shardIsComplete(dir, program, 0, checksums, reason));
+  EXPECT_NE(reason.find("truncated"), std::string::npos) << reason;
+  EXPECT_TRUE(shardIsComplete(dir, program, 1, checksums));
+
+  std::vector<std::string> problems;
+  std::string error;
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("rank 0 (rank-00000-of-00002.safetensors)"), std::string::npos)
+      << problems[0];
+  EXPECT_NE(problems[0].find("--rank 0"), std::string::npos) << problems[0];
+
+  ASSERT_EQ(unlink(shardPath(1, 2).c_str()), 0);
+  EXPECT_FALSE(shardIsComplete(dir, program, 1, checksums));
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  EXPECT_EQ(problems.size(), 2u);
+
+  // A shard of another program under the same name is not complete for this one.
+  Program other = tinyProgram();
+  other.programId = "ffffffffffffffff";
+  writeAll(other, /*overwrite=*/true);
+  EXPECT_FALSE(shardIsComplete(dir, program, 1, checksums, reason));
+  EXPECT_NE(reason.find("another program"), std::string::npos) << reason;
+}
+
+TEST_F(CheckpointTest, FailedWritesLeaveNothingBehind) {
+  Program program = tinyProgram();
+  std::string error;
+  ASSERT_TRUE(checkOutputDir(dir, program, false, error)) << error;
+  std::vector<char> data(64);
+  ShardTensor tensor;
+  tensor.param = &program.params[0];
+  tensor.slice = sliceForRank(program.mesh, program.params[0], 0);
+  tensor.data = data.data();
+  tensor.bytes = 7; // wrong size
+  EXPECT_FALSE(writeShardFile(dir, program, 0, {tensor}, error));
+  EXPECT_NE(error.find("rank-00000-of-00002.safetensors"), std::string::npos) << error;
+  EXPECT_TRUE(listDir(dir).empty());
+
+  std::vector<std::vector<std::string>> checksums(1); // wrong world size
+  EXPECT_FALSE(writeIndex(dir, program, checksums, error));
+  EXPECT_TRUE(listDir(dir).empty());
+
+  EXPECT_FALSE(writeShardFile(root + "/nowhere", program, 0, {}, error));
+  EXPECT_NE(error.find("does not exist"), std::string::npos) << error;
+
+  std::vector<std::string> problems;
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  EXPECT_NE(error.find("index.json"), std::string::npos) << error;
+  EXPECT_FALSE(assembleCheckpoint(dir, root + "/m.safetensors", error));
+  EXPECT_NE(error.find("index.json"), std::string::npos) << error;
+  EXPECT_TRUE(listDir(dir).empty());
+}
+
+TEST_F(CheckpointTest, ReplicasWithDifferentBytesAreRefused) {
+  Program program = tinyProgram();
+  std::vector<std::vector<std::string>> checksums(2, std::vector<std::string>(6, "0000000000000000"));
+  checksums[1][1] = "1111111111111111"; // "b" is replicated on ranks 0 and 1
+  checksums[0][5] = checksums[1][5] = ""; // "rope" is not stored
+  std::string error;
+  ASSERT_TRUE(checkOutputDir(dir, program, false, error)) << error;
+  EXPECT_FALSE(writeIndex(dir, program, checksums, error));
+  EXPECT_NE(error.find("b: ranks 0 and 1 hold the same slice with different bytes"),
+            std::string::npos)
+      << error;
+  EXPECT_TRUE(listDir(dir).empty());
+}
+
+TEST_F(CheckpointTest, OutputDirRefusesAnotherProgram) {
+  std::string error;
+  Program program = tinyProgram();
+  std::string nested = root + "/a/b/c";
+  EXPECT_TRUE(checkOutputDir(nested, program, false, error)) << error;
+  struct stat info;
+  EXPECT_EQ(stat(nested.c_str(), &info), 0);
+
+  writeAll(program);
+  // Our own checkpoint: fine (a rerun resumes it).
+  EXPECT_TRUE(checkOutputDir(dir, program, false, error)) << error;
+
+  Program other = gridProgram();
+  EXPECT_FALSE(checkOutputDir(dir, other, false, error));
+  EXPECT_NE(error.find("another program"), std::string::npos) << error;
+  EXPECT_NE(error.find("--overwrite"), std::string::npos) << error;
+  EXPECT_EQ(listDir(dir).size(), 3u);
+
+  // Same world size, other program id: the shards alone are enough to refuse.
+  ASSERT_EQ(unlink((dir + "/index.json").c_str()), 0);
+  Program sameMesh = tinyProgram();
+  sameMesh.programId = "aaaaaaaaaaaaaaaa";
+  EXPECT_FALSE(checkOutputDir(dir, sameMesh, false, error));
+  EXPECT_NE(error.find("rank-00000-of-00002.safetensors has program id 0123456789abcdef"),
+            std::string::npos)
+      << error;
+
+  EXPECT_TRUE(checkOutputDir(dir, other, true, error)) << error;
+  EXPECT_TRUE(listDir(dir).empty());
+
+  // A plain file where the directory should be.
+  std::ofstream(root + "/file") << "x";
+  EXPECT_FALSE(checkOutputDir(root + "/file", program, false, error));
+  EXPECT_NE(error.find("not a directory"), std::string::npos) << error;
+}
+
+TEST_F(CheckpointTest, RewritingAShardReplacesItAtomically) {
+  Program program = tinyProgram();
+  writeAll(program);
+  writeAll(program); // a rerun over a complete checkpoint
+  EXPECT_EQ(listDir(dir).size(), 3u);
+  std::vector<std::string> problems;
+  std::string error;
+  EXPECT_TRUE(verifyCheckpoint(dir, problems, error)) << error;
+}
+
+} // namespace

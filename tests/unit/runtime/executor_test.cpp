@@ -1,0 +1,313 @@
+// The executor and the C API on the test kernels (testkernels.c): every rank of several meshes
+// gets exactly its box of the tensor the whole-tensor kernel call produces.
+#include "initrt/executor.h"
+#include "initrt/initrt.h"
+#include "initrt/program_io.h"
+#include "testprogram.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+using namespace initrt;
+
+namespace {
+
+class ExecutorTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/initrt-executor-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    root = pattern;
+  }
+  void TearDown() override { std::system(("rm -rf " + root).c_str()); }
+
+  std::string makeProgramDir(const std::string &name, const std::string &meshText) {
+    Mesh mesh;
+    EXPECT_TRUE(testprog::parseMesh(meshText, mesh));
+    std::string dir = root + "/" + name;
+    std::string error;
+    EXPECT_TRUE(testprog::writeProgramDir(dir, mesh, INITRT_TESTKERNELS_PATH, error)) << error;
+    return dir;
+  }
+
+  std::string root;
+};
+
+// The whole tensor, from one kernel call over the global shape.
+std::vector<char> wholeTensor(const Param &param, KernelFn kernel) {
+  int64_t bytes = param.numElements() * dtypeBytes(param.dtype);
+  std::vector<char> data(size_t(bytes) + 1);
+  std::vector<int64_t> zeros(param.shape.size() + 1, 0);
+  std::vector<int64_t> shape = param.shape;
+  shape.push_back(0);
+  kernel(data.data(), shape.data(), zeros.data(), shape.data(), 0, param.numElements());
+  data.resize(size_t(bytes));
+  return data;
+}
+
+// The box `slice` cut out of a row-major global tensor.
+std::vector<char> cutBox(const std::vector<char> &global, const Param &param, const Slice &slice) {
+  int64_t elementBytes = dtypeBytes(param.dtype);
+  int64_t count = slice.numElements();
+  std::vector<char> box(size_t(count * elementBytes));
+  size_t rank = param.shape.size();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rest = i, global_index = 0;
+    std::vector<int64_t> coords(rank);
+    for (size_t d = rank; d-- > 0;) {
+      coords[d] = rest % slice.shape[d] + slice.offset[d];
+      rest /= slice.shape[d];
+    }
+    for (size_t d = 0; d < rank; ++d)
+      global_index = global_index * param.shape[d] + coords[d];
+    std::memcpy(&box[size_t(i * elementBytes)], &global[size_t(global_index * elementBytes)],
+                size_t(elementBytes));
+  }
+  return box;
+}
+
+} // namespace
+
+TEST_F(ExecutorTest, EveryRankOfEveryMeshGetsItsBox) {
+  for (const char *meshText : {"dp=1", "dp=2", "dp=3", "dp=4", "dp=2,tp=2", "dp=2,tp=3", "a=3,b=2"}) {
+    SCOPED_TRACE(meshText);
+    std::string dir = makeProgramDir(std::string("p-") + meshText, meshText);
+    Program program;
+    std::string error;
+    ASSERT_TRUE(readProgram(dir, program, error)) << error;
+    std::unique_ptr<KernelLibrary> kernels = KernelLibrary::load(dir, program, error);
+    ASSERT_TRUE(kernels) << error;
+    std::vector<std::vector<char>> globals;
+    for (size_t p = 0; p < program.params.size(); ++p)
+      globals.push_back(wholeTensor(program.params[p], kernels->kernel(p)));
+    std::vector<int64_t> ownedBytes(program.params.size(), 0);
+    for (int64_t rank = 0; rank < program.mesh.size(); ++rank) {
+      RankShards shards;
+      RunOptions options;
+      options.threads = 3;
+      ASSERT_TRUE(computeRank(program, *kernels, rank, /*persistentOnly=*/false, options, shards,
+                              error))
+          << error;
+      ASSERT_EQ(shards.tensors.size(), program.params.size());
+      for (size_t t = 0; t < shards.tensors.size(); ++t) {
+        const ShardTensor &tensor = shards.tensors[t];
+        const Param &param = program.params[shards.paramIndices[t]];
+        SCOPED_TRACE(param.name + " rank " + std::to_string(rank));
+        EXPECT_TRUE(tensor.slice == sliceForRank(program.mesh, param, rank));
+        std::vector<char> expected = cutBox(globals[shards.paramIndices[t]], param, tensor.slice);
+        ASSERT_EQ(tensor.bytes, expected.size());
+        EXPECT_TRUE(expected.empty() || std::memcmp(tensor.data, expected.data(), expected.size()) == 0);
+        EXPECT_EQ(tensor.checksum, checksumHex(expected.data(), expected.size()));
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(tensor.data) % Arena::kAlignment, 0u);
+        if (tensor.bytes >= Arena::kHugePage)
+          EXPECT_EQ(reinterpret_cast<uintptr_t>(tensor.data) % Arena::kHugePage, 0u);
+        if (isSliceOwner(program.mesh, param, rank))
+          ownedBytes[shards.paramIndices[t]] += int64_t(tensor.bytes);
+      }
+    }
+    for (size_t p = 0; p < program.params.size(); ++p)
+      EXPECT_EQ(ownedBytes[p], int64_t(globals[p].size())) << program.params[p].name;
+  }
+}
+
+TEST_F(ExecutorTest, KernelValuesAreTheDocumentedFunctions) {
+  std::string dir = makeProgramDir("values", "dp=2");
+  Program program;
+  std::string error;
+  ASSERT_TRUE(readProgram(dir, program, error)) << error;
+  auto kernels = KernelLibrary::load(dir, program, error);
+  ASSERT_TRUE(kernels) << error;
+  RankShards shards;
+  ASSERT_TRUE(computeRank(program, *kernels, 1, false, RunOptions(), shards, error)) << error;
+  for (size_t t = 0; t < shards.tensors.size(); ++t) {
+    const ShardTensor &tensor = shards.tensors[t];
+    if (tensor.param->name == "counts") {
+      // counts [5, 3, 2], dim 1 split 2 + 1 over dp: rank 1 holds [:, 2:3, :], whose first
+      // elements are global indices 4 and 5; element = 3 g + 7.
+      const int64_t *values = static_cast<const int64_t *>(tensor.data);
+      EXPECT_EQ(tensor.slice.offset, (std::vector<int64_t>{0, 2, 0}));
+      EXPECT_EQ(values[0], 3 * 4 + 7);
+      EXPECT_EQ(values[1], 3 * 5 + 7);
+      EXPECT_EQ(values[2], 3 * 10 + 7);
+    }
+    if (tensor.param->name == "scale")
+      EXPECT_EQ(*static_cast<const double *>(tensor.data), 0.25);
+  }
+}
+
+TEST_F(ExecutorTest, ThreadCountDoesNotChangeBits) {
+  std::string dir = makeProgramDir("threads", "dp=3");
+  Program program;
+  std::string error;
+  ASSERT_TRUE(readProgram(dir, program, error)) << error;
+  auto kernels = KernelLibrary::load(dir, program, error);
+  ASSERT_TRUE(kernels) << error;
+  for (int64_t rank = 0; rank < 3; ++rank) {
+    RankShards one, four;
+    RunOptions options;
+    options.threads = 1;
+    ASSERT_TRUE(computeRank(program, *kernels, rank, true, options, one, error)) << error;
+    options.threads = 4;
+    uint64_t lastDone = 0, calls = 0;
+    options.progress = [&](uint64_t done, uint64_t total) {
+      EXPECT_GE(done, lastDone);
+      EXPECT_LE(done, total);
+      lastDone = done;
+      ++calls;
+    };
+    ASSERT_TRUE(computeRank(program, *kernels, rank, true, options, four, error)) << error;
+    EXPECT_GE(calls, 1u);
+    EXPECT_EQ(lastDone, four.bytes);
+    ASSERT_EQ(one.tensors.size(), four.tensors.size());
+    for (size_t t = 0; t < one.tensors.size(); ++t) {
+      ASSERT_EQ(one.tensors[t].bytes, four.tensors[t].bytes);
+      EXPECT_EQ(std::memcmp(one.tensors[t].data, four.tensors[t].data, one.tensors[t].bytes), 0);
+      EXPECT_EQ(one.tensors[t].checksum, four.tensors[t].checksum);
+    }
+  }
+}
+
+TEST_F(ExecutorTest, PersistentOnlySkipsNonPersistentBuffers) {
+  std::string dir = makeProgramDir("persistent", "dp=1");
+  Program program;
+  std::string error;
+  ASSERT_TRUE(readProgram(dir, program, error)) << error;
+  auto kernels = KernelLibrary::load(dir, program, error);
+  ASSERT_TRUE(kernels) << error;
+  RankShards shards;
+  ASSERT_TRUE(computeRank(program, *kernels, 0, true, RunOptions(), shards, error)) << error;
+  EXPECT_EQ(shards.tensors.size(), program.params.size() - 1);
+  for (const ShardTensor &tensor : shards.tensors)
+    EXPECT_NE(tensor.param->name, "rope.inv_freq");
+  EXPECT_FALSE(computeRank(program, *kernels, 1, true, RunOptions(), shards, error));
+  EXPECT_NE(error.find("rank 1 is outside the mesh of 1 devices"), std::string::npos) << error;
+}
+
+TEST_F(ExecutorTest, RefusesKernelsFromAnotherCompile) {
+  std::string dir = makeProgramDir("corrupt", "dp=2");
+  Program program;
+  std::string error;
+  ASSERT_TRUE(readProgram(dir, program, error)) << error;
+  std::ofstream(dir + "/kernels.so", std::ios::app) << "x";
+  EXPECT_EQ(KernelLibrary::load(dir, program, error), nullptr);
+  EXPECT_NE(error.find("is corrupt or from another compile: recompile"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("but program.json expects " + program.kernelsChecksum), std::string::npos)
+      << error;
+}
+
+TEST_F(ExecutorTest, RefusesAMissingKernelSymbol) {
+  std::string dir = makeProgramDir("symbol", "dp=1");
+  Program program;
+  std::string error;
+  ASSERT_TRUE(readProgram(dir, program, error)) << error;
+  program.params[2].kernel = "tk_no_such_kernel";
+  EXPECT_EQ(KernelLibrary::load(dir, program, error), nullptr);
+  EXPECT_NE(error.find("kernel tk_no_such_kernel of layer.b is missing"), std::string::npos)
+      << error;
+}
+
+TEST(TargetCpu, PortableAndUnknownNamesAreAccepted) {
+  std::string error;
+  EXPECT_TRUE(checkTargetCpu("x86-64", error));
+  EXPECT_TRUE(checkTargetCpu("x86-64-v2", error));
+  EXPECT_TRUE(checkTargetCpu("some-future-cpu", error));
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
+              __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  EXPECT_EQ(checkTargetCpu("x86-64-v3", error), avx2);
+  EXPECT_EQ(checkTargetCpu("haswell", error), avx2);
+  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  if (!checkTargetCpu("x86-64-v4", error)) {
+    EXPECT_FALSE(avx512);
+    EXPECT_NE(error.find("recompile with --target-cpu=x86-64"), std::string::npos) << error;
+  }
+#endif
+}
+
+TEST_F(ExecutorTest, CApiFillMatchesTheExecutor) {
+  std::string dir = makeProgramDir("capi", "dp=2,tp=2");
+  Program program;
+  std::string error;
+  ASSERT_TRUE(readProgram(dir, program, error)) << error;
+  auto kernels = KernelLibrary::load(dir, program, error);
+  ASSERT_TRUE(kernels) << error;
+
+  char err[512] = "";
+  initrt_program *prog = nullptr;
+  ASSERT_EQ(initrt_program_open(dir.c_str(), &prog, err, sizeof err), INITRT_OK) << err;
+  EXPECT_EQ(initrt_world_size(prog), 4);
+  ASSERT_EQ(initrt_param_count(prog), int64_t(program.params.size()));
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    RankShards shards;
+    ASSERT_TRUE(computeRank(program, *kernels, rank, false, RunOptions(), shards, error)) << error;
+    std::vector<std::vector<char>> all(program.params.size());
+    std::vector<void *> pointers;
+    for (size_t p = 0; p < program.params.size(); ++p) {
+      struct initrt_param_info info;
+      ASSERT_EQ(initrt_param_info(prog, rank, int64_t(p), &info), INITRT_OK);
+      const ShardTensor &tensor = shards.tensors[p];
+      EXPECT_STREQ(info.name, program.params[p].name.c_str());
+      EXPECT_STREQ(info.dtype, dtypeName(program.params[p].dtype));
+      ASSERT_EQ(info.ndim, int32_t(program.params[p].shape.size()));
+      for (int d = 0; d < info.ndim; ++d) {
+        EXPECT_EQ(info.global_shape[d], program.params[p].shape[size_t(d)]);
+        EXPECT_EQ(info.slice_offset[d], tensor.slice.offset[size_t(d)]);
+        EXPECT_EQ(info.slice_shape[d], tensor.slice.shape[size_t(d)]);
+      }
+      ASSERT_EQ(info.bytes, tensor.bytes);
+      std::vector<char> buffer(info.bytes + 1, 0x55);
+      ASSERT_EQ(initrt_fill(prog, rank, info.name, buffer.data(), info.bytes, 2, err, sizeof err),
+                INITRT_OK)
+          << err;
+      EXPECT_EQ(std::memcmp(buffer.data(), tensor.data, tensor.bytes), 0) << info.name;
+      EXPECT_EQ(buffer[info.bytes], 0x55) << "wrote past the shard of " << info.name;
+      all[p].assign(info.bytes + 1, 0);
+      pointers.push_back(all[p].data());
+    }
+    pointers[1] = nullptr; // skipped
+    ASSERT_EQ(initrt_fill_all(prog, rank, pointers.data(), 3, err, sizeof err), INITRT_OK) << err;
+    for (size_t p = 0; p < program.params.size(); ++p)
+      if (p != 1)
+        EXPECT_EQ(std::memcmp(all[p].data(), shards.tensors[p].data, shards.tensors[p].bytes), 0);
+  }
+
+  // An alias fills the tensor it names.
+  struct initrt_param_info info;
+  ASSERT_EQ(initrt_param_info(prog, 1, 0, &info), INITRT_OK);
+  std::vector<char> a(info.bytes), b(info.bytes);
+  ASSERT_EQ(initrt_fill(prog, 1, "lm_head.weight", a.data(), a.size(), 1, err, sizeof err), INITRT_OK);
+  ASSERT_EQ(initrt_fill(prog, 1, "embed.weight", b.data(), b.size(), 1, err, sizeof err), INITRT_OK);
+  EXPECT_EQ(a, b);
+
+  // Errors are statuses with messages.
+  EXPECT_EQ(initrt_fill(prog, 1, "embed.weight", a.data(), a.size() - 1, 1, err, sizeof err),
+            INITRT_SIZE_MISMATCH);
+  EXPECT_NE(std::string(err).find("embed.weight on rank 1 needs"), std::string::npos) << err;
+  EXPECT_EQ(initrt_fill(prog, 1, "nope", a.data(), a.size(), 1, err, sizeof err), INITRT_NOT_FOUND);
+  EXPECT_NE(std::string(err).find("no parameter named nope"), std::string::npos) << err;
+  EXPECT_EQ(initrt_fill(prog, 4, "embed.weight", a.data(), a.size(), 1, err, sizeof err),
+            INITRT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err).find("rank 4 is outside the mesh of 4 devices"), std::string::npos);
+  EXPECT_EQ(initrt_param_info(prog, 0, 99, &info), INITRT_INVALID_ARGUMENT);
+  void *none[16] = {};
+  EXPECT_EQ(initrt_fill_all(prog, -1, none, 1, err, sizeof err), INITRT_INVALID_ARGUMENT);
+  char tiny[8];
+  EXPECT_EQ(initrt_fill(prog, 1, "nope", a.data(), a.size(), 1, tiny, sizeof tiny), INITRT_NOT_FOUND);
+  EXPECT_EQ(std::strlen(tiny), sizeof tiny - 1); // truncated, terminated
+  initrt_program_close(prog);
+  initrt_program_close(nullptr);
+
+  initrt_program *missing = reinterpret_cast<initrt_program *>(1);
+  EXPECT_EQ(initrt_program_open((root + "/nowhere").c_str(), &missing, err, sizeof err),
+            INITRT_BAD_PROGRAM);
+  EXPECT_EQ(missing, nullptr);
+  EXPECT_NE(std::string(err).find("program.json"), std::string::npos) << err;
+  EXPECT_EQ(initrt_program_open(nullptr, &missing, err, sizeof err), INITRT_INVALID_ARGUMENT);
+  EXPECT_STREQ(initrt_status_name(INITRT_SIZE_MISMATCH), "INITRT_SIZE_MISMATCH");
+}

@@ -1,0 +1,254 @@
+// program.json: round trip and every validation error.
+#include "initrt/program_io.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <unistd.h>
+
+using namespace initrt;
+using nlohmann::json;
+
+namespace {
+
+Program sampleProgram() {
+  Program program;
+  program.modelName = "tiny-llama";
+  program.seed = 42;
+  program.mesh.axisNames = {"dp", "tp"};
+  program.mesh.shape = {2, 4};
+  program.kernelsChecksum = "0123456789abcdef";
+  program.targetCpu = "x86-64-v3";
+  program.programId = "p-1";
+  Param embed;
+  embed.name = "model.embed_tokens.weight";
+  embed.aliases = {"lm_head.weight"};
+  embed.dtype = DType::BF16;
+  embed.shape = {32000, 4096};
+  embed.splitAxes = {{1, 0}};
+  embed.kernel = "k0";
+  Param inv;
+  inv.name = "rotary.inv_freq";
+  inv.dtype = DType::F32;
+  inv.shape = {64};
+  inv.kernel = "k1";
+  inv.buffer = true;
+  inv.persistent = false;
+  Param scalar;
+  scalar.name = "scale";
+  scalar.dtype = DType::F64;
+  scalar.kernel = "k2";
+  program.params = {embed, inv, scalar};
+  return program;
+}
+
+json sampleJson() { return json::parse(programToJson(sampleProgram())); }
+
+std::string parseError(const json &document) {
+  Program program;
+  std::string error;
+  EXPECT_FALSE(parseProgramJson(document.dump(), "prog/program.json", program, error))
+      << document.dump();
+  return error;
+}
+
+void expectEqual(const Program &a, const Program &b) {
+  EXPECT_EQ(a.modelName, b.modelName);
+  EXPECT_EQ(a.seed, b.seed);
+  EXPECT_EQ(a.mesh.axisNames, b.mesh.axisNames);
+  EXPECT_EQ(a.mesh.shape, b.mesh.shape);
+  EXPECT_EQ(a.kernelsFile, b.kernelsFile);
+  EXPECT_EQ(a.kernelsChecksum, b.kernelsChecksum);
+  EXPECT_EQ(a.targetCpu, b.targetCpu);
+  EXPECT_EQ(a.programId, b.programId);
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (size_t i = 0; i < a.params.size(); ++i) {
+    const Param &x = a.params[i], &y = b.params[i];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.aliases, y.aliases);
+    EXPECT_EQ(x.dtype, y.dtype);
+    EXPECT_EQ(x.shape, y.shape);
+    EXPECT_EQ(x.splitAxes, y.splitAxes);
+    EXPECT_EQ(x.kernel, y.kernel);
+    EXPECT_EQ(x.buffer, y.buffer);
+    EXPECT_EQ(x.persistent, y.persistent);
+  }
+}
+
+} // namespace
+
+TEST(DType, NamesSizesAndParsing) {
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16, DType::F64, DType::BOOL, DType::I64}) {
+    DType parsed;
+    ASSERT_TRUE(parseDType(dtypeName(dtype), parsed));
+    EXPECT_EQ(parsed, dtype);
+  }
+  EXPECT_EQ(dtypeBytes(DType::BF16), 2);
+  EXPECT_EQ(dtypeBytes(DType::BOOL), 1);
+  EXPECT_EQ(dtypeBytes(DType::I64), 8);
+  DType parsed;
+  EXPECT_FALSE(parseDType("f32", parsed));
+}
+
+TEST(ProgramJson, RoundTripsThroughAFile) {
+  char dir[] = "/tmp/initrt-program-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string error;
+  Program program = sampleProgram();
+  ASSERT_TRUE(writeProgramJson(std::string(dir) + "/program.json", program, error)) << error;
+  Program read;
+  ASSERT_TRUE(readProgram(dir, read, error)) << error;
+  expectEqual(program, read);
+  EXPECT_EQ(read.params[0].numElements(), 32000 * 4096);
+  EXPECT_EQ(read.mesh.size(), 8);
+  // No temporary file is left behind.
+  EXPECT_EQ(std::system((std::string("test $(ls -A ") + dir + " | wc -l) -eq 1").c_str()), 0);
+  std::system((std::string("rm -rf ") + dir).c_str());
+}
+
+TEST(ProgramJson, KeepsKeyOrderOfTheSpec) {
+  std::string text = programToJson(sampleProgram());
+  EXPECT_LT(text.find("\"format\""), text.find("\"version\""));
+  EXPECT_LT(text.find("\"version\""), text.find("\"params\""));
+}
+
+TEST(ProgramJson, LargeSeedTravelsAsString) {
+  Program program = sampleProgram();
+  program.seed = 18446744073709551615ull;
+  json document = json::parse(programToJson(program));
+  EXPECT_TRUE(document["seed"].is_string());
+  Program read;
+  std::string error;
+  ASSERT_TRUE(parseProgramJson(document.dump(), "p", read, error)) << error;
+  EXPECT_EQ(read.seed, 18446744073709551615ull);
+  program.seed = uint64_t(1) << 53;
+  EXPECT_TRUE(json::parse(programToJson(program))["seed"].is_number_unsigned());
+  document["seed"] = "9007199254740993";
+  ASSERT_TRUE(parseProgramJson(document.dump(), "p", read, error)) << error;
+  EXPECT_EQ(read.seed, 9007199254740993ull);
+}
+
+TEST(ProgramJson, MissingFileSaysWhatToDo) {
+  Program program;
+  std::string error;
+  EXPECT_FALSE(readProgram("/nonexistent-initrt-dir", program, error));
+  EXPECT_NE(error.find("/nonexistent-initrt-dir/program.json"), std::string::npos) << error;
+  EXPECT_NE(error.find("initc compile"), std::string::npos) << error;
+}
+
+TEST(ProgramJson, RejectsNotJson) {
+  Program program;
+  std::string error;
+  EXPECT_FALSE(parseProgramJson("{\"format\": ", "prog/program.json", program, error));
+  EXPECT_NE(error.find("prog/program.json: not valid JSON"), std::string::npos) << error;
+}
+
+struct InvalidCase {
+  const char *what;
+  std::function<void(json &)> mutate;
+  const char *message; // a substring of the error
+};
+
+TEST(ProgramJson, EachValidationErrorNamesFieldAndParam) {
+  const std::string p0 = "params[0] (model.embed_tokens.weight)";
+  std::vector<InvalidCase> cases = {
+      {"top level", [](json &d) { d = json::array(); }, "the top level must be a JSON object"},
+      {"format", [](json &d) { d["format"] = "other"; }, "field \"format\" is \"other\""},
+      {"version", [](json &d) { d["version"] = 2; }, "field \"version\" is 2"},
+      {"version type", [](json &d) { d["version"] = "1"; }, "\"version\" must be an integer"},
+      {"model missing", [](json &d) { d.erase("model"); }, "field \"model\" is missing"},
+      {"model type", [](json &d) { d["model"] = 3; }, "\"model\" must be a string"},
+      {"seed negative", [](json &d) { d["seed"] = -1; }, "\"seed\" must not be negative"},
+      {"seed float", [](json &d) { d["seed"] = 1.5; }, "\"seed\" must be an unsigned integer"},
+      {"seed string", [](json &d) { d["seed"] = "12x"; }, "\"seed\" \"12x\" is not a decimal"},
+      {"seed overflow", [](json &d) { d["seed"] = "18446744073709551616"; },
+       "is not a decimal integer in [0, 2^64)"},
+      {"unknown key", [](json &d) { d["extra"] = 1; }, "\"extra\" is not part of program format"},
+      {"mesh type", [](json &d) { d["mesh"] = 1; }, "\"mesh\" must be an object"},
+      {"mesh axes type", [](json &d) { d["mesh"]["axes"] = "dp"; }, "\"mesh.axes\" must be"},
+      {"mesh axis name", [](json &d) { d["mesh"]["axes"][1] = 5; },
+       "\"mesh.axes[1]\" must be a string"},
+      {"mesh size type", [](json &d) { d["mesh"]["shape"][0] = 1.5; },
+       "\"mesh.shape[0]\" must be an integer"},
+      {"mesh size zero", [](json &d) { d["mesh"]["shape"][1] = 0; },
+       "\"mesh.shape[1]\" is 0, mesh sizes must be >= 1"},
+      {"mesh lengths", [](json &d) { d["mesh"]["shape"] = {2}; },
+       "\"mesh\" has 2 axis names but 1 sizes"},
+      {"mesh duplicate axis", [](json &d) { d["mesh"]["axes"] = {"dp", "dp"}; },
+       "repeats the axis name \"dp\""},
+      {"mesh too big", [](json &d) { d["mesh"]["shape"] = {65536, 65536}; },
+       "more than 2^31 - 1 devices"},
+      {"kernels type", [](json &d) { d["kernels"] = "k.so"; }, "\"kernels\" must be an object"},
+      {"kernels file", [](json &d) { d["kernels"]["file"] = "../k.so"; },
+       "\"kernels.file\" must be a file name inside the program directory"},
+      {"kernels checksum", [](json &d) { d["kernels"]["checksum"] = "ABC"; },
+       "\"kernels.checksum\" must be 16 lowercase hex digits"},
+      {"target cpu", [](json &d) { d["kernels"]["target_cpu"] = false; },
+       "\"kernels.target_cpu\" must be a string"},
+      {"program id", [](json &d) { d["program_id"] = ""; }, "\"program_id\" must not be empty"},
+      {"params type", [](json &d) { d["params"] = json::object(); }, "\"params\" must be an array"},
+      {"param type", [](json &d) { d["params"][0] = 1; }, "\"params[0]\" must be an object"},
+      {"param name missing", [](json &d) { d["params"][0].erase("name"); },
+       "\"params[0].name\" is missing"},
+      {"param name empty", [](json &d) { d["params"][0]["name"] = ""; },
+       "\"params[0].name\" must not be empty"},
+      {"param duplicate", [](json &d) { d["params"][1]["name"] = "lm_head.weight"; },
+       "\"params[1] (lm_head.weight).name\" repeats the name"},
+      {"param unknown key", [](json &d) { d["params"][0]["persistant"] = true; },
+       ".persistant\" is not part of program format"},
+      {"aliases type", [](json &d) { d["params"][0]["aliases"] = "x"; },
+       ".aliases\" must be an array of strings"},
+      {"alias type", [](json &d) { d["params"][0]["aliases"][0] = 1; }, ".aliases[0]\" must be a string"},
+      {"dtype", [](json &d) { d["params"][0]["dtype"] = "F8"; }, ".dtype\" is \"F8\", expected one of"},
+      {"shape type", [](json &d) { d["params"][0]["shape"] = 4; }, ".shape\" must be an array"},
+      {"shape entry", [](json &d) { d["params"][0]["shape"][1] = "4"; }, ".shape[1]\" must be an integer"},
+      {"shape negative", [](json &d) { d["params"][0]["shape"][1] = -4; },
+       ".shape[1]\" is -4, dims must be >= 0"},
+      {"shape overflow", [](json &d) { d["params"][0]["shape"] = {int64_t(1) << 32, int64_t(1) << 32}; },
+       ".shape\" has more elements than fit in a signed 64-bit integer"},
+      {"bytes overflow", [](json &d) { d["params"][0]["shape"] = {int64_t(1) << 31, int64_t(1) << 31}; },
+       ".shape\" has more bytes than fit in a signed 64-bit integer"},
+      {"split type", [](json &d) { d["params"][0]["split_axes"] = 0; }, ".split_axes\" must be an array"},
+      {"split entry", [](json &d) { d["params"][0]["split_axes"][0] = 0; },
+       ".split_axes[0]\" must be an array of mesh axis indices"},
+      {"split too long", [](json &d) { d["params"][0]["split_axes"] = {{0}, {1}, json::array()}; },
+       ".split_axes\" has 3 entries but the tensor has 2 dims"},
+      {"split axis range", [](json &d) { d["params"][0]["split_axes"] = {{2}}; },
+       ".split_axes[0][0]\" is 2 but the mesh has 2 axes"},
+      {"split axis negative", [](json &d) { d["params"][0]["split_axes"] = {{-1}}; }, "is -1 but"},
+      {"split axis twice", [](json &d) { d["params"][0]["split_axes"] = {{0}, {0}}; },
+       ".split_axes[1][0]\" splits over mesh axis \"dp\" a second time"},
+      {"kernel empty", [](json &d) { d["params"][0]["kernel"] = ""; }, ".kernel\" must name a kernel"},
+      {"buffer type", [](json &d) { d["params"][0]["buffer"] = 0; }, ".buffer\" must be true or false"},
+      {"persistent missing", [](json &d) { d["params"][0].erase("persistent"); },
+       ".persistent\" is missing"},
+  };
+  for (const InvalidCase &c : cases) {
+    json document = sampleJson();
+    c.mutate(document);
+    std::string error = parseError(document);
+    // Messages about a field of params[0] must name the parameter too.
+    std::string expected = c.message[0] == '.' ? p0 + c.message : c.message;
+    EXPECT_NE(error.find(expected), std::string::npos)
+        << c.what << ": got \"" << error << "\", expected it to contain \"" << expected << "\"";
+    EXPECT_EQ(error.rfind("prog/program.json: ", 0), 0u) << c.what << ": " << error;
+  }
+}
+
+TEST(ProgramJson, WriteRefusesAnInvalidProgram) {
+  Program program = sampleProgram();
+  program.params[0].shape[0] = -1;
+  std::string error;
+  EXPECT_FALSE(writeProgramJson("/tmp/never-written.json", program, error));
+  EXPECT_NE(error.find("dims must be >= 0"), std::string::npos) << error;
+  EXPECT_NE(access("/tmp/never-written.json", F_OK), 0);
+}
+
+TEST(ProgramJson, WriteReportsAnUnwritableDirectory) {
+  std::string error;
+  EXPECT_FALSE(writeProgramJson("/nonexistent-initrt-dir/program.json", sampleProgram(), error));
+  EXPECT_NE(error.find("cannot create"), std::string::npos) << error;
+}

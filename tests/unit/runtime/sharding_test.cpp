@@ -1,0 +1,171 @@
+// Which slice each rank holds: the torch.chunk rule, multi-axis splits, replicas and owners.
+#include "initrt/sharding.h"
+
+#include <gtest/gtest.h>
+
+namespace initrt {
+std::vector<int64_t> replicaRanks(const Mesh &mesh, const Param &param, int64_t rank);
+}
+
+using namespace initrt;
+
+namespace {
+
+Mesh makeMesh(std::vector<std::string> names, std::vector<int64_t> shape) {
+  Mesh mesh;
+  mesh.axisNames = std::move(names);
+  mesh.shape = std::move(shape);
+  return mesh;
+}
+
+Param makeParam(std::vector<int64_t> shape, std::vector<std::vector<int>> splitAxes) {
+  Param param;
+  param.name = "w";
+  param.shape = std::move(shape);
+  param.splitAxes = std::move(splitAxes);
+  param.kernel = "k";
+  return param;
+}
+
+std::vector<int64_t> lengths(int64_t size, int64_t parts) {
+  std::vector<int64_t> result;
+  for (int64_t i = 0; i < parts; ++i) {
+    int64_t begin, length;
+    chunkRange(size, parts, i, begin, length);
+    result.push_back(length);
+  }
+  return result;
+}
+
+// Slices of all ranks tile the tensor: every element is held, replicas hold equal boxes.
+int64_t ownedElements(const Mesh &mesh, const Param &param) {
+  int64_t total = 0;
+  for (int64_t r = 0; r < mesh.size(); ++r)
+    if (isSliceOwner(mesh, param, r))
+      total += sliceForRank(mesh, param, r).numElements();
+  return total;
+}
+
+} // namespace
+
+TEST(ChunkRange, FollowsTorchChunk) {
+  EXPECT_EQ(lengths(10, 4), (std::vector<int64_t>{3, 3, 3, 1}));
+  EXPECT_EQ(lengths(5, 4), (std::vector<int64_t>{2, 2, 1, 0}));
+  EXPECT_EQ(lengths(3, 3), (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(lengths(2, 4), (std::vector<int64_t>{1, 1, 0, 0}));
+  EXPECT_EQ(lengths(0, 3), (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(lengths(7, 1), (std::vector<int64_t>{7}));
+  int64_t begin, length;
+  chunkRange(10, 4, 3, begin, length);
+  EXPECT_EQ(begin, 9);
+  chunkRange(5, 4, 3, begin, length);
+  EXPECT_EQ(begin, 5); // an empty chunk sits at the end of the dim
+  EXPECT_EQ(length, 0);
+}
+
+TEST(MeshCoords, RowMajorLastAxisFastest) {
+  Mesh mesh = makeMesh({"dp", "tp"}, {2, 3});
+  EXPECT_EQ(mesh.size(), 6);
+  EXPECT_EQ(meshCoords(mesh, 0), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(meshCoords(mesh, 1), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(meshCoords(mesh, 3), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(meshCoords(mesh, 5), (std::vector<int64_t>{1, 2}));
+  Mesh three = makeMesh({"a", "b", "c"}, {2, 2, 2});
+  EXPECT_EQ(meshCoords(three, 6), (std::vector<int64_t>{1, 1, 0}));
+  EXPECT_EQ(meshCoords(makeMesh({}, {}), 0), (std::vector<int64_t>{}));
+}
+
+TEST(SliceForRank, SplitsEachDimOverItsAxes) {
+  Mesh mesh = makeMesh({"dp", "tp"}, {2, 2});
+  Param param = makeParam({10, 6}, {{0}, {1}});
+  Slice slice = sliceForRank(mesh, param, 3);
+  EXPECT_EQ(slice.offset, (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ(slice.shape, (std::vector<int64_t>{5, 3}));
+  // Dims past split_axes and unmapped axes replicate.
+  Param rowsOnly = makeParam({10, 6}, {{1}});
+  EXPECT_EQ(sliceForRank(mesh, rowsOnly, 2).offset, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(sliceForRank(mesh, rowsOnly, 3).offset, (std::vector<int64_t>{5, 0}));
+  EXPECT_EQ(sliceForRank(mesh, rowsOnly, 3).shape, (std::vector<int64_t>{5, 6}));
+}
+
+TEST(SliceForRank, MultiAxisDimFirstListedAxisMajor) {
+  Mesh mesh = makeMesh({"dp", "tp"}, {2, 3});
+  Param dpMajor = makeParam({12}, {{0, 1}});
+  Param tpMajor = makeParam({12}, {{1, 0}});
+  // rank 1 = (dp 0, tp 1): part 0*3+1 = 1 with dp major; part 1*2+0 = 2 with tp major.
+  EXPECT_EQ(sliceForRank(mesh, dpMajor, 1).offset[0], 2);
+  EXPECT_EQ(sliceForRank(mesh, tpMajor, 1).offset[0], 4);
+  // rank 3 = (dp 1, tp 0): part 3 with dp major; part 1 with tp major.
+  EXPECT_EQ(sliceForRank(mesh, dpMajor, 3).offset[0], 6);
+  EXPECT_EQ(sliceForRank(mesh, tpMajor, 3).offset[0], 2);
+  for (int64_t r = 0; r < 6; ++r)
+    EXPECT_EQ(sliceForRank(mesh, dpMajor, r).shape[0], 2);
+  EXPECT_EQ(ownedElements(mesh, dpMajor), 12);
+  EXPECT_EQ(ownedElements(mesh, tpMajor), 12);
+}
+
+TEST(SliceForRank, UnevenDimsUseTheChunkRule) {
+  Mesh mesh = makeMesh({"dp"}, {4});
+  Param param = makeParam({5, 2}, {{0}});
+  std::vector<int64_t> rows;
+  for (int64_t r = 0; r < 4; ++r)
+    rows.push_back(sliceForRank(mesh, param, r).shape[0]);
+  EXPECT_EQ(rows, (std::vector<int64_t>{2, 2, 1, 0}));
+  EXPECT_EQ(ownedElements(mesh, param), 10);
+}
+
+TEST(Replicas, UnsplitAxesReplicate) {
+  Mesh mesh = makeMesh({"dp", "tp"}, {2, 3});
+  Param param = makeParam({6, 4}, {{1}}); // split over tp, replicated over dp
+  EXPECT_EQ(replicaRanks(mesh, param, 4), (std::vector<int64_t>{1, 4}));
+  EXPECT_TRUE(isSliceOwner(mesh, param, 1));
+  EXPECT_FALSE(isSliceOwner(mesh, param, 4));
+  Param replicated = makeParam({3}, {});
+  EXPECT_EQ(replicaRanks(mesh, replicated, 5), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  for (int64_t r = 0; r < 6; ++r)
+    EXPECT_EQ(isSliceOwner(mesh, replicated, r), r == 0);
+  Param sharded = makeParam({6, 6}, {{0}, {1}});
+  for (int64_t r = 0; r < 6; ++r) {
+    EXPECT_TRUE(isSliceOwner(mesh, sharded, r));
+    EXPECT_EQ(replicaRanks(mesh, sharded, r), (std::vector<int64_t>{r}));
+  }
+}
+
+TEST(Replicas, EqualEmptySlicesAreReplicas) {
+  // 2 rows over 4 ranks: ranks 2 and 3 both hold the empty box at offset 2.
+  Mesh mesh = makeMesh({"dp"}, {4});
+  Param param = makeParam({2, 3}, {{0}});
+  EXPECT_TRUE(sliceForRank(mesh, param, 2) == sliceForRank(mesh, param, 3));
+  EXPECT_EQ(replicaRanks(mesh, param, 3), (std::vector<int64_t>{2, 3}));
+  EXPECT_TRUE(isSliceOwner(mesh, param, 2));
+  EXPECT_FALSE(isSliceOwner(mesh, param, 3));
+}
+
+TEST(Replicas, OwnerIsLowestRankWithEqualSliceForAnyLayout) {
+  // Brute force against the definition on meshes with uneven, empty and multi-axis splits.
+  std::vector<Mesh> meshes = {makeMesh({"a"}, {5}), makeMesh({"a", "b"}, {2, 3}),
+                              makeMesh({"a", "b", "c"}, {2, 3, 2})};
+  std::vector<std::vector<int64_t>> shapes = {{1, 7}, {2, 0}, {5, 3}, {13, 2}};
+  for (const Mesh &mesh : meshes) {
+    int axes = int(mesh.shape.size());
+    std::vector<std::vector<std::vector<int>>> layouts = {{}, {{0}}, {{}, {0}}};
+    if (axes >= 2)
+      layouts.insert(layouts.end(), {{{1, 0}}, {{0, 1}}, {{1}, {0}}, {{}, {1, 0}}});
+    if (axes >= 3)
+      layouts.insert(layouts.end(), {{{2, 0}, {1}}, {{2, 1, 0}}, {{1}, {2, 0}}});
+    for (const std::vector<int64_t> &shape : shapes) {
+      for (const auto &layout : layouts) {
+        Param param = makeParam(shape, layout);
+        for (int64_t r = 0; r < mesh.size(); ++r) {
+          std::vector<int64_t> expected;
+          for (int64_t other = 0; other < mesh.size(); ++other)
+            if (sliceForRank(mesh, param, other) == sliceForRank(mesh, param, r))
+              expected.push_back(other);
+          EXPECT_EQ(replicaRanks(mesh, param, r), expected);
+          EXPECT_EQ(isSliceOwner(mesh, param, r), expected.front() == r);
+        }
+        EXPECT_EQ(ownedElements(mesh, param), param.numElements());
+      }
+    }
+  }
+}
