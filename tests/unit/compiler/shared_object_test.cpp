@@ -196,6 +196,18 @@ TEST_F(SharedObjectTest, LoopIsVectorizedWithoutFma) {
   EXPECT_EQ(assembly.find("vfmadd"), std::string::npos) << assembly;
   EXPECT_EQ(assembly.find("vfmsub"), std::string::npos);
   EXPECT_EQ(assembly.find("vfnmadd"), std::string::npos);
+
+  // Fast-math flags on the input are stripped: still two roundings.
+  std::string relaxed = kPhiloxShapedKernel;
+  for (const char *op : {"arith.mulf %f, %scale", "arith.addf %y, %bias"}) {
+    size_t at = relaxed.find(op);
+    ASSERT_NE(at, std::string::npos);
+    relaxed.insert(at + std::strlen(op), " fastmath<fast>");
+  }
+  OwningOpRef<ModuleOp> relaxedModule = parse(relaxed.c_str());
+  std::string relaxedAssembly = assemblyFor(*relaxedModule, options);
+  EXPECT_NE(relaxedAssembly.find("ymm"), std::string::npos);
+  EXPECT_EQ(relaxedAssembly.find("vfmadd"), std::string::npos) << relaxedAssembly;
 }
 
 TEST_F(SharedObjectTest, AllCpusGiveTheSameBits) {

@@ -41,23 +41,30 @@ static double roundToElement(double value, Type element) {
 }
 
 //===----------------------------------------------------------------------===//
-// Binary ops: x + 0, x - 0, x * 1, x / 1 fold to x; two fills fold to a fill.
+// Binary ops: x + (-0), x - (+0), x * 1, x / 1 fold to x; two fills fold to a fill.
 //===----------------------------------------------------------------------===//
 
+/// True if `value` is a fill of exactly `identity`, sign of zero included: x + (+0) is +0, not
+/// x, when x is -0, so only -0 is the identity of addition (and +0 that of subtraction).
+static bool isFillOf(Value value, double identity) {
+  auto fill = getFillValue(value);
+  return fill && *fill == identity && std::signbit(*fill) == std::signbit(identity);
+}
+
 static OpFoldResult foldIdentity(Value lhs, Value rhs, double identity) {
-  if (getFillValue(rhs) == identity)
+  if (isFillOf(rhs, identity))
     return lhs;
   return {};
 }
 
 OpFoldResult AddOp::fold(FoldAdaptor) {
-  if (getFillValue(getLhs()) == 0.0)
+  if (isFillOf(getLhs(), -0.0))
     return getRhs();
-  return foldIdentity(getLhs(), getRhs(), 0.0);
+  return foldIdentity(getLhs(), getRhs(), -0.0);
 }
 OpFoldResult SubOp::fold(FoldAdaptor) { return foldIdentity(getLhs(), getRhs(), 0.0); }
 OpFoldResult MulOp::fold(FoldAdaptor) {
-  if (getFillValue(getLhs()) == 1.0)
+  if (isFillOf(getLhs(), 1.0))
     return getRhs();
   return foldIdentity(getLhs(), getRhs(), 1.0);
 }

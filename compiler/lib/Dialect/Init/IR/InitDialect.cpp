@@ -1,6 +1,7 @@
 //===- InitDialect.cpp - the init dialect ---------------------------------===//
 #include "initc/Dialect/Init/IR/InitDialect.h"
 #include "initc/Dialect/Init/IR/InitOps.h"
+#include "mlir/IR/BuiltinOps.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -18,6 +19,12 @@ void InitDialect::initialize() {
 
 // `init.axis_names` on a `mesh.mesh`: one unique, non-empty name per mesh axis (ir-spec C: mesh).
 LogicalResult InitDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
+  // `init.model` on a module: the model's name (its model_type, for imported configs).
+  if (attr.getName() == kModelAttr) {
+    if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kModelAttr << "' must be a string on a builtin.module";
+    return success();
+  }
   if (attr.getName() != kAxisNamesAttr)
     return op->emitError() << "unknown init dialect attribute '" << attr.getName().getValue()
                            << "'";

@@ -82,9 +82,9 @@ LogicalResult SeedOp::verify() {
 //===----------------------------------------------------------------------===//
 
 Value ParamOp::getYieldedValue() {
-  if (getBody().empty())
+  if (getBody().empty() || getBody().front().empty())
     return {};
-  auto yield = dyn_cast<YieldOp>(getBody().front().getTerminator());
+  auto yield = dyn_cast<YieldOp>(getBody().front().back());
   return yield ? yield.getValue() : Value();
 }
 
@@ -103,7 +103,9 @@ LogicalResult ParamOp::verify() {
   if (!getBody().empty()) {
     if (!getBody().hasOneBlock() || getBody().front().getNumArguments() != 0)
       return emitOpError("body must be one block without arguments");
-    auto yield = dyn_cast<YieldOp>(getBody().front().getTerminator());
+    // back(), not getTerminator(): this runs before the block's terminator is verified.
+    Block &block = getBody().front();
+    auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
     if (!yield)
       return emitOpError("body must end with 'init.yield'");
     if (yield.getValue().getType() != type)
@@ -165,6 +167,7 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       return emitOpError("is tied to '@") << tied.getValue() << "' of type " << target.getType()
                                           << " but has type " << getType();
   }
+  // C9: a kernel names an existing symbol (the func.func that init-partition created).
   if (auto kernel = getKernelAttr()) {
     if (!symbolTable.lookupNearestSymbolFrom(*this, kernel))
       return emitOpError("names an unknown kernel '@") << kernel.getValue() << "'";
@@ -199,7 +202,7 @@ static LogicalResult verifyStream(Operation *op, int64_t stream) {
 
 LogicalResult UniformOp::verify() {
   double low = getLow().convertToDouble(), high = getHigh().convertToDouble();
-  // C1: finite bounds, low < high.
+  // C1: finite bounds. C2: low < high. C3: the stream is non-negative.
   if (!isFiniteValue(low) || !isFiniteValue(high))
     return emitOpError("bounds must be finite");
   if (!(low < high))
@@ -209,7 +212,7 @@ LogicalResult UniformOp::verify() {
 
 LogicalResult NormalOp::verify() {
   double mean = getMean().convertToDouble(), std = getStd().convertToDouble();
-  // C1: finite mean, finite std > 0.
+  // C1: finite mean and std. C2: std > 0. C3: the stream is non-negative.
   if (!isFiniteValue(mean) || !isFiniteValue(std))
     return emitOpError("mean and std must be finite");
   if (!(std > 0))
@@ -220,9 +223,9 @@ LogicalResult NormalOp::verify() {
 LogicalResult TruncNormalOp::verify() {
   double mean = getMean().convertToDouble(), std = getStd().convertToDouble();
   double a = getA().convertToDouble(), b = getB().convertToDouble();
+  // C1: finite mean, std and bounds. C2: std > 0. C3: a < b. C4: the stream is non-negative.
   if (!isFiniteValue(mean) || !isFiniteValue(std) || !isFiniteValue(a) || !isFiniteValue(b))
     return emitOpError("mean, std and bounds must be finite");
-  // C1: std > 0. C2: a < b.
   if (!(std > 0))
     return emitOpError("std must be positive, but is ") << std;
   if (!(a < b))
@@ -245,7 +248,8 @@ LogicalResult VarianceScalingOp::verify() {
   // C1: scale > 0 and finite.
   if (!isFiniteValue(scale) || !(scale > 0))
     return emitOpError("scale must be positive and finite, but is ") << scale;
-  // C2: the fan is defined for the global shape (rank >= 2) and non-zero.
+  // C2: the fan is defined for the global shape (rank >= 2). C3: it is non-zero.
+  // C4: the stream is non-negative.
   double fanIn, fanOut;
   if (failed(computeFans(getType().getShape(), fanIn, fanOut)))
     return emitOpError("fan in and fan out are undefined for a tensor of rank ")
@@ -256,7 +260,7 @@ LogicalResult VarianceScalingOp::verify() {
 }
 
 LogicalResult OrthogonalOp::verify() {
-  // C1: rank >= 2. C2: finite gain.
+  // C1: rank >= 2. C2: finite gain. C3: the stream is non-negative.
   if (getType().getRank() < 2)
     return emitOpError("needs a tensor of rank 2 or more, but the rank is ")
            << getType().getRank();
@@ -272,11 +276,14 @@ LogicalResult OrthogonalOp::verify() {
 LogicalResult FillOp::verify() {
   double value = getValue().convertToDouble();
   Type element = getType().getElementType();
-  // C1: i1 fills are 0 or 1; i64 fills are integers.
+  // C1: i1 fills are 0 or 1. C2: i64 fills are whole numbers that fit in an i64.
   if (element.isInteger(1) && value != 0 && value != 1)
     return emitOpError("a mask fill must be 0 or 1, but is ") << value;
   if (element.isInteger(64) && value != std::trunc(value))
     return emitOpError("an integer fill must be a whole number, but is ") << value;
+  // Converting an out-of-range double to int64_t is undefined; -2^63 itself is representable.
+  if (element.isInteger(64) && !(value >= -0x1p63 && value < 0x1p63))
+    return emitOpError("an integer fill must fit in 64 bits, but is ") << value;
   return success();
 }
 
@@ -369,14 +376,16 @@ LogicalResult CastOp::verify() {
 }
 
 LogicalResult ElementwiseOp::verify() {
-  // C1: the region takes the linear index and one index per dim, all i64.
+  // C1: the region takes the linear index and one index per dim, all i64. C2: it ends with
+  // init.yield (whose own C1 checks the element type: C3).
   Block &block = getBody().front();
   int64_t expected = getType().getRank() + 1;
   if ((int64_t)block.getNumArguments() != expected ||
       llvm::any_of(block.getArgumentTypes(), [](Type t) { return !t.isInteger(64); }))
     return emitOpError("region must take ") << expected << " i64 arguments (linear index, then "
                                                "one index per dim)";
-  if (!isa<YieldOp>(block.getTerminator()))
+  // back(), not getTerminator(): this runs before the block's terminator is verified.
+  if (block.empty() || !isa<YieldOp>(block.back()))
     return emitOpError("region must end with 'init.yield'");
   return success();
 }

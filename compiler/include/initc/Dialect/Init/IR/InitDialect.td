@@ -27,6 +27,8 @@ def Init_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// The discardable attribute naming the axes of a `mesh.mesh`.
     static constexpr ::llvm::StringLiteral kAxisNamesAttr = "init.axis_names";
+    /// The discardable attribute naming the model on its module.
+    static constexpr ::llvm::StringLiteral kModelAttr = "init.model";
   }];
 }
 

@@ -1,0 +1,245 @@
+//===- Pipeline.cpp - from an init module to a program directory ----------===//
+#include "initc/Pipeline/Pipeline.h"
+
+#include "initc/Dialect/Init/IR/InitOps.h"
+#include "initc/Transforms/Passes.h"
+#include "initrt/checksum.h"
+#include "initrt/program_io.h"
+
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <unistd.h>
+
+using namespace mlir;
+using namespace initc;
+using namespace initc::init;
+
+llvm::ArrayRef<llvm::StringRef> initc::stageNames() {
+  static const llvm::StringRef names[] = {"input", "sharded",     "canonical", "dead-inits",
+                                          "fused", "partitioned", "llvm"};
+  return names;
+}
+
+bool initc::parseStage(llvm::StringRef name, Stage &stage) {
+  auto names = stageNames();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) {
+      stage = (Stage)i;
+      return true;
+    }
+  return false;
+}
+
+OwningOpRef<ModuleOp> initc::loadModel(MLIRContext &context, llvm::StringRef path) {
+  std::string message;
+  auto file = openInputFile(path, &message);
+  if (!file) {
+    emitError(UnknownLoc::get(&context)) << "cannot read '" << path << "': " << message;
+    return nullptr;
+  }
+  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+  sourceMgr->AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return nullptr;
+  if (failed(verifyModel(*module)))
+    return nullptr;
+  return module;
+}
+
+LogicalResult initc::runPipeline(ModuleOp module, const PipelineOptions &options, Stage last) {
+  MLIRContext *context = module.getContext();
+  auto runStage = [&](Stage stage) -> LogicalResult {
+    PassManager pm(context);
+    if (options.printTiming)
+      pm.enableTiming();
+    switch (stage) {
+    case Stage::Input:
+    case Stage::LLVM:
+      return success();
+    case Stage::Sharded: {
+      ApplyShardingOptions sharding;
+      sharding.mesh = options.mesh;
+      sharding.shard = options.shard;
+      pm.addPass(createApplySharding(sharding));
+      break;
+    }
+    case Stage::Canonical:
+      pm.addPass(createCanonicalizerPass());
+      pm.addPass(createCSEPass());
+      break;
+    case Stage::DeadInitsEliminated:
+      pm.addPass(createEliminateDeadInits());
+      break;
+    case Stage::Fused:
+      pm.addPass(createFuseElementwise());
+      break;
+    case Stage::Partitioned:
+      pm.addPass(createPartition());
+      break;
+    }
+    return pm.run(module);
+  };
+  for (int s = 0; s <= (int)last; ++s)
+    if (failed(runStage((Stage)s)))
+      return failure();
+  return success();
+}
+
+static bool dtypeOf(Type element, initrt::DType &dtype) {
+  if (element.isF32())
+    dtype = initrt::DType::F32;
+  else if (element.isBF16())
+    dtype = initrt::DType::BF16;
+  else if (element.isF16())
+    dtype = initrt::DType::F16;
+  else if (element.isF64())
+    dtype = initrt::DType::F64;
+  else if (element.isInteger(1))
+    dtype = initrt::DType::BOOL;
+  else if (element.isInteger(64))
+    dtype = initrt::DType::I64;
+  else
+    return false;
+  return true;
+}
+
+LogicalResult initc::buildProgram(ModuleOp module, llvm::StringRef modelName,
+                                  initrt::Program &program, std::string &error) {
+  program = initrt::Program();
+  program.modelName = modelName.str();
+  program.seed = getModelSeed(module);
+  auto meshes = llvm::to_vector(module.getOps<mesh::MeshOp>());
+  if (meshes.size() > 1) {
+    error = "the model has " + std::to_string(meshes.size()) + " meshes; keep one";
+    return failure();
+  }
+  if (!meshes.empty()) {
+    for (auto &name : getMeshAxisNames(meshes[0]))
+      program.mesh.axisNames.push_back(name);
+    program.mesh.shape.assign(meshes[0].getShape().begin(), meshes[0].getShape().end());
+    for (int64_t size : program.mesh.shape)
+      if (size <= 0) {
+        error = "mesh '@" + meshes[0].getSymName().str() + "' has a dynamic or empty axis";
+        return failure();
+      }
+  }
+  llvm::StringMap<size_t> indexOf;
+  for (ParamOp param : module.getOps<ParamOp>()) {
+    if (param.getTiedTo())
+      continue;
+    initrt::Param p;
+    p.name = param.getSymName().str();
+    RankedTensorType type = param.getTensorType();
+    if (!dtypeOf(type.getElementType(), p.dtype)) {
+      error = "parameter '" + p.name + "' has an unsupported element type";
+      return failure();
+    }
+    p.shape.assign(type.getShape().begin(), type.getShape().end());
+    if (auto sharding = param.getMeshSharding()) {
+      for (auto axes : sharding.getSplitAxes()) {
+        std::vector<int> dim;
+        for (int16_t a : axes.asArrayRef())
+          dim.push_back(a);
+        p.splitAxes.push_back(dim);
+      }
+    }
+    if (auto kernel = param.getKernelAttr())
+      p.kernel = kernel.getValue().str();
+    p.buffer = param.getBuffer();
+    p.persistent = !param.getNonpersistent();
+    indexOf[p.name] = program.params.size();
+    program.params.push_back(std::move(p));
+  }
+  for (ParamOp param : module.getOps<ParamOp>())
+    if (auto tied = param.getTiedToAttr())
+      program.params[indexOf.lookup(tied.getValue())].aliases.push_back(
+          param.getSymName().str());
+  return success();
+}
+
+OwningOpRef<ModuleOp> initc::extractKernels(ModuleOp module) {
+  OpBuilder builder(module.getContext());
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
+  builder.setInsertionPointToEnd(kernels->getBody());
+  for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
+    if (func->hasAttr("initc.kernel"))
+      builder.clone(*func);
+  return kernels;
+}
+
+LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef modelName,
+                                     llvm::StringRef dir, llvm::StringRef runtimePath,
+                                     const target::TargetOptions &targetOptions,
+                                     initrt::Program &program, std::string &error) {
+  namespace fs = llvm::sys::fs;
+  if (failed(buildProgram(partitioned, modelName, program, error)))
+    return failure();
+  if (!fs::exists(runtimePath)) {
+    error = "the runtime '" + runtimePath.str() +
+            "' is missing: build the target initrt-run, or reinstall initc";
+    return failure();
+  }
+  // A directory that exists must be a program directory we may replace.
+  if (fs::exists(dir)) {
+    llvm::SmallString<256> marker(dir);
+    llvm::sys::path::append(marker, "program.json");
+    std::error_code ec;
+    bool empty = fs::directory_iterator(dir, ec) == fs::directory_iterator();
+    if (!fs::is_directory(dir) || (!empty && !fs::exists(marker))) {
+      error = "refusing to replace '" + dir.str() +
+              "': it exists and is not a program directory; choose another -o";
+      return failure();
+    }
+  }
+  std::string tmp = (dir + ".tmp-" + std::to_string(::getpid())).str();
+  (void)fs::remove_directories(tmp);
+  if (auto ec = fs::create_directories(tmp)) {
+    error = "cannot create '" + tmp + "': " + ec.message();
+    return failure();
+  }
+  auto fail = [&](std::string message) {
+    error = std::move(message);
+    (void)fs::remove_directories(tmp);
+    return failure();
+  };
+
+  OwningOpRef<ModuleOp> kernels = extractKernels(partitioned);
+  std::string soPath = tmp + "/" + program.kernelsFile;
+  std::string targetError;
+  if (failed(target::emitSharedObject(*kernels, soPath, targetOptions, targetError)))
+    return fail("generating native code failed: " + targetError);
+  auto so = llvm::MemoryBuffer::getFile(soPath);
+  if (!so)
+    return fail("cannot read back '" + soPath + "': " + so.getError().message());
+  program.kernelsChecksum =
+      initrt::checksumHex((*so)->getBufferStart(), (*so)->getBufferSize());
+  program.targetCpu = target::resolveTargetCpu(targetOptions);
+  // The id covers everything that decides the bytes: model, seed, mesh, shardings, kernels.
+  program.programId.clear();
+  std::string identity = initrt::programToJson(program);
+  program.programId = initrt::checksumHex(identity.data(), identity.size());
+  std::string ioError;
+  if (!initrt::writeProgramJson(tmp + "/program.json", program, ioError))
+    return fail(ioError);
+  std::string initPath = tmp + "/init";
+  if (auto ec = fs::copy_file(runtimePath, initPath))
+    return fail("cannot copy the runtime into '" + initPath + "': " + ec.message());
+  if (auto ec = fs::setPermissions(initPath, fs::all_read | fs::all_exe | fs::owner_write))
+    return fail("cannot make '" + initPath + "' executable: " + ec.message());
+
+  if (fs::exists(dir))
+    if (auto ec = fs::remove_directories(dir))
+      return fail("cannot replace '" + dir.str() + "': " + ec.message());
+  if (auto ec = fs::rename(tmp, dir))
+    return fail("cannot move the program into '" + dir.str() + "': " + ec.message());
+  return success();
+}

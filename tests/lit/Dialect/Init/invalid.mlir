@@ -1,0 +1,633 @@
+// RUN: initc-opt %s -split-input-file -verify-diagnostics
+
+// One case per verifier message of the init dialect; the labels (C1, C2, ...) are those of
+// ir-spec/dialect.md.
+
+// init.axis_names, C1
+// expected-error @+1 {{'init.axis_names' is only valid on a mesh.mesh}}
+func.func @axis_names_on_a_func() attributes {init.axis_names = ["dp"]} {
+  return
+}
+
+// -----
+
+// init.axis_names, C2
+// expected-error @+1 {{'init.axis_names' must be an array of strings}}
+mesh.mesh @axis_names_not_strings(shape = 2) {init.axis_names = [1]}
+
+// -----
+
+// init.axis_names, C3
+// expected-error @+1 {{'init.axis_names' names 1 axes but the mesh has 2}}
+mesh.mesh @axis_names_too_few(shape = 2x2) {init.axis_names = ["dp"]}
+
+// -----
+
+// init.axis_names, C4
+// expected-error @+1 {{mesh axis names must be non-empty}}
+mesh.mesh @axis_name_empty(shape = 2x2) {init.axis_names = ["dp", ""]}
+
+// -----
+
+// init.axis_names, C4
+// expected-error @+1 {{mesh axis name 'dp' is used twice}}
+mesh.mesh @axis_name_twice(shape = 2x2) {init.axis_names = ["dp", "dp"]}
+
+// -----
+
+// Only init.axis_names is a discardable attribute of the dialect.
+// expected-error @+1 {{unknown init dialect attribute 'init.axes'}}
+mesh.mesh @unknown_dialect_attribute(shape = 2) {init.axes = ["dp"]}
+
+// -----
+
+// init.seed, C1
+init.seed 1
+// expected-error @+1 {{'init.seed' op the module already has a seed; keep exactly one 'init.seed'}}
+init.seed 2
+
+// -----
+
+// init.seed, C2
+func.func @seed_outside_module() {
+  // expected-error @+1 {{'init.seed' op expects parent op 'builtin.module'}}
+  init.seed 3
+  return
+}
+
+// -----
+
+// init.param, C1
+// expected-error @+1 {{'init.param' op parameter names must be non-empty}}
+init.param @"" : tensor<4xf32> {
+  %0 = init.fill 0.0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.param, C2
+init.param @duplicate_name : tensor<4xf32> {
+  %0 = init.fill 0.0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+// expected-error @+1 {{redefinition of symbol named 'duplicate_name'}}
+init.param @duplicate_name : tensor<4xf32> {
+  %0 = init.fill 1.0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.param, C3
+// expected-error @+1 {{'init.param' op needs exactly one of a body, 'tied_to' or 'kernel', but has 0}}
+init.param @no_value_source : tensor<4xf32>
+
+// -----
+
+// init.param, C3
+init.param @tie_target : tensor<4xf32> {
+  %0 = init.fill 0.0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+// expected-error @+1 {{'init.param' op needs exactly one of a body, 'tied_to' or 'kernel', but has 2}}
+init.param @body_and_tied_to : tensor<4xf32> tied_to @tie_target {
+  %0 = init.fill 0.0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.param, C4
+// expected-error @+1 {{'init.param' op body must be one block without arguments}}
+init.param @body_with_block_argument : tensor<4xf32> {
+^bb0(%x: i64):
+  %0 = init.fill 0.0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.param, C4
+// expected-error @+1 {{'init.param' op body must end with 'init.yield'}}
+init.param @body_without_yield : tensor<4xf32> {
+  %0 = init.fill 0.0 : tensor<4xf32>
+}
+
+// -----
+
+// init.param, C4
+// expected-error @+1 {{'init.param' op body must end with 'init.yield'}}
+init.param @body_with_empty_block : tensor<4xf32> {
+^bb0:
+}
+
+// -----
+
+// init.param, C4
+// expected-error @+1 {{'init.param' op body yields 'tensor<4xbf16>' but the parameter is 'tensor<4xf32>'}}
+init.param @body_yields_other_type : tensor<4xf32> {
+  %0 = init.fill 0.0 : tensor<4xbf16>
+  init.yield %0 : tensor<4xbf16>
+}
+
+// -----
+
+// init.param, C5
+// expected-error @+1 {{'init.param' op has 1 axis names for a tensor of rank 2}}
+init.param @too_few_axis_names : tensor<4x4xf32> axes ["embed"] {
+  %0 = init.fill 0.0 : tensor<4x4xf32>
+  init.yield %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// init.param, C6
+// expected-error @+1 {{'init.param' op sharding refers to an unknown mesh '@nowhere'}}
+init.param @sharding_over_unknown_mesh : tensor<4x4xf32> sharding #mesh.shard<@nowhere, [[0]]> {
+  %0 = init.fill 0.0 : tensor<4x4xf32>
+  init.yield %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// init.param, C6
+mesh.mesh @mesh(shape = 2x2)
+// expected-error @+1 {{'init.param' op sharding splits 3 dims of a tensor of rank 2}}
+init.param @sharding_splits_too_many_dims : tensor<4x4xf32> sharding #mesh.shard<@mesh, [[], [], [0]]> {
+  %0 = init.fill 0.0 : tensor<4x4xf32>
+  init.yield %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// init.param, C6
+mesh.mesh @mesh(shape = 2x2)
+// expected-error @+1 {{'init.param' op parameters cannot be partial (sharding has partial axes)}}
+init.param @partial_sharding : tensor<4x4xf32> sharding #mesh.shard<@mesh, [[0]], partial = sum[1]> {
+  %0 = init.fill 0.0 : tensor<4x4xf32>
+  init.yield %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// init.param, C6
+mesh.mesh @mesh(shape = 2x2)
+// expected-error @+1 {{'init.param' op sharding uses mesh axis 2 but mesh '@mesh' has 2 axes}}
+init.param @sharding_over_missing_mesh_axis : tensor<4x4xf32> sharding #mesh.shard<@mesh, [[2]]> {
+  %0 = init.fill 0.0 : tensor<4x4xf32>
+  init.yield %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// init.param, C6: a mesh axis used twice is rejected by #mesh.shard itself.
+mesh.mesh @mesh(shape = 2x2)
+// expected-error @+1 {{mesh axis duplicated}}
+init.param @sharding_uses_axis_twice : tensor<4x4xf32> sharding #mesh.shard<@mesh, [[0], [0]]> {
+  %0 = init.fill 0.0 : tensor<4x4xf32>
+  init.yield %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// init.param, C7
+func.func private @not_a_param()
+// expected-error @+1 {{'init.param' op is tied to '@not_a_param', which is not a parameter}}
+init.param @tied_to_a_function : tensor<4xf32> tied_to @not_a_param
+
+// -----
+
+// init.param, C7
+init.param @root : tensor<4xf32> {
+  %0 = init.fill 0.0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+init.param @middle : tensor<4xf32> tied_to @root
+// expected-error @+1 {{'init.param' op is tied to '@middle', which is itself tied; tie to '@root' instead}}
+init.param @tied_to_a_tied_param : tensor<4xf32> tied_to @middle
+
+// -----
+
+// init.param, C7
+init.param @embed : tensor<4x8xf32> {
+  %0 = init.fill 0.0 : tensor<4x8xf32>
+  init.yield %0 : tensor<4x8xf32>
+}
+// expected-error @+1 {{'init.param' op is tied to '@embed' of type 'tensor<4x8xf32>' but has type 'tensor<4x8xbf16>'}}
+init.param @tied_with_other_type : tensor<4x8xbf16> tied_to @embed
+
+// -----
+
+// init.param, C8
+// expected-error @+1 {{'init.param' op 'nonpersistent' applies to buffers only; add 'buffer'}}
+init.param @nonpersistent_weight : tensor<4xf32> nonpersistent {
+  %0 = init.fill 0.0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.param, C9
+// expected-error @+1 {{'init.param' op names an unknown kernel '@missing_kernel'}}
+init.param @unknown_kernel : tensor<4xf32> kernel @missing_kernel
+
+// -----
+
+// init.param, C10
+// expected-error @+1 {{'init.param' op attribute 'type' failed to satisfy constraint: type attribute of statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 1-bit signless integer or 64-bit signless integer values}}
+init.param @dynamic_shape : tensor<?xf32> {
+  %0 = init.fill 0.0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.yield, C1
+init.param @elementwise_yields_other_type : tensor<4xf32> {
+  %0 = init.elementwise : tensor<4xf32> {
+  ^bb0(%linear: i64, %i: i64):
+    %c = arith.constant 1.0 : f64
+    // expected-error @+1 {{'init.yield' op yields 'f64' but the element type is 'f32'}}
+    init.yield %c : f64
+  }
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.yield, C2
+func.func @yield_in_a_func() {
+  %0 = init.fill 0.0 : tensor<4xf32>
+  // expected-error @+1 {{'init.yield' op expects parent op to be one of 'init.param, init.elementwise'}}
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.uniform, C1
+init.param @uniform_infinite_bound : tensor<4xf32> {
+  // expected-error @+1 {{'init.uniform' op bounds must be finite}}
+  %0 = init.uniform 0xFFF0000000000000, 1.0 stream 0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.uniform, C2
+init.param @uniform_empty_interval : tensor<4xf32> {
+  // expected-error @+1 {{'init.uniform' op low (1.000000e+00) must be less than high (1.000000e+00)}}
+  %0 = init.uniform 1.0, 1.0 stream 0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.uniform, C3
+init.param @uniform_negative_stream : tensor<4xf32> {
+  // expected-error @+1 {{'init.uniform' op stream must be non-negative, but is -1}}
+  %0 = init.uniform -1.0, 1.0 stream -1 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.uniform, C4
+init.param @uniform_integer_result : tensor<4xi64> {
+  // expected-error @+1 {{'init.uniform' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xi64>'}}
+  %0 = init.uniform -1.0, 1.0 stream 0 : tensor<4xi64>
+  init.yield %0 : tensor<4xi64>
+}
+
+// -----
+
+// init.normal, C1
+init.param @normal_nan_mean : tensor<4xf32> {
+  // expected-error @+1 {{'init.normal' op mean and std must be finite}}
+  %0 = init.normal mean 0x7FF8000000000000 std 1.0 stream 0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.normal, C2
+init.param @normal_zero_std : tensor<4xf32> {
+  // expected-error @+1 {{'init.normal' op std must be positive, but is 0.000000e+00}}
+  %0 = init.normal mean 0.0 std 0.0 stream 0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.normal, C3
+init.param @normal_negative_stream : tensor<4xf32> {
+  // expected-error @+1 {{'init.normal' op stream must be non-negative, but is -2}}
+  %0 = init.normal mean 0.0 std 1.0 stream -2 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.trunc_normal, C1
+init.param @trunc_normal_infinite_bound : tensor<4xf32> {
+  // expected-error @+1 {{'init.trunc_normal' op mean, std and bounds must be finite}}
+  %0 = init.trunc_normal mean 0.0 std 1.0 bounds [-2.0, 0x7FF0000000000000] stream 0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.trunc_normal, C2
+init.param @trunc_normal_negative_std : tensor<4xf32> {
+  // expected-error @+1 {{'init.trunc_normal' op std must be positive, but is -1.000000e+00}}
+  %0 = init.trunc_normal mean 0.0 std -1.0 bounds [-2.0, 2.0] stream 0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.trunc_normal, C3
+init.param @trunc_normal_reversed_bounds : tensor<4xf32> {
+  // expected-error @+1 {{'init.trunc_normal' op truncation bound a (2.000000e+00) must be less than b (-2.000000e+00)}}
+  %0 = init.trunc_normal mean 0.0 std 1.0 bounds [2.0, -2.0] stream 0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.trunc_normal, C4
+init.param @trunc_normal_negative_stream : tensor<4xf32> {
+  // expected-error @+1 {{'init.trunc_normal' op stream must be non-negative, but is -1}}
+  %0 = init.trunc_normal mean 0.0 std 1.0 bounds [-2.0, 2.0] stream -1 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.variance_scaling, C1
+init.param @variance_scaling_zero_scale : tensor<4x4xf32> {
+  // expected-error @+1 {{'init.variance_scaling' op scale must be positive and finite, but is 0.000000e+00}}
+  %0 = init.variance_scaling scale 0.0 fan_in uniform stream 0 : tensor<4x4xf32>
+  init.yield %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// init.variance_scaling, C2
+init.param @variance_scaling_of_a_vector : tensor<4xf32> {
+  // expected-error @+1 {{'init.variance_scaling' op fan in and fan out are undefined for a tensor of rank 1; give explicit bounds with init.uniform or init.normal}}
+  %0 = init.variance_scaling scale 1.0 fan_in uniform stream 0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.variance_scaling, C3
+init.param @variance_scaling_zero_fan : tensor<4x0xf32> {
+  // expected-error @+1 {{'init.variance_scaling' op fan is zero for shape with a zero dim}}
+  %0 = init.variance_scaling scale 1.0 fan_in normal stream 0 : tensor<4x0xf32>
+  init.yield %0 : tensor<4x0xf32>
+}
+
+// -----
+
+// init.variance_scaling, C4
+init.param @variance_scaling_negative_stream : tensor<4x4xf32> {
+  // expected-error @+1 {{'init.variance_scaling' op stream must be non-negative, but is -1}}
+  %0 = init.variance_scaling scale 1.0 fan_avg normal stream -1 : tensor<4x4xf32>
+  init.yield %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// init.orthogonal, C1
+init.param @orthogonal_vector : tensor<4xf32> {
+  // expected-error @+1 {{'init.orthogonal' op needs a tensor of rank 2 or more, but the rank is 1}}
+  %0 = init.orthogonal gain 1.0 stream 0 strategy redundant : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.orthogonal, C2
+init.param @orthogonal_infinite_gain : tensor<4x4xf32> {
+  // expected-error @+1 {{'init.orthogonal' op gain must be finite}}
+  %0 = init.orthogonal gain 0x7FF0000000000000 stream 0 strategy redundant : tensor<4x4xf32>
+  init.yield %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// init.orthogonal, C3
+init.param @orthogonal_negative_stream : tensor<4x4xf32> {
+  // expected-error @+1 {{'init.orthogonal' op stream must be non-negative, but is -1}}
+  %0 = init.orthogonal gain 1.0 stream -1 strategy redundant : tensor<4x4xf32>
+  init.yield %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// init.fill, C1
+init.param @mask_fill_of_two : tensor<4xi1> {
+  // expected-error @+1 {{'init.fill' op a mask fill must be 0 or 1, but is 2.000000e+00}}
+  %0 = init.fill 2.0 : tensor<4xi1>
+  init.yield %0 : tensor<4xi1>
+}
+
+// -----
+
+// init.fill, C2
+init.param @integer_fill_of_a_fraction : tensor<4xi64> {
+  // expected-error @+1 {{'init.fill' op an integer fill must be a whole number, but is 5.000000e-01}}
+  %0 = init.fill 0.5 : tensor<4xi64>
+  init.yield %0 : tensor<4xi64>
+}
+
+// -----
+
+// init.fill, C2
+init.param @integer_fill_too_large : tensor<4xi64> {
+  // expected-error @+1 {{'init.fill' op an integer fill must fit in 64 bits, but is 1.000000e+30}}
+  %0 = init.fill 1.0e30 : tensor<4xi64>
+  init.yield %0 : tensor<4xi64>
+}
+
+// -----
+
+// init.iota, C1
+init.param @iota_dim_out_of_range : tensor<1x16xi64> {
+  // expected-error @+1 {{'init.iota' op dim 2 is out of range for a tensor of rank 2}}
+  %0 = init.iota dim 2 start 0.0 step 1.0 : tensor<1x16xi64>
+  init.yield %0 : tensor<1x16xi64>
+}
+
+// -----
+
+// init.iota, C2
+init.param @iota_mask : tensor<16xi1> {
+  // expected-error @+1 {{'init.iota' op cannot produce a mask; use init.index_mask or init.tril}}
+  %0 = init.iota dim 0 start 0.0 step 1.0 : tensor<16xi1>
+  init.yield %0 : tensor<16xi1>
+}
+
+// -----
+
+// init.eye, C1
+init.param @eye_of_rank_three : tensor<2x4x4xf32> {
+  // expected-error @+1 {{'init.eye' op needs a tensor of rank 2, but the rank is 3}}
+  %0 = init.eye : tensor<2x4x4xf32>
+  init.yield %0 : tensor<2x4x4xf32>
+}
+
+// -----
+
+// init.tril, C1
+init.param @tril_of_a_vector : tensor<4xi1> {
+  // expected-error @+1 {{'init.tril' op needs a tensor of rank 2 or more, but the rank is 1}}
+  %0 = init.tril diagonal 0 : tensor<4xi1>
+  init.yield %0 : tensor<4xi1>
+}
+
+// -----
+
+// init.triu, C1
+init.param @triu_of_a_scalar : tensor<f32> {
+  // expected-error @+1 {{'init.triu' op needs a tensor of rank 2 or more, but the rank is 0}}
+  %0 = init.triu diagonal 0 : tensor<f32>
+  init.yield %0 : tensor<f32>
+}
+
+// -----
+
+// init.index_mask, C1
+init.param @index_mask_dim_out_of_range : tensor<8x4xi1> {
+  // expected-error @+1 {{'init.index_mask' op dim -1 is out of range for a tensor of rank 2}}
+  %0 = init.index_mask dim -1 index 0 : tensor<8x4xi1>
+  init.yield %0 : tensor<8x4xi1>
+}
+
+// -----
+
+// init.index_mask, C2
+init.param @index_mask_index_out_of_range : tensor<8x4xi1> {
+  // expected-error @+1 {{'init.index_mask' op index 8 is out of range for dim 0 of size 8}}
+  %0 = init.index_mask dim 0 index 8 : tensor<8x4xi1>
+  init.yield %0 : tensor<8x4xi1>
+}
+
+// -----
+
+// init.rope_inv_freq, C1
+init.param @rope_zero_theta : tensor<8xf32> {
+  // expected-error @+1 {{'init.rope_inv_freq' op theta must be positive and finite}}
+  %0 = init.rope_inv_freq theta 0.0 head_dim 16 : tensor<8xf32>
+  init.yield %0 : tensor<8xf32>
+}
+
+// -----
+
+// init.rope_inv_freq, C2
+init.param @rope_odd_head_dim : tensor<8xf32> {
+  // expected-error @+1 {{'init.rope_inv_freq' op head_dim must be positive and even, but is 15}}
+  %0 = init.rope_inv_freq theta 10000.0 head_dim 15 : tensor<8xf32>
+  init.yield %0 : tensor<8xf32>
+}
+
+// -----
+
+// init.rope_inv_freq, C3
+init.param @rope_wrong_length : tensor<16xf32> {
+  // expected-error @+1 {{'init.rope_inv_freq' op result must be a 1-d tensor of head_dim / 2 = 8 elements}}
+  %0 = init.rope_inv_freq theta 10000.0 head_dim 16 : tensor<16xf32>
+  init.yield %0 : tensor<16xf32>
+}
+
+// -----
+
+// init.load, C1
+init.param @load_without_tensor_name : tensor<4xf32> {
+  // expected-error @+1 {{'init.load' op needs a file and a tensor name}}
+  %0 = init.load "base.safetensors" [""] : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// elementwise ops, C1
+init.param @add_mixed_types : tensor<4xf32> {
+  %a = init.fill 1.0 : tensor<4xf32>
+  %b = init.fill 1.0 : tensor<4xbf16>
+  // expected-error @+1 {{'init.add' op requires the same type for all operands and results}}
+  %0 = "init.add"(%a, %b) : (tensor<4xf32>, tensor<4xbf16>) -> tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.clamp, C1
+init.param @clamp_reversed_bounds : tensor<4xf32> {
+  %x = init.normal mean 0.0 std 1.0 stream 0 : tensor<4xf32>
+  // expected-error @+1 {{'init.clamp' op min (1.000000e+00) must not exceed max (-1.000000e+00)}}
+  %0 = init.clamp %x min 1.0 max -1.0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.select, C1
+init.param @select_mask_of_other_shape : tensor<4x8xf32> {
+  %m = init.index_mask dim 0 index 0 : tensor<8x4xi1>
+  %a = init.fill 0.0 : tensor<4x8xf32>
+  %b = init.fill 1.0 : tensor<4x8xf32>
+  // expected-error @+1 {{'init.select' op mask shape must equal the value shape}}
+  %0 = init.select %m, %a, %b : tensor<8x4xi1>, tensor<4x8xf32>
+  init.yield %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// init.cast, C1
+init.param @cast_changes_shape : tensor<8xbf16> {
+  %x = init.fill 1.0 : tensor<4xf32>
+  // expected-error @+1 {{'init.cast' op cannot change the shape, only the element type}}
+  %0 = init.cast %x : tensor<4xf32> to tensor<8xbf16>
+  init.yield %0 : tensor<8xbf16>
+}
+
+// -----
+
+// init.elementwise, C1
+init.param @elementwise_missing_index : tensor<4x8xf32> {
+  // expected-error @+1 {{'init.elementwise' op region must take 3 i64 arguments (linear index, then one index per dim)}}
+  %0 = init.elementwise : tensor<4x8xf32> {
+  ^bb0(%linear: i64, %i: i64):
+    %c = arith.constant 1.0 : f32
+    init.yield %c : f32
+  }
+  init.yield %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// init.elementwise, C1
+init.param @elementwise_index_type : tensor<4xf32> {
+  // expected-error @+1 {{'init.elementwise' op region must take 2 i64 arguments (linear index, then one index per dim)}}
+  %0 = init.elementwise : tensor<4xf32> {
+  ^bb0(%linear: i64, %i: index):
+    %c = arith.constant 1.0 : f32
+    init.yield %c : f32
+  }
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.elementwise, C2
+init.param @elementwise_without_yield : tensor<4xf32> {
+  // expected-error @+1 {{'init.elementwise' op region must end with 'init.yield'}}
+  %0 = init.elementwise : tensor<4xf32> {
+  ^bb0(%linear: i64, %i: i64):
+    %c = arith.constant 1.0 : f32
+  }
+  init.yield %0 : tensor<4xf32>
+}

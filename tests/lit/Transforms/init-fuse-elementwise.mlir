@@ -1,0 +1,101 @@
+// RUN: initc-opt %s --init-fuse-elementwise --split-input-file --verify-diagnostics | FileCheck %s
+
+// A chain of elementwise ops becomes one init.elementwise whose region computes one element
+// from its global index; no intermediate tensor op is left. The arith inside is the RNG
+// contract's (ir-spec/rng.md), tested bit for bit elsewhere: here only the structure.
+
+init.seed 42
+
+// CHECK-LABEL: init.param @chain : tensor<8x4xf32> {
+// CHECK-NEXT:    %[[E:.+]] = init.elementwise : tensor<8x4xf32> {
+// CHECK-NEXT:    ^bb0(%[[LIN:.+]]: i64, %[[I:.+]]: i64, %[[J:.+]]: i64):
+// CHECK-NOT:       init.
+// CHECK:           arith.mulf
+// CHECK-NOT:       init.
+// CHECK:           %[[V:.+]] = arith.addf
+// CHECK-NEXT:      init.yield %[[V]] : f32
+// CHECK-NEXT:    }
+// CHECK-NEXT:    init.yield %[[E]] : tensor<8x4xf32>
+// CHECK-NEXT:  }
+init.param @chain : tensor<8x4xf32> {
+  %0 = init.normal mean 0.0 std 1.0 stream 0 : tensor<8x4xf32>
+  %1 = init.fill 2.0 : tensor<8x4xf32>
+  %2 = init.mul %0, %1 : tensor<8x4xf32>
+  %3 = init.fill 0.5 : tensor<8x4xf32>
+  %4 = init.add %2, %3 : tensor<8x4xf32>
+  init.yield %4 : tensor<8x4xf32>
+}
+
+// -----
+
+init.seed 42
+
+// A 16-bit parameter: computed in f32, the region yields the rounded bf16.
+// CHECK-LABEL: init.param @padded_embedding : tensor<16x4xbf16> {
+// CHECK-NEXT:    %[[E:.+]] = init.elementwise : tensor<16x4xbf16> {
+// CHECK-NEXT:    ^bb0(%{{.+}}: i64, %[[ROW:.+]]: i64, %{{.+}}: i64):
+// CHECK-NOT:       init.
+// CHECK:           arith.cmpi eq, %[[ROW]]
+// CHECK-NOT:       init.
+// CHECK:           %[[B:.+]] = arith.bitcast %{{.+}} : i16 to bf16
+// CHECK-NEXT:      init.yield %[[B]] : bf16
+// CHECK-NEXT:    }
+// CHECK-NEXT:    init.yield %[[E]] : tensor<16x4xbf16>
+// CHECK-NEXT:  }
+init.param @padded_embedding : tensor<16x4xbf16> {
+  %pad = init.index_mask dim 0 index 1 : tensor<16x4xi1>
+  %z = init.fill 0.0 : tensor<16x4xbf16>
+  %w = init.normal mean 0.0 std 0.02 stream 0 : tensor<16x4xbf16>
+  %0 = init.select %pad, %z, %w : tensor<16x4xi1>, tensor<16x4xbf16>
+  init.yield %0 : tensor<16x4xbf16>
+}
+
+// -----
+
+// Masks and integers fuse too; a scalar region has one argument, the linear index.
+// CHECK-LABEL: init.param @causal_mask
+// CHECK:         init.elementwise : tensor<1x1x8x8xi1> {
+// CHECK-NEXT:    ^bb0(%{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %[[R:.+]]: i64, %[[C:.+]]: i64):
+// CHECK:           init.yield %{{.+}} : i1
+// CHECK-LABEL: init.param @scalar
+// CHECK:         init.elementwise : tensor<f32> {
+// CHECK-NEXT:    ^bb0(%{{.+}}: i64):
+// CHECK:           init.yield %{{.+}} : f32
+init.param @causal_mask : tensor<1x1x8x8xi1> buffer nonpersistent {
+  %0 = init.tril diagonal 0 : tensor<1x1x8x8xi1>
+  init.yield %0 : tensor<1x1x8x8xi1>
+}
+init.param @scalar : tensor<f32> {
+  %0 = init.fill 1.0 : tensor<f32>
+  init.yield %0 : tensor<f32>
+}
+
+// -----
+
+// Non-elementwise values are left alone, and so are tied, lowered and already fused ones.
+// CHECK-LABEL: init.param @orthogonal
+// CHECK-NEXT:    %[[Q:.+]] = init.orthogonal
+// CHECK-NEXT:    init.yield %[[Q]]
+// CHECK-LABEL: init.param @loaded
+// CHECK-NEXT:    %[[L:.+]] = init.load
+// CHECK-NEXT:    init.yield %[[L]]
+// CHECK-LABEL: init.param @tied : tensor<8x8xf32> tied_to @orthogonal{{$}}
+init.param @orthogonal : tensor<8x8xf32> {
+  %0 = init.orthogonal gain 1.0 stream 0 strategy redundant : tensor<8x8xf32>
+  init.yield %0 : tensor<8x8xf32>
+}
+init.param @loaded : tensor<8xbf16> {
+  %0 = init.load "base.safetensors" ["norm.weight"] : tensor<8xbf16>
+  init.yield %0 : tensor<8xbf16>
+}
+init.param @tied : tensor<8x8xf32> tied_to @orthogonal
+
+// -----
+
+// expected-error @+1 {{cannot fuse: 'init.orthogonal' is not elementwise and feeds other ops; compute it alone}}
+init.param @orthogonal_times_two : tensor<8x8xf32> {
+  %0 = init.orthogonal gain 1.0 stream 0 strategy redundant : tensor<8x8xf32>
+  %1 = init.fill 2.0 : tensor<8x8xf32>
+  %2 = init.mul %0, %1 : tensor<8x8xf32>
+  init.yield %2 : tensor<8x8xf32>
+}

@@ -1,0 +1,448 @@
+//===- initc.cpp - the initc command-line compiler ------------------------===//
+//
+// initc import hf | inspect | compile | assemble | verify. Each subcommand is a thin layer over
+// the compiler libraries (import, pipeline, target) and the runtime's checkpoint library.
+//
+//===----------------------------------------------------------------------===//
+#include "initc/Dialect/Init/IR/InitOps.h"
+#include "initc/Import/HFConfig.h"
+#include "initc/Pipeline/Pipeline.h"
+#include "initc/Registration.h"
+#include "initc/Target/SharedObject.h"
+#include "initrt/checkpoint.h"
+#include "initrt/program_io.h"
+#include "initrt/sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+using namespace mlir;
+
+namespace {
+
+int fail(const std::string &message) {
+  llvm::errs() << "initc: error: " << message << "\n";
+  return 1;
+}
+
+/// One MLIR context with every dialect initc reads, and diagnostics printed with file and line.
+struct Session {
+  DialectRegistry registry;
+  std::unique_ptr<MLIRContext> context;
+  llvm::SourceMgr sourceMgr;
+  std::unique_ptr<SourceMgrDiagnosticHandler> diagnostics;
+  Session() {
+    initc::registerDialects(registry);
+    registerAllToLLVMIRTranslations(registry);
+    context = std::make_unique<MLIRContext>(registry);
+    context->loadAllAvailableDialects();
+    diagnostics = std::make_unique<SourceMgrDiagnosticHandler>(sourceMgr, context.get());
+  }
+};
+
+/// Writes `text` to `path` ("-" for stdout) under a temporary name, then renames it.
+int writeOutput(const std::string &path, llvm::function_ref<void(llvm::raw_ostream &)> print) {
+  std::string error;
+  auto out = openOutputFile(path, &error);
+  if (!out)
+    return fail("cannot write '" + path + "': " + error);
+  print(out->os());
+  out->keep();
+  return 0;
+}
+
+std::string modelNameOf(ModuleOp module, llvm::StringRef path) {
+  if (auto name = module->getAttrOfType<StringAttr>(initc::import::kModelAttrName))
+    return name.getValue().str();
+  return llvm::sys::path::stem(path).str();
+}
+
+std::string humanBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 5) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
+  return buf;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// `[dp, tp]`-style text of a parameter's sharding: the mesh axes of each dim, `-` for none.
+std::string shardingText(const initrt::Program &program, const initrt::Param &param) {
+  if (param.splitAxes.empty())
+    return "replicated";
+  std::string s = "[";
+  for (size_t d = 0; d < param.shape.size(); ++d) {
+    s += d ? ", " : "";
+    if (d >= param.splitAxes.size() || param.splitAxes[d].empty()) {
+      s += "-";
+      continue;
+    }
+    for (size_t i = 0; i < param.splitAxes[d].size(); ++i)
+      s += (i ? "*" : "") + program.mesh.axisNames[param.splitAxes[d][i]];
+  }
+  return s + "]";
+}
+
+//===----------------------------------------------------------------------===//
+// initc import hf
+//===----------------------------------------------------------------------===//
+
+struct ImportArgs {
+  std::string config, output = "-", initStyle = "hf", dtype = "f32";
+  uint64_t seed = 0;
+};
+
+int runImport(const ImportArgs &args) {
+  Session session;
+  initc::import::HFImportOptions options;
+  options.initStyle = args.initStyle;
+  options.dtype = args.dtype;
+  options.seed = args.seed;
+  std::string error;
+  auto module = initc::import::importHFConfig(*session.context, args.config, options, error);
+  if (!module)
+    return fail(error);
+  if (failed(mlir::verify(*module)))
+    return fail("the imported model does not verify (a bug in initc: please report it)");
+  return writeOutput(args.output, [&](llvm::raw_ostream &os) { module->print(os); });
+}
+
+//===----------------------------------------------------------------------===//
+// initc inspect
+//===----------------------------------------------------------------------===//
+
+struct InspectArgs {
+  std::string model, mesh, shard;
+  bool json = false;
+};
+
+int runInspect(const InspectArgs &args) {
+  Session session;
+  auto module = initc::loadModel(*session.context, args.model);
+  if (!module)
+    return 1;
+  initc::PipelineOptions options{args.mesh, args.shard};
+  if (failed(initc::runPipeline(*module, options, initc::Stage::Sharded)))
+    return 1;
+  initrt::Program program;
+  std::string error;
+  if (failed(initc::buildProgram(*module, modelNameOf(*module, args.model), program, error)))
+    return fail(error);
+
+  // Bytes each rank holds: the sum of its slices (replicas count on every rank holding them).
+  int64_t ranks = program.mesh.size();
+  std::vector<uint64_t> rankBytes(ranks, 0);
+  std::vector<uint64_t> maxSliceBytes(program.params.size(), 0);
+  uint64_t totalBytes = 0, paramCount = 0, bufferCount = 0;
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    const initrt::Param &p = program.params[i];
+    uint64_t elementBytes = initrt::dtypeBytes(p.dtype);
+    totalBytes += p.numElements() * elementBytes;
+    (p.buffer ? bufferCount : paramCount) += p.numElements() * (1 + p.aliases.size() * 0);
+    for (int64_t r = 0; r < ranks; ++r) {
+      uint64_t bytes = initrt::sliceForRank(program.mesh, p, r).numElements() * elementBytes;
+      rankBytes[r] += bytes;
+      maxSliceBytes[i] = std::max(maxSliceBytes[i], bytes);
+    }
+  }
+  uint64_t largest = *std::max_element(rankBytes.begin(), rankBytes.end());
+  int64_t largestRank = std::max_element(rankBytes.begin(), rankBytes.end()) - rankBytes.begin();
+  std::string meshText = "single device";
+  if (!program.mesh.shape.empty()) {
+    meshText.clear();
+    for (size_t a = 0; a < program.mesh.shape.size(); ++a)
+      meshText += (a ? "," : "") + program.mesh.axisNames[a] + "=" +
+                  std::to_string(program.mesh.shape[a]);
+  }
+
+  if (args.json) {
+    nlohmann::json out;
+    out["model"] = program.modelName;
+    out["seed"] = program.seed;
+    out["mesh"] = {{"axes", program.mesh.axisNames}, {"shape", program.mesh.shape}};
+    out["params"] = nlohmann::json::array();
+    for (size_t i = 0; i < program.params.size(); ++i) {
+      const initrt::Param &p = program.params[i];
+      out["params"].push_back({{"name", p.name},
+                               {"aliases", p.aliases},
+                               {"dtype", initrt::dtypeName(p.dtype)},
+                               {"shape", p.shape},
+                               {"sharding", shardingText(program, p)},
+                               {"split_axes", p.splitAxes},
+                               {"buffer", p.buffer},
+                               {"persistent", p.persistent},
+                               {"bytes", p.numElements() * initrt::dtypeBytes(p.dtype)},
+                               {"max_rank_bytes", maxSliceBytes[i]}});
+    }
+    out["totals"] = {{"parameter_count", paramCount},
+                     {"buffer_elements", bufferCount},
+                     {"bytes", totalBytes},
+                     {"ranks", ranks},
+                     {"largest_rank", largestRank},
+                     {"largest_rank_bytes", largest}};
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+
+  size_t nameWidth = 4;
+  for (auto &p : program.params)
+    nameWidth = std::max(nameWidth, std::min<size_t>(p.name.size(), 60));
+  std::printf("%-*s  %-5s  %-22s  %-18s  %12s\n", (int)nameWidth, "name", "dtype", "shape",
+              "sharding", "bytes/rank");
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    const initrt::Param &p = program.params[i];
+    std::string name = p.name;
+    if (!p.aliases.empty())
+      name += " (= " + p.aliases[0] + (p.aliases.size() > 1 ? ", ..." : "") + ")";
+    std::printf("%-*s  %-5s  %-22s  %-18s  %12s%s\n", (int)nameWidth, name.c_str(),
+                initrt::dtypeName(p.dtype), shapeText(p.shape).c_str(),
+                shardingText(program, p).c_str(), humanBytes(maxSliceBytes[i]).c_str(),
+                p.buffer ? (p.persistent ? "  buffer" : "  buffer, not saved") : "");
+  }
+  std::printf("\nmodel %s, seed %llu, mesh %s (%lld ranks)\n", program.modelName.c_str(),
+              (unsigned long long)program.seed, meshText.c_str(), (long long)ranks);
+  std::printf("%llu parameters in %zu tensors, %s in all; largest rank: %lld with %s\n",
+              (unsigned long long)paramCount, program.params.size(), humanBytes(totalBytes).c_str(),
+              (long long)largestRank, humanBytes(largest).c_str());
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// initc compile
+//===----------------------------------------------------------------------===//
+
+struct CompileArgs {
+  std::string model, mesh, shard, output, emit, stage = "partitioned";
+  std::string targetCpu = "x86-64-v3", linker;
+  bool timing = false;
+};
+
+std::string runtimePath() {
+  std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(self));
+  llvm::sys::path::append(path, "initrt-run");
+  return path.str().str();
+}
+
+int runCompile(const CompileArgs &args) {
+  auto start = std::chrono::steady_clock::now();
+  Session session;
+  auto module = initc::loadModel(*session.context, args.model);
+  if (!module)
+    return 1;
+  initc::PipelineOptions options{args.mesh, args.shard, args.timing};
+  initc::target::TargetOptions targetOptions;
+  targetOptions.cpu = args.targetCpu;
+  targetOptions.linker = args.linker;
+
+  if (!args.emit.empty()) {
+    initc::Stage stage;
+    if (args.emit == "mlir") {
+      if (!initc::parseStage(args.stage, stage))
+        return fail("unknown --stage '" + args.stage + "'");
+    } else {
+      stage = initc::Stage::Partitioned;
+    }
+    if (failed(initc::runPipeline(*module, options, stage)))
+      return 1;
+    std::string output = args.output.empty() ? "-" : args.output;
+    if (args.emit == "mlir" && stage != initc::Stage::LLVM)
+      return writeOutput(output, [&](llvm::raw_ostream &os) { module->print(os); });
+    auto kernels = initc::extractKernels(*module);
+    std::string error;
+    if (failed(initc::target::lowerToLLVMDialect(*kernels, error)))
+      return fail(error);
+    if (args.emit == "mlir")
+      return writeOutput(output, [&](llvm::raw_ostream &os) { kernels->print(os); });
+    llvm::LLVMContext llvmContext;
+    auto llvmModule =
+        initc::target::translateAndOptimize(*kernels, llvmContext, targetOptions, error);
+    if (!llvmModule)
+      return fail(error);
+    if (args.emit == "llvm")
+      return writeOutput(output, [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
+    std::string message;
+    auto out = openOutputFile(output, &message);
+    if (!out)
+      return fail("cannot write '" + output + "': " + message);
+    if (failed(initc::target::emitMachineCode(*llvmModule, targetOptions,
+                                              initc::target::CodeFileKind::Assembly, out->os(),
+                                              error)))
+      return fail(error);
+    out->keep();
+    return 0;
+  }
+
+  if (args.output.empty())
+    return fail("compile needs -o DIR (the program directory), or --emit=mlir|llvm|asm");
+  if (failed(initc::runPipeline(*module, options, initc::Stage::Partitioned)))
+    return 1;
+  initrt::Program program;
+  std::string error;
+  if (failed(initc::writeProgramDir(*module, modelNameOf(*module, args.model), args.output,
+                                    runtimePath(), targetOptions, program, error)))
+    return fail(error);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  size_t kernels = 0;
+  for (auto func : module->getOps<mlir::func::FuncOp>())
+    kernels += func->hasAttr("initc.kernel");
+  uint64_t bytes = 0;
+  for (auto &p : program.params)
+    bytes += p.numElements() * initrt::dtypeBytes(p.dtype);
+  llvm::outs() << "compiled " << program.modelName << ": " << program.params.size()
+               << " tensors (" << humanBytes(bytes) << "), " << kernels << " kernels, "
+               << program.mesh.size() << " ranks, target " << program.targetCpu << ", in "
+               << llvm::format("%.2f", seconds) << " s -> " << args.output << "\n"
+               << "run it: mpirun -np " << program.mesh.size() << " " << args.output
+               << "/init --out CKPT_DIR   (or " << args.output
+               << "/init --rank K --out CKPT_DIR for one rank)\n";
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"initc: compiles a model's initialization into per-rank programs that compute\n"
+               "exactly each rank's shards, bitwise the same on any mesh.\n\n"
+               "  initc import hf config.json -o model.mlir\n"
+               "  initc inspect model.mlir --mesh dp=2,tp=2 --shard fsdp+tp\n"
+               "  initc compile model.mlir --mesh dp=2,tp=2 --shard fsdp+tp -o prog/\n"
+               "  mpirun -np 4 prog/init --out ckpt/\n"
+               "  initc assemble ckpt/ -o model.safetensors\n"
+               "  initc verify ckpt/\n"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "initc 0.1 (LLVM/MLIR 19)");
+
+  ImportArgs importArgs;
+  auto *importCmd = app.add_subcommand("import", "Import a model description into init IR");
+  importCmd->require_subcommand(1);
+  auto *hf = importCmd->add_subcommand("hf", "Import a HuggingFace config.json (" +
+                                                 [] {
+                                                   std::string s;
+                                                   for (auto t : initc::import::supportedModelTypes())
+                                                     s += (s.empty() ? "" : ", ") + t.str();
+                                                   return s;
+                                                 }() + ")");
+  hf->add_option("config", importArgs.config, "config.json of the model")->required();
+  hf->add_option("-o,--output", importArgs.output, "output .mlir file ('-' for stdout)");
+  hf->add_option("--init-style", importArgs.initStyle,
+                 "hf: transformers' _init_weights; torch: PyTorch's module defaults")
+      ->check(CLI::IsMember({"hf", "torch"}))
+      ->capture_default_str();
+  hf->add_option("--dtype", importArgs.dtype, "dtype of the weights")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}))
+      ->capture_default_str();
+  hf->add_option("--seed", importArgs.seed, "the seed of every random value")->capture_default_str();
+
+  InspectArgs inspectArgs;
+  auto *inspect = app.add_subcommand(
+      "inspect", "List every parameter with its dtype, shape, sharding and bytes per rank");
+  inspect->add_option("model", inspectArgs.model, "init IR (.mlir)")->required();
+  inspect->add_option("--mesh", inspectArgs.mesh, "mesh axes and sizes, e.g. dp=2,tp=2");
+  inspect->add_option("--shard", inspectArgs.shard,
+                      "preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file");
+  inspect->add_flag("--json", inspectArgs.json, "print JSON for scripts");
+
+  CompileArgs compileArgs;
+  auto *compile = app.add_subcommand(
+      "compile", "Compile a model for a mesh into a program directory (kernels + rank table)");
+  compile->add_option("model", compileArgs.model, "init IR (.mlir)")->required();
+  compile->add_option("--mesh", compileArgs.mesh, "mesh axes and sizes, e.g. dp=2,tp=2");
+  compile->add_option("--shard", compileArgs.shard,
+                      "preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file");
+  compile->add_option("-o,--output", compileArgs.output,
+                      "program directory to write (with --emit: output file, '-' for stdout)");
+  compile->add_option("--emit", compileArgs.emit,
+                      "print instead of building: mlir (after --stage), llvm (LLVM IR), asm")
+      ->check(CLI::IsMember({"mlir", "llvm", "asm"}));
+  std::string stages;
+  for (auto s : initc::stageNames())
+    stages += (stages.empty() ? "" : ", ") + s.str();
+  compile->add_option("--stage", compileArgs.stage, "with --emit=mlir, the stage: " + stages)
+      ->capture_default_str();
+  compile->add_option("--target-cpu", compileArgs.targetCpu,
+                      "CPU the kernels are compiled for: x86-64, x86-64-v2/v3/v4, native, ... "
+                      "(bits never depend on it)")
+      ->capture_default_str();
+  compile->add_option("--linker", compileArgs.linker, "C compiler used to link kernels.so");
+  compile->add_flag("--timing", compileArgs.timing, "print the time of each pass");
+
+  std::string ckptDir, assembleOut;
+  auto *assemble =
+      app.add_subcommand("assemble", "Join a checkpoint's shards into one model.safetensors");
+  assemble->add_option("checkpoint", ckptDir, "checkpoint directory written by prog/init")
+      ->required();
+  assemble->add_option("-o,--output", assembleOut, "the safetensors file to write")->required();
+
+  auto *verifyCmd = app.add_subcommand(
+      "verify", "Check every shard of a checkpoint against its checksums and the index");
+  verifyCmd->add_option("checkpoint", ckptDir, "checkpoint directory")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+
+  if (*hf)
+    return runImport(importArgs);
+  if (*inspect)
+    return runInspect(inspectArgs);
+  if (*compile)
+    return runCompile(compileArgs);
+  std::string error;
+  if (*assemble) {
+    if (!initrt::assembleCheckpoint(ckptDir, assembleOut, error))
+      return fail(error);
+    llvm::outs() << "wrote " << assembleOut << "\n";
+    return 0;
+  }
+  if (*verifyCmd) {
+    std::vector<std::string> problems;
+    bool ok = initrt::verifyCheckpoint(ckptDir, problems, error);
+    if (!error.empty())
+      return fail(error);
+    for (auto &p : problems)
+      llvm::errs() << "initc: " << p << "\n";
+    if (!ok) {
+      llvm::errs() << "initc: " << ckptDir << ": " << problems.size() << " problem"
+                   << (problems.size() == 1 ? "" : "s") << " found\n";
+      return 1;
+    }
+    llvm::outs() << ckptDir << ": every shard matches its checksum and the index\n";
+    return 0;
+  }
+  return 2;
+}
