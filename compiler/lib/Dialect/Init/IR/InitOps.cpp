@@ -9,6 +9,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/JSON.h"
 
 #include <cmath>
 
@@ -93,6 +94,9 @@ LogicalResult ParamOp::verify() {
   // C1: the name is non-empty. (C2, unique names, is the symbol table's check.)
   if (getSymName().empty())
     return emitOpError("parameter names must be non-empty");
+  // C1: names are UTF-8, as safetensors headers and index.json must be.
+  if (!llvm::json::isUTF8(getSymName()))
+    return emitOpError("parameter name is not valid UTF-8");
 
   // C3: exactly one source of the value.
   int sources = !getBody().empty() + (bool)getTiedTo() + (bool)getKernel();
