@@ -168,7 +168,7 @@ int runInspect(const InspectArgs &args) {
     const initrt::Param &p = program.params[i];
     uint64_t elementBytes = initrt::dtypeBytes(p.dtype);
     totalBytes += p.numElements() * elementBytes;
-    (p.buffer ? bufferCount : paramCount) += p.numElements() * (1 + p.aliases.size() * 0);
+    (p.buffer ? bufferCount : paramCount) += p.numElements();
     for (int64_t r = 0; r < ranks; ++r) {
       uint64_t bytes = initrt::sliceForRank(program.mesh, p, r).numElements() * elementBytes;
       rankBytes[r] += bytes;
