@@ -40,6 +40,13 @@ std::string rerunHint(const std::string &dir, int64_t rank) {
          "` to regenerate it";
 }
 
+// A lone `--rank` run never writes index.json: only the whole job (every rank) does.
+std::string rerunJobHint(const std::string &dir, bool overwrite) {
+  return "rerun the whole job (`mpirun -np N prog/init --out " + dir +
+         (overwrite ? " --overwrite" : "") +
+         "`): ranks already complete are skipped and index.json is written again";
+}
+
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -234,7 +241,8 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
   std::string path = joinPath(dir, kIndexFile);
   std::string text;
   if (!readTextFile(path, text, error)) {
-    error += ": not a finished checkpoint (rank 0 writes index.json after all ranks are done)";
+    error += ": not a finished checkpoint (index.json is written when every rank is done): " +
+             rerunJobHint(dir, false);
     return false;
   }
   try {
@@ -289,7 +297,7 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
       index.params.push_back(std::move(entry));
     }
   } catch (const std::exception &e) {
-    error = path + " is malformed (" + e.what() + "): regenerate it by rerunning rank 0";
+    error = path + " is malformed (" + e.what() + "): " + rerunJobHint(dir, true);
     return false;
   }
   return true;
@@ -706,6 +714,33 @@ bool checkOutputDir(const std::string &dir, const Program &program, bool overwri
   return true;
 }
 
+int removeStaleTemporaries(const std::string &dir, const Program &program, int64_t rank) {
+  // Temporary names are "." + final name + ".tmp-" + pid (AtomicFile).
+  int64_t worldSize = program.mesh.size();
+  std::vector<std::string> prefixes;
+  if (rank >= 0) {
+    prefixes.push_back("." + shardFileName(rank, worldSize) + ".tmp-");
+  } else {
+    prefixes.push_back(".rank-");
+    prefixes.push_back(std::string(".") + kIndexFile + ".tmp-");
+  }
+  DIR *listing = ::opendir(dir.c_str());
+  if (!listing)
+    return 0;
+  std::vector<std::string> stale;
+  while (dirent *entry = ::readdir(listing)) {
+    std::string name = entry->d_name;
+    for (const std::string &prefix : prefixes)
+      if (name.compare(0, prefix.size(), prefix) == 0 && name.find(".tmp-") != std::string::npos)
+        stale.push_back(name);
+  }
+  ::closedir(listing);
+  int removed = 0;
+  for (const std::string &name : stale)
+    removed += ::unlink(joinPath(dir, name).c_str()) == 0;
+  return removed;
+}
+
 //===----------------------------------------------------------------------===//
 // Assemble and verify
 //===----------------------------------------------------------------------===//
@@ -755,7 +790,7 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
     std::string why;
     if (!slicesCoverExactly(param, why)) {
       error = param.name + ": the slices in index.json do not cover the tensor (" + why +
-              "): the index is damaged; regenerate it by rerunning rank 0";
+              "): the index is damaged: " + rerunJobHint(dir, false);
       return false;
     }
     uint64_t elementBits = uint64_t(safetensorsDTypeBits(param.dtype));
@@ -847,7 +882,7 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
     std::string where = "rank " + std::to_string(rank) + " (" + file + ")";
     if (index.files[size_t(rank)] != file) {
       problems.push_back("index.json lists " + index.files[size_t(rank)] + " for " + where +
-                         ": the index is damaged; regenerate it by rerunning rank 0");
+                         ": the index is damaged: " + rerunJobHint(dir, false));
       continue;
     }
     SafetensorsReader reader;
@@ -888,7 +923,7 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
     std::string why;
     if (!slicesCoverExactly(param, why))
       problems.push_back(param.name + ": the slices in index.json do not cover the tensor (" +
-                         why + "): the index is damaged; regenerate it by rerunning rank 0");
+                         why + "): the index is damaged: " + rerunJobHint(dir, false));
     for (const IndexSlice &slice : param.slices) {
       for (int64_t rank : slice.replicas) {
         if (!readable[size_t(rank)])

@@ -1,6 +1,7 @@
 // Loading kernels.so and running a rank's kernels on a pool of threads.
 #include "initrt/executor.h"
 #include "initrt/checksum.h"
+#include "initrt/rng.h"
 
 #include <algorithm>
 #include <atomic>
@@ -41,6 +42,13 @@ const int64_t kNoDims[1] = {0};
 
 const int64_t *dimsOrDummy(const std::vector<int64_t> &dims) {
   return dims.empty() ? kNoDims : dims.data();
+}
+
+const uint64_t kNoArgs[1] = {0};
+
+// The kernel's `args`: the parameter's kernel arguments, or a valid dummy when it has none.
+const uint64_t *argsOf(const Param &param) {
+  return param.kernelArgs.empty() ? kNoArgs : param.kernelArgs.data();
 }
 
 using Clock = std::chrono::steady_clock;
@@ -85,7 +93,132 @@ void runOnThreads(int threads, const std::function<void()> &work,
     worker.join();
 }
 
+// Stores v rounded to the shard's dtype (RNG contract rule 8, from f32; f64 kept as is).
+void storeRounded(void *out, int64_t index, DType dtype, double v) {
+  switch (dtype) {
+  case DType::F64:
+    static_cast<double *>(out)[index] = v;
+    break;
+  case DType::F32:
+    static_cast<float *>(out)[index] = static_cast<float>(v);
+    break;
+  case DType::BF16:
+    static_cast<uint16_t *>(out)[index] = rng::toBF16Bits(static_cast<float>(v));
+    break;
+  case DType::F16:
+    static_cast<uint16_t *>(out)[index] = rng::toF16Bits(static_cast<float>(v));
+    break;
+  default:
+    break; // program validation only allows float dtypes with a transform
+  }
+}
+
+// Strategy "redundant": the kernel writes the whole N(0, 1) matrix (F32, at global indices) into
+// scratch; the rank orthogonalizes all of it and keeps its slice. Scratch: the full matrix.
+void computeOrthogonalShard(const ShardJob &job) {
+  const Param &param = *job.param;
+  const int64_t total = param.numElements();
+  const int64_t local = job.slice.numElements();
+  if (total == 0 || local == 0)
+    return;
+  std::vector<float> normal(size_t(total), 0.0f);
+  std::vector<int64_t> origin(param.shape.size(), 0);
+  job.kernel(normal.data(), param.shape.data(), origin.data(), param.shape.data(), 0, total,
+             argsOf(param));
+  const int64_t rows = param.shape[0], cols = total / rows;
+  std::vector<double> q;
+  orthogonalFromNormal(normal.data(), rows, cols, param.gain, q);
+  // Walk the slice in local row-major order, tracking the global linear index.
+  const size_t rank = param.shape.size();
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t l = 0; l < local; ++l) {
+    int64_t global = 0;
+    for (size_t d = 0; d < rank; ++d)
+      global = global * param.shape[d] + job.slice.offset[d] + index[d];
+    storeRounded(job.out, l, param.dtype, q[size_t(global)]);
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < job.slice.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
 } // namespace
+
+void orthogonalFromNormal(const float *normal, int64_t rows, int64_t cols, double gain,
+                          std::vector<double> &out) {
+  // A is m x n with m >= n, column-major: the matrix, or its transpose when it is wide.
+  const bool wide = rows < cols;
+  const int64_t m = wide ? cols : rows, n = wide ? rows : cols;
+  std::vector<double> a(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      a[size_t(i + j * m)] = wide ? double(normal[j * cols + i]) : double(normal[i * cols + j]);
+
+  // Householder: H_k = I - beta_k v_k v_k^T zeroes column k below the diagonal; r_kk = alpha.
+  std::vector<double> vs(size_t(m * n), 0.0), betas(size_t(n), 0.0), diag(size_t(n), 0.0);
+  for (int64_t k = 0; k < n; ++k) {
+    double *col = &a[size_t(k * m)];
+    double norm2 = 0;
+    for (int64_t i = k; i < m; ++i)
+      norm2 += col[i] * col[i];
+    double norm = std::sqrt(norm2);
+    double alpha = col[k] >= 0 ? -norm : norm;
+    double *v = &vs[size_t(k * m)];
+    for (int64_t i = k; i < m; ++i)
+      v[i] = col[i];
+    v[k] -= alpha;
+    double vnorm2 = 0;
+    for (int64_t i = k; i < m; ++i)
+      vnorm2 += v[i] * v[i];
+    diag[size_t(k)] = norm == 0 ? 0.0 : alpha;
+    if (vnorm2 == 0)
+      continue; // already triangular: H_k = I
+    double beta = 2.0 / vnorm2;
+    betas[size_t(k)] = beta;
+    for (int64_t j = k; j < n; ++j) {
+      double *cj = &a[size_t(j * m)];
+      double s = 0;
+      for (int64_t i = k; i < m; ++i)
+        s += v[i] * cj[i];
+      s *= beta;
+      for (int64_t i = k; i < m; ++i)
+        cj[i] -= s * v[i];
+    }
+  }
+  // Q = H_0 H_1 ... H_{n-1} [I; 0], accumulated from the last reflector.
+  std::vector<double> q(size_t(m * n), 0.0);
+  for (int64_t j = 0; j < n; ++j)
+    q[size_t(j + j * m)] = 1.0;
+  for (int64_t k = n - 1; k >= 0; --k) {
+    if (betas[size_t(k)] == 0)
+      continue;
+    const double *v = &vs[size_t(k * m)];
+    for (int64_t j = k; j < n; ++j) {
+      double *qj = &q[size_t(j * m)];
+      double s = 0;
+      for (int64_t i = k; i < m; ++i)
+        s += v[i] * qj[i];
+      s *= betas[size_t(k)];
+      for (int64_t i = k; i < m; ++i)
+        qj[i] -= s * v[i];
+    }
+  }
+  // q * sign(diag(r)) makes the factorization unique (r with a positive diagonal), so the
+  // result does not depend on the reflectors' sign convention.
+  out.assign(size_t(rows * cols), 0.0);
+  for (int64_t j = 0; j < n; ++j) {
+    double sign = diag[size_t(j)] < 0 ? -gain : gain;
+    for (int64_t i = 0; i < m; ++i) {
+      double value = q[size_t(i + j * m)] * sign;
+      if (wide)
+        out[size_t(j * cols + i)] = value; // (Q^T)[j][i]
+      else
+        out[size_t(i * cols + j)] = value;
+    }
+  }
+}
 
 bool checkTargetCpu(const std::string &targetCpu, std::string &error) {
   int level = 0;
@@ -182,7 +315,33 @@ int resolveThreads(int requested) {
   return hardware == 0 ? 1 : int(hardware);
 }
 
-void runShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &options) {
+void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &options) {
+  // Jobs with a whole-tensor transform are computed one per thread, the others in chunks.
+  std::vector<ShardJob> jobs;
+  std::vector<const ShardJob *> transformed;
+  uint64_t transformedBytes = 0;
+  for (const ShardJob &job : allJobs) {
+    if (job.param->transform.empty()) {
+      jobs.push_back(job);
+    } else {
+      transformed.push_back(&job);
+      transformedBytes += job.bytes;
+    }
+  }
+  if (!transformed.empty()) {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (;;) {
+        size_t i = next.fetch_add(1, std::memory_order_relaxed);
+        if (i >= transformed.size())
+          return;
+        computeOrthogonalShard(*transformed[i]);
+      }
+    };
+    int workers = int(std::min<size_t>(size_t(resolveThreads(options.threads)),
+                                       transformed.size()));
+    runOnThreads(workers, work, nullptr, 0);
+  }
   // Chunk c of the whole run is chunk c - firstChunk[j] of job j.
   std::vector<uint64_t> firstChunk(jobs.size() + 1, 0);
   std::vector<int64_t> chunkElements(jobs.size(), 1);
@@ -194,9 +353,10 @@ void runShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &options) 
     firstChunk[j + 1] = firstChunk[j] + uint64_t((elements + chunkElements[j] - 1) / chunkElements[j]);
     totalBytes += jobs[j].bytes;
   }
+  totalBytes += transformedBytes;
   const uint64_t totalChunks = firstChunk.back();
   std::atomic<uint64_t> nextChunk{0};
-  std::atomic<uint64_t> bytesDone{0};
+  std::atomic<uint64_t> bytesDone{transformedBytes};
 
   auto work = [&] {
     for (;;) {
@@ -210,7 +370,7 @@ void runShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &options) 
       int64_t begin = int64_t(chunk - firstChunk[j]) * chunkElements[j];
       int64_t end = std::min(elements, begin + chunkElements[j]);
       job.kernel(job.out, dimsOrDummy(job.param->shape), dimsOrDummy(job.slice.offset),
-                 dimsOrDummy(job.slice.shape), begin, end);
+                 dimsOrDummy(job.slice.shape), begin, end, argsOf(*job.param));
       bytesDone.fetch_add(uint64_t(end - begin) * uint64_t(dtypeBytes(job.param->dtype)),
                           std::memory_order_relaxed);
     }

@@ -1,10 +1,12 @@
 // DType helpers, Mesh/Param methods, and program.json reading, validation and writing.
 #include "initrt/program.h"
+#include "initrt/checksum.h"
 #include "initrt/program_io.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -107,7 +109,7 @@ public:
       return fail("", "the top level must be a JSON object");
     if (!checkKeys(root, "",
                    {"format", "version", "model", "seed", "mesh", "kernels", "program_id",
-                    "params"}))
+                    "params", "checksum"}))
       return false;
     std::string format;
     if (!getString(root, "format", "", format))
@@ -254,6 +256,32 @@ private:
     return fail("seed", "must be an unsigned integer (or a decimal string above 2^53)");
   }
 
+  // An unsigned 64-bit integer written as a JSON number (<= 2^53) or a decimal string.
+  bool toU64(const json &value, const std::string &field, uint64_t &out) {
+    if (value.is_number_unsigned()) {
+      out = value.get<uint64_t>();
+      return true;
+    }
+    if (value.is_string()) {
+      const std::string text = value.get<std::string>();
+      uint64_t n = 0;
+      bool ok = !text.empty() && text.size() <= 20;
+      for (char c : text) {
+        if (!ok || c < '0' || c > '9') {
+          ok = false;
+          break;
+        }
+        ok = !__builtin_mul_overflow(n, uint64_t(10), &n) &&
+             !__builtin_add_overflow(n, uint64_t(c - '0'), &n);
+      }
+      if (ok) {
+        out = n;
+        return true;
+      }
+    }
+    return fail(field, "must be an unsigned 64-bit integer (a decimal string above 2^53)");
+  }
+
   bool readMesh(const json &root, Mesh &mesh) {
     const json *value;
     if (!getMember(root, "mesh", "", value))
@@ -307,8 +335,8 @@ private:
       return false;
     where = paramWhere(index, param.name);
     if (!checkKeys(value, where,
-                   {"name", "aliases", "dtype", "shape", "split_axes", "kernel", "buffer",
-                    "persistent"}))
+                   {"name", "aliases", "dtype", "shape", "split_axes", "kernel", "kernel_args",
+                    "buffer", "persistent", "transform", "gain"}))
       return false;
     const json *aliases, *shape, *splitAxes;
     if (!getMember(value, "aliases", where, aliases))
@@ -353,6 +381,31 @@ private:
         dimAxes.push_back(int(axis));
       }
       param.splitAxes.push_back(std::move(dimAxes));
+    }
+    // Optional: only parameters with a whole-tensor transform carry these two keys.
+    if (value.contains("transform")) {
+      if (!getString(value, "transform", where, param.transform))
+        return false;
+      const json *gain;
+      if (!getMember(value, "gain", where, gain))
+        return false;
+      if (!gain->is_number())
+        return fail(where + ".gain", "must be a number");
+      param.gain = gain->get<double>();
+    } else if (value.contains("gain")) {
+      return fail(where + ".gain", "is only allowed together with \"transform\"");
+    }
+    // Optional: absent when the kernel takes no arguments.
+    if (value.contains("kernel_args")) {
+      const json &args = value["kernel_args"];
+      if (!args.is_array())
+        return fail(where + ".kernel_args", "must be an array of unsigned 64-bit integers");
+      for (size_t i = 0; i < args.size(); ++i) {
+        uint64_t arg;
+        if (!toU64(args[i], where + ".kernel_args[" + std::to_string(i) + "]", arg))
+          return false;
+        param.kernelArgs.push_back(arg);
+      }
     }
     return getString(value, "kernel", where, param.kernel) &&
            getBool(value, "buffer", where, param.buffer) &&
@@ -442,6 +495,18 @@ bool validateProgram(const Program &program, std::string &error) {
     }
     if (param.kernel.empty())
       return fail(where + ".kernel", "must name a kernel symbol");
+    if (!param.transform.empty()) {
+      if (param.transform != "orthogonal")
+        return fail(where + ".transform",
+                    "is \"" + param.transform + "\", expected \"orthogonal\" (or no transform)");
+      if (!std::isfinite(param.gain))
+        return fail(where + ".gain", "must be finite");
+      if (param.shape.size() < 2)
+        return fail(where + ".transform", "\"orthogonal\" needs a tensor of rank 2 or more");
+      if (param.dtype != DType::F32 && param.dtype != DType::BF16 &&
+          param.dtype != DType::F16 && param.dtype != DType::F64)
+        return fail(where + ".transform", "\"orthogonal\" needs a floating-point dtype");
+    }
   }
   return true;
 }
@@ -487,7 +552,28 @@ bool readProgram(const std::string &progDir, Program &out, std::string &error) {
     error = "cannot read " + path + ": " + std::strerror(errno);
     return false;
   }
-  return parseProgramJson(text.str(), path, out, error);
+  Program program;
+  if (!parseProgramJson(text.str(), path, program, error))
+    return false;
+  // The checksum covers the document as programToJson writes it without the checksum, so an
+  // edited or damaged file is refused rather than producing another model's values.
+  json root = json::parse(text.str());
+  std::string expected = programChecksum(program);
+  if (!root.contains("checksum") || !root["checksum"].is_string() ||
+      root["checksum"].get<std::string>() != expected) {
+    error = path + ": " +
+            (root.contains("checksum") ? "the contents do not match \"checksum\""
+                                       : std::string("no \"checksum\"")) +
+            ": the file was edited or is damaged; recompile with `initc compile`";
+    return false;
+  }
+  out = std::move(program);
+  return true;
+}
+
+std::string programChecksum(const Program &program) {
+  std::string text = programToJson(program);
+  return checksumHex(text.data(), text.size());
 }
 
 std::string programToJson(const Program &program) {
@@ -518,8 +604,21 @@ std::string programToJson(const Program &program) {
       splitAxes.push_back(axes);
     entry["split_axes"] = std::move(splitAxes);
     entry["kernel"] = param.kernel;
+    if (!param.kernelArgs.empty()) {
+      nlohmann::ordered_json args = nlohmann::ordered_json::array();
+      for (uint64_t arg : param.kernelArgs)
+        if (arg > kMaxExactJsonInteger)
+          args.push_back(std::to_string(arg));
+        else
+          args.push_back(arg);
+      entry["kernel_args"] = std::move(args);
+    }
     entry["buffer"] = param.buffer;
     entry["persistent"] = param.persistent;
+    if (!param.transform.empty()) {
+      entry["transform"] = param.transform;
+      entry["gain"] = param.gain;
+    }
     params.push_back(std::move(entry));
   }
   root["params"] = std::move(params);
@@ -533,7 +632,11 @@ bool writeProgramJson(const std::string &path, const Program &program, std::stri
     error = "refusing to write an invalid " + path + ": " + what;
     return false;
   }
-  const std::string text = programToJson(program);
+  nlohmann::ordered_json document = nlohmann::ordered_json::parse(programToJson(program));
+  document["checksum"] = programChecksum(program);
+  const std::string text =
+      document.dump(1, ' ', /*ensure_ascii=*/false,
+                    nlohmann::ordered_json::error_handler_t::replace) + "\n";
   size_t slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);

@@ -60,13 +60,13 @@ std::string writeErrorText(int err, const std::string &path, const char *what) {
   switch (err) {
   case ENOSPC:
     return "no space left on " + dir + " while writing " + path +
-           ": free space or choose another --out";
+           ": free space or write elsewhere";
   case EDQUOT:
     return "disk quota exceeded on " + dir + " while writing " + path +
-           ": free space or choose another --out";
+           ": free space or write elsewhere";
   case EFBIG:
     return path + " exceeds the file size limit of this process or file system (see `ulimit -f`)"
-                  ": raise the limit or choose another --out";
+                  ": raise the limit or write elsewhere";
   default:
     return std::string("cannot ") + what + " " + path + ": " + errnoText(err);
   }

@@ -361,6 +361,10 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
     code = kExitOk;
     if (root && !checkOutputDir(options.out, program, options.overwrite, error))
       code = kExitFailure;
+    // A killed run leaves its temporary files behind (never under a final name); they can be as
+    // large as a shard. No rank of this job writes yet; a lone --rank run cleans only its own.
+    if (root && code == kExitOk)
+      removeStaleTemporaries(options.out, program, singleRank ? myRank : -1);
     if (int agreed = agreement.settle(code, error))
       return agreed;
   }

@@ -13,3 +13,4 @@ config.test_exec_root = os.path.join(config.initc_obj_root, "tests", "lit")
 path = [config.initc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]
 config.environment["PATH"] = os.pathsep.join(path + [os.environ.get("PATH", "")])
 config.substitutions.append(("%initc_src", config.initc_src_root))
+config.substitutions.append(("%initc_generated_docs", config.initc_generated_docs_dir))

@@ -35,6 +35,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -56,18 +57,47 @@ struct Session {
     registerAllToLLVMIRTranslations(registry);
     context = std::make_unique<MLIRContext>(registry);
     context->loadAllAvailableDialects();
+    // One message per error: the file and line say where, a dump of the op would only bury it.
+    context->printOpOnDiagnostic(false);
     diagnostics = std::make_unique<SourceMgrDiagnosticHandler>(sourceMgr, context.get());
   }
 };
 
-/// Writes `text` to `path` ("-" for stdout) under a temporary name, then renames it.
+/// Writes to `path` ("-" for stdout) under a temporary name next to it, then renames it: a full
+/// disk or a kill never leaves a partial file under the final name. A write error is reported,
+/// not left to the stream's destructor (which would abort).
 int writeOutput(const std::string &path, llvm::function_ref<void(llvm::raw_ostream &)> print) {
-  std::string error;
-  auto out = openOutputFile(path, &error);
-  if (!out)
-    return fail("cannot write '" + path + "': " + error);
-  print(out->os());
-  out->keep();
+  std::error_code ec;
+  if (path == "-") {
+    print(llvm::outs());
+    llvm::outs().flush();
+    if (!llvm::outs().has_error())
+      return 0;
+    ec = llvm::outs().error();
+    llvm::outs().clear_error();
+    return fail("cannot write to stdout: " + ec.message());
+  }
+  llvm::SmallString<256> temp(llvm::sys::path::parent_path(path));
+  llvm::sys::path::append(temp, "." + llvm::sys::path::filename(path).str() + ".tmp-" +
+                                    std::to_string(::getpid()));
+  {
+    llvm::raw_fd_ostream os(temp, ec);
+    if (ec)
+      return fail("cannot write '" + path + "': " + ec.message() + ": choose another -o");
+    print(os);
+    os.close();
+    if (os.has_error()) {
+      ec = os.error();
+      os.clear_error();
+    }
+  }
+  if (!ec)
+    ec = llvm::sys::fs::rename(temp, path);
+  if (ec) {
+    (void)llvm::sys::fs::remove(temp);
+    return fail("cannot write '" + path + "': " + ec.message() +
+                ": free space or choose another -o");
+  }
   return 0;
 }
 
@@ -291,16 +321,13 @@ int runCompile(const CompileArgs &args) {
       return fail(error);
     if (args.emit == "llvm")
       return writeOutput(output, [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
-    std::string message;
-    auto out = openOutputFile(output, &message);
-    if (!out)
-      return fail("cannot write '" + output + "': " + message);
+    llvm::SmallString<0> assembly;
+    llvm::raw_svector_ostream assemblyStream(assembly);
     if (failed(initc::target::emitMachineCode(*llvmModule, targetOptions,
-                                              initc::target::CodeFileKind::Assembly, out->os(),
-                                              error)))
+                                              initc::target::CodeFileKind::Assembly,
+                                              assemblyStream, error)))
       return fail(error);
-    out->keep();
-    return 0;
+    return writeOutput(output, [&](llvm::raw_ostream &os) { os << assembly; });
   }
 
   if (args.output.empty())

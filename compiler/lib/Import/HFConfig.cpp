@@ -8,6 +8,7 @@
 #include "initc/Import/HFConfig.h"
 
 #include "initc/Dialect/Init/IR/InitOps.h"
+#include "initc/Support/Nesting.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -622,6 +623,12 @@ OwningOpRef<ModuleOp> initc::import::importHFConfigText(MLIRContext &ctx, String
     return nullptr;
   }
 
+  if (unsigned line = lineNestedDeeperThan(text)) {
+    error = (name + ":" + llvm::Twine(line) + ": JSON nested more than " +
+             llvm::Twine(kMaxNesting) + " levels deep; pass the model's config.json")
+                .str();
+    return nullptr;
+  }
   llvm::Expected<json::Value> parsed = json::parse(text);
   if (!parsed) {
     error = (name + ": not valid JSON (" + llvm::toString(parsed.takeError()) +

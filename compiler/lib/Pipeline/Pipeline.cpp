@@ -2,6 +2,7 @@
 #include "initc/Pipeline/Pipeline.h"
 
 #include "initc/Dialect/Init/IR/InitOps.h"
+#include "initc/Support/Nesting.h"
 #include "initc/Transforms/Passes.h"
 #include "initrt/checksum.h"
 #include "initrt/program_io.h"
@@ -43,6 +44,12 @@ OwningOpRef<ModuleOp> initc::loadModel(MLIRContext &context, llvm::StringRef pat
   auto file = openInputFile(path, &message);
   if (!file) {
     emitError(UnknownLoc::get(&context)) << "cannot read '" << path << "': " << message;
+    return nullptr;
+  }
+  if (unsigned line = lineNestedDeeperThan(file->getBuffer())) {
+    emitError(FileLineColLoc::get(&context, path, line, 0))
+        << "brackets nest more than " << kMaxNesting
+        << " levels deep: this is not a model initc reads; check the file";
     return nullptr;
   }
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
@@ -154,8 +161,17 @@ LogicalResult initc::buildProgram(ModuleOp module, llvm::StringRef modelName,
     }
     if (auto kernel = param.getKernelAttr())
       p.kernel = kernel.getValue().str();
+    if (auto args = param.getKernelArgsAttr())
+      for (int64_t arg : args.asArrayRef())
+        p.kernelArgs.push_back((uint64_t)arg);
     p.buffer = param.getBuffer();
     p.persistent = !param.getNonpersistent();
+    // Set by init-partition on parameters whose kernel yields the input of a whole-tensor step.
+    if (auto transform = param->getAttrOfType<StringAttr>("initc.transform")) {
+      p.transform = transform.getValue().str();
+      if (auto gain = param->getAttrOfType<FloatAttr>("initc.gain"))
+        p.gain = gain.getValueAsDouble();
+    }
     indexOf[p.name] = program.params.size();
     program.params.push_back(std::move(p));
   }

@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/SmallVector.h"
@@ -117,13 +118,45 @@ Lane laneOf(ElementwiseBuilder &e, Value index) {
 
 Value blockOf(ElementwiseBuilder &e, Value index) { return e.shru(index, e.i64(2)); }
 
+// A Philox key known when the kernel is compiled (folded into the rounds' constants) or only
+// when it runs (an i64 `k1 << 32 | k0` argument; the key schedule is computed from it).
+struct KeyOperand {
+  PhiloxKey constant{0, 0};
+  Value packed; // null for a constant key
+
+  KeyOperand(PhiloxKey key) : constant(key) {}
+  KeyOperand(Value key) : packed(key) {}
+};
+
+// Round-0 key words (i32, shaped like `like`), or nulls for a constant key.
+std::pair<Value, Value> keyWords(OpBuilder &b, Location loc, const KeyOperand &key, Type like) {
+  if (!key.packed)
+    return {Value(), Value()};
+  Type i32 = b.getI32Type();
+  Value k0 = b.create<arith::TruncIOp>(loc, i32, key.packed);
+  Value k1 = b.create<arith::TruncIOp>(
+      loc, i32,
+      b.create<arith::ShRUIOp>(
+          loc, key.packed, b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(32))));
+  if (auto vec = dyn_cast<VectorType>(like)) {
+    auto type = VectorType::get(vec.getShape(), i32);
+    k0 = b.create<vector::BroadcastOp>(loc, type, k0);
+    k1 = b.create<vector::BroadcastOp>(loc, type, k1);
+  }
+  return {k0, k1};
+}
+
+std::array<Value, 4> philox(OpBuilder &builder, Location loc, Value blockIndex,
+                            const KeyOperand &key, int rounds);
+
 Value uniformFromWord(ElementwiseBuilder &e, OpBuilder &b, Location loc, Value word,
                       rng::UniformParams p) {
   return e.add(e.f32(p.low), e.mul(e.f32(p.width), emitUnitFloat(b, loc, word)));
 }
 
-Value wordAt(ElementwiseBuilder &e, OpBuilder &b, Location loc, Value index, PhiloxKey key) {
-  std::array<Value, 4> x = emitPhilox(b, loc, blockOf(e, index), key);
+Value wordAt(ElementwiseBuilder &e, OpBuilder &b, Location loc, Value index,
+             const KeyOperand &key) {
+  std::array<Value, 4> x = philox(b, loc, blockOf(e, index), key, rng::kPhiloxRounds);
   Lane lane = laneOf(e, index);
   Value low = e.select(lane.odd, x[1], x[0]);
   Value high = e.select(lane.odd, x[3], x[2]);
@@ -161,48 +194,49 @@ PhiloxKey derivePhiloxKey(uint64_t seed, llvm::StringRef name, uint64_t stream) 
   return PhiloxKey{k.k0, k.k1};
 }
 
-std::array<Value, 4> emitPhilox(OpBuilder &builder, Location loc, Value blockIndex,
-                                PhiloxKey key, int rounds) {
+namespace {
+std::array<Value, 4> philox(OpBuilder &builder, Location loc, Value blockIndex,
+                            const KeyOperand &key, int rounds) {
   ElementwiseBuilder e(builder, loc, blockIndex.getType());
   Value c0 = e.trunc(blockIndex, 32);
   Value c1 = e.trunc(e.shru(blockIndex, e.i64(32)), 32);
   Value c2 = e.i32(0), c3 = e.i32(0);
-  uint32_t k0 = key.k0, k1 = key.k1;
+  uint32_t k0 = key.constant.k0, k1 = key.constant.k1;
+  auto [kv0, kv1] = keyWords(builder, loc, key, blockIndex.getType());
   Value m0 = e.i64(rng::kPhiloxM0), m1 = e.i64(rng::kPhiloxM1), shift = e.i64(32);
   for (int r = 0; r < rounds; ++r) {
     if (r > 0) {
       k0 += rng::kPhiloxW0;
       k1 += rng::kPhiloxW1;
+      if (kv0) {
+        kv0 = e.addi(kv0, e.i32(rng::kPhiloxW0));
+        kv1 = e.addi(kv1, e.i32(rng::kPhiloxW1));
+      }
     }
-    // 32x32 -> 64-bit products; the key schedule folds into constants.
+    // 32x32 -> 64-bit products; a constant key schedule folds into constants, a run-time one
+    // is loop-invariant.
     Value p0 = e.muli(e.zext(c0, 64), m0);
     Value p1 = e.muli(e.zext(c2, 64), m1);
-    Value n0 = e.xori(e.xori(e.trunc(e.shru(p1, shift), 32), c1), e.i32(k0));
+    Value n0 = e.xori(e.xori(e.trunc(e.shru(p1, shift), 32), c1), kv0 ? kv0 : e.i32(k0));
     Value n1 = e.trunc(p1, 32);
-    Value n2 = e.xori(e.xori(e.trunc(e.shru(p0, shift), 32), c3), e.i32(k1));
+    Value n2 = e.xori(e.xori(e.trunc(e.shru(p0, shift), 32), c3), kv1 ? kv1 : e.i32(k1));
     Value n3 = e.trunc(p0, 32);
     c0 = n0, c1 = n1, c2 = n2, c3 = n3;
   }
   return {c0, c1, c2, c3};
 }
 
-Value emitUnitFloat(OpBuilder &builder, Location loc, Value word) {
-  ElementwiseBuilder e(builder, loc, word.getType());
-  Value odd = e.ori(e.shl(e.shru(word, e.i32(9)), e.i32(1)), e.i32(1));
-  return e.mul(e.toFloat(odd), e.f32(0x1p-24f));
-}
-
-Value emitUniform(OpBuilder &builder, Location loc, Value index, PhiloxKey key, double low,
-                  double high) {
+Value uniformAt(OpBuilder &builder, Location loc, Value index, const KeyOperand &key,
+                double low, double high) {
   ElementwiseBuilder e(builder, loc, index.getType());
   return uniformFromWord(e, builder, loc, wordAt(e, builder, loc, index, key),
                          rng::uniformParams(low, high));
 }
 
-Value emitNormal(OpBuilder &builder, Location loc, Value index, PhiloxKey key, double mean,
-                 double stdev) {
+Value normalAt(OpBuilder &builder, Location loc, Value index, const KeyOperand &key,
+               double mean, double stdev) {
   ElementwiseBuilder e(builder, loc, index.getType());
-  std::array<Value, 4> x = emitPhilox(builder, loc, blockOf(e, index), key);
+  std::array<Value, 4> x = philox(builder, loc, blockOf(e, index), key, rng::kPhiloxRounds);
   Lane lane = laneOf(e, index);
   Value u1 = emitUnitFloat(builder, loc, e.select(lane.high, x[2], x[0]));
   Value u2 = emitUnitFloat(builder, loc, e.select(lane.high, x[3], x[1]));
@@ -215,8 +249,8 @@ Value emitNormal(OpBuilder &builder, Location loc, Value index, PhiloxKey key, d
   return e.add(e.f32(static_cast<float>(mean)), e.mul(e.f32(static_cast<float>(stdev)), z));
 }
 
-Value emitTruncNormal(OpBuilder &builder, Location loc, Value index, PhiloxKey key,
-                      double mean, double stdev, double a, double b) {
+Value truncNormalAt(OpBuilder &builder, Location loc, Value index, const KeyOperand &key,
+                    double mean, double stdev, double a, double b) {
   ElementwiseBuilder e(builder, loc, index.getType());
   rng::TruncNormalParams p = rng::truncNormalParams(mean, stdev, a, b);
   Value v = uniformFromWord(e, builder, loc, wordAt(e, builder, loc, index, key), p.v);
@@ -224,6 +258,50 @@ Value emitTruncNormal(OpBuilder &builder, Location loc, Value index, PhiloxKey k
   Value lo = e.f32(p.a), hi = e.f32(p.b);
   y = e.select(e.cmpf(CmpFPredicate::OLT, y, lo), lo, y);
   return e.select(e.cmpf(CmpFPredicate::OGT, y, hi), hi, y);
+}
+} // namespace
+
+std::array<Value, 4> emitPhilox(OpBuilder &builder, Location loc, Value blockIndex,
+                                PhiloxKey key, int rounds) {
+  return philox(builder, loc, blockIndex, key, rounds);
+}
+
+std::array<Value, 4> emitPhilox(OpBuilder &builder, Location loc, Value blockIndex, Value key,
+                                int rounds) {
+  return philox(builder, loc, blockIndex, key, rounds);
+}
+
+Value emitUnitFloat(OpBuilder &builder, Location loc, Value word) {
+  ElementwiseBuilder e(builder, loc, word.getType());
+  Value odd = e.ori(e.shl(e.shru(word, e.i32(9)), e.i32(1)), e.i32(1));
+  return e.mul(e.toFloat(odd), e.f32(0x1p-24f));
+}
+
+Value emitUniform(OpBuilder &builder, Location loc, Value index, PhiloxKey key, double low,
+                  double high) {
+  return uniformAt(builder, loc, index, key, low, high);
+}
+Value emitUniform(OpBuilder &builder, Location loc, Value index, Value key, double low,
+                  double high) {
+  return uniformAt(builder, loc, index, key, low, high);
+}
+
+Value emitNormal(OpBuilder &builder, Location loc, Value index, PhiloxKey key, double mean,
+                 double stdev) {
+  return normalAt(builder, loc, index, key, mean, stdev);
+}
+Value emitNormal(OpBuilder &builder, Location loc, Value index, Value key, double mean,
+                 double stdev) {
+  return normalAt(builder, loc, index, key, mean, stdev);
+}
+
+Value emitTruncNormal(OpBuilder &builder, Location loc, Value index, PhiloxKey key,
+                      double mean, double stdev, double a, double b) {
+  return truncNormalAt(builder, loc, index, key, mean, stdev, a, b);
+}
+Value emitTruncNormal(OpBuilder &builder, Location loc, Value index, Value key, double mean,
+                      double stdev, double a, double b) {
+  return truncNormalAt(builder, loc, index, key, mean, stdev, a, b);
 }
 
 Value emitLog(OpBuilder &builder, Location loc, Value x) {

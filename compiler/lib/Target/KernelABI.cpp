@@ -12,7 +12,7 @@ namespace initc::target {
 FunctionType getKernelFunctionType(MLIRContext *ctx) {
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   Type i64 = IntegerType::get(ctx, 64);
-  return FunctionType::get(ctx, {ptr, ptr, ptr, ptr, i64, i64}, {});
+  return FunctionType::get(ctx, {ptr, ptr, ptr, ptr, i64, i64, ptr}, {});
 }
 
 bool hasKernelSignature(func::FuncOp func) {
@@ -23,10 +23,12 @@ func::FuncOp createKernelFunction(OpBuilder &builder, Location loc, StringRef na
   OpBuilder::InsertionGuard guard(builder);
   MLIRContext *ctx = builder.getContext();
   auto func = builder.create<func::FuncOp>(loc, name, getKernelFunctionType(ctx));
-  // The runtime passes a shard buffer that overlaps none of the three shape arrays, and the
+  // The runtime passes a shard buffer that overlaps none of the input arrays, and the
   // kernel keeps no pointer: telling LLVM lets it vectorize without runtime alias checks.
   auto unit = builder.getUnitAttr();
-  for (unsigned arg = kKernelOut; arg <= kKernelLocalShape; ++arg) {
+  for (unsigned arg : {unsigned(kKernelOut), unsigned(kKernelGlobalShape),
+                       unsigned(kKernelOffset), unsigned(kKernelLocalShape),
+                       unsigned(kKernelArgs)}) {
     func.setArgAttr(arg, LLVM::LLVMDialect::getNoAliasAttrName(), unit);
     func.setArgAttr(arg, LLVM::LLVMDialect::getNoCaptureAttrName(), unit);
     if (arg != kKernelOut)

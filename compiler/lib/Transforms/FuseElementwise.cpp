@@ -6,6 +6,10 @@
 // for f64, i1 for masks, i64 for integers) and rounded to the op's element type after every op,
 // which is what evaluating the ops one by one would give.
 //
+// Philox keys are not constants of the region: each is a trailing region argument whose value
+// is in the op's `args`, so that parameters with the same recipe get identical regions and share
+// one kernel, which reads the keys at run time.
+//
 //===----------------------------------------------------------------------===//
 #include "initc/Random/Expand.h"
 #include "initc/Transforms/Passes.h"
@@ -30,9 +34,13 @@ namespace {
 /// Builds the scalar computation of one element of every op of a parameter body.
 class ElementEmitter {
 public:
-  ElementEmitter(OpBuilder &b, Location loc, uint64_t seed, StringRef paramName, Value linear,
-                 ValueRange dims)
-      : b(b), loc(loc), seed(seed), paramName(paramName), linear(linear), dims(dims) {}
+  ElementEmitter(OpBuilder &b, Location loc, uint64_t seed, StringRef paramName, Block *block)
+      : b(b), loc(loc), seed(seed), paramName(paramName), block(block),
+        linear(block->getArgument(0)),
+        dims(llvm::to_vector_of<Value>(block->getArguments().drop_front())) {}
+
+  /// The values of the key arguments appended to the block, in order.
+  ArrayRef<int64_t> keyArgs() const { return keyValues; }
 
   /// The element of `value` in its compute type; failure for ops that are not elementwise.
   FailureOr<Value> emit(Value value);
@@ -45,9 +53,12 @@ private:
   Location loc;
   uint64_t seed;
   StringRef paramName;
+  Block *block;
   Value linear;
-  ValueRange dims;
+  SmallVector<Value> dims; // a copy: adding key arguments may move the block's argument list
   DenseMap<Value, Value> cache;
+  DenseMap<int64_t, Value> keyByStream;
+  SmallVector<int64_t> keyValues;
 
   Type computeType(Type element) {
     if (element.isF64())
@@ -71,10 +82,16 @@ private:
   }
   Value fromElement(Value scalar, Type element);
   Value random(Operation *op, Type element);
-  random::PhiloxKey key(int64_t stream) {
+  /// The region argument holding the key of `stream` (k1 << 32 | k0), added on first use.
+  Value key(int64_t stream) {
+    if (Value known = keyByStream.lookup(stream))
+      return known;
     auto k = initrt::rng::deriveKey(seed, std::string_view(paramName.data(), paramName.size()),
                                     (uint64_t)stream);
-    return {k.k0, k.k1};
+    keyValues.push_back((int64_t)(((uint64_t)k.k1 << 32) | k.k0));
+    Value arg = block->addArgument(b.getI64Type(), loc);
+    keyByStream[stream] = arg;
+    return arg;
   }
   Value unaryF32(Value x, Type element, function_ref<Value(Value)> fn) {
     Value v = x;
@@ -311,18 +328,25 @@ struct FuseElementwisePass : initc::impl::FuseElementwiseBase<FuseElementwisePas
       for (Type t : argTypes)
         block->addArgument(t, loc);
       builder.setInsertionPointToStart(block);
-      ElementEmitter emitter(builder, loc, seed, param.getSymName(), block->getArgument(0),
-                             block->getArguments().drop_front());
+      ElementEmitter emitter(builder, loc, seed, param.getSymName(), block);
       FailureOr<Value> element = emitter.emit(yielded);
       if (failed(element)) {
         fused.erase();
+        // Name the op that cannot be fused, not the yielded op that uses it.
         Operation *culprit = yielded.getDefiningOp();
+        for (Operation &op : param.getBody().front())
+          if (isa<OrthogonalOp, LoadOp>(op) && !op.use_empty()) {
+            culprit = &op;
+            break;
+          }
         param.emitError() << "cannot fuse: '" << culprit->getName()
                           << "' is not elementwise and feeds other ops; compute it alone";
         return signalPassFailure();
       }
       Value stored = emitter.toElement(*element, type.getElementType());
       builder.create<YieldOp>(loc, stored);
+      if (!emitter.keyArgs().empty())
+        fused.setArgsAttr(builder.getDenseI64ArrayAttr(emitter.keyArgs()));
       // The parameter now yields the fused tensor; everything else in its body is dead.
       Operation *terminator = param.getBody().front().getTerminator();
       terminator->setOperand(0, fused.getResult());

@@ -6,8 +6,17 @@
 // and its linear index is taken in the global shape, so every rank computes the same value for
 // the same element. The ABI is initrt::KernelFn (runtime/include/initrt/program.h).
 //
+// One Philox block gives four consecutive elements (ir-spec/rng.md rule 2), so the inner loop
+// runs over whole blocks of the linear index, evaluating the region for the four elements of a
+// block in one iteration: LLVM sees the four Philox evaluations are the same and keeps one, and
+// vectorizes the loop over blocks. A scalar loop covers the partial blocks at either end of a
+// row. The region's trailing arguments (Philox keys) are read from the kernel's `args`, so
+// parameters that differ only in their keys share a kernel.
+//
 //===----------------------------------------------------------------------===//
+#include "initc/Random/Expand.h"
 #include "initc/Transforms/Passes.h"
+#include "initrt/rng.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -24,17 +33,27 @@ using namespace initc::init;
 
 namespace {
 
-/// Builds `func.func @name(out, globalShape, offset, localShape, begin, end)` evaluating `fused`.
+/// Builds `func.func @name(out, globalShape, offset, localShape, begin, end, args)` evaluating
+/// `fused`.
 func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, ElementwiseOp fused) {
   MLIRContext *ctx = builder.getContext();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   Type i64 = builder.getI64Type();
-  auto funcType = builder.getFunctionType({ptr, ptr, ptr, ptr, i64, i64}, {});
+  auto funcType = builder.getFunctionType({ptr, ptr, ptr, ptr, i64, i64, ptr}, {});
   auto func = builder.create<func::FuncOp>(loc, name, funcType);
   func->setAttr("initc.kernel", builder.getUnitAttr());
+  // The runtime's promises (ir-spec/lowering.md): `out` overlaps no input array and no pointer
+  // is kept, so LLVM vectorizes without run-time alias checks.
+  for (unsigned arg : {0u, 1u, 2u, 3u, 6u}) {
+    func.setArgAttr(arg, LLVM::LLVMDialect::getNoAliasAttrName(), builder.getUnitAttr());
+    func.setArgAttr(arg, LLVM::LLVMDialect::getNoCaptureAttrName(), builder.getUnitAttr());
+    if (arg != 0)
+      func.setArgAttr(arg, LLVM::LLVMDialect::getReadonlyAttrName(), builder.getUnitAttr());
+  }
   OpBuilder b = OpBuilder::atBlockBegin(func.addEntryBlock());
   Value out = func.getArgument(0), gshapePtr = func.getArgument(1), offPtr = func.getArgument(2),
-        lshapePtr = func.getArgument(3), begin = func.getArgument(4), end = func.getArgument(5);
+        lshapePtr = func.getArgument(3), begin = func.getArgument(4), end = func.getArgument(5),
+        argsPtr = func.getArgument(6);
 
   RankedTensorType type = fused.getType();
   int64_t rank = type.getRank();
@@ -49,6 +68,10 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     off.push_back(load(offPtr, d));
     lshape.push_back(load(lshapePtr, d));
   }
+  Block &region = fused.getBody().front();
+  SmallVector<Value> kernelArgs;
+  for (unsigned a = rank + 1; a < region.getNumArguments(); ++a)
+    kernelArgs.push_back(load(argsPtr, a - (rank + 1)));
   // A rank-0 tensor is one row of one element.
   Value one = cst(1), zero = cst(0);
   Value rowLength = rank ? b.create<arith::MaxSIOp>(loc, lshape.back(), one).getResult() : one;
@@ -88,37 +111,95 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     if (rank)
       base = b.create<arith::AddIOp>(loc, base, off.back());
 
-    auto cols = b.create<scf::ForOp>(loc, colLo, colHi, one);
-    b.setInsertionPointToStart(cols.getBody());
-    Value col = cols.getInductionVar();
-    Value linear = b.create<arith::AddIOp>(loc, base, col);
-    if (rank)
-      globalIndex.back() = b.create<arith::AddIOp>(loc, off.back(), col);
-
-    Block &region = fused.getBody().front();
-    IRMapping mapping;
-    mapping.map(region.getArgument(0), linear);
-    for (int64_t d = 0; d < rank; ++d)
-      mapping.map(region.getArgument(d + 1), globalIndex[d]);
-    for (Operation &op : region.without_terminator())
-      b.clone(op, mapping);
-    Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
-    if (element.isInteger(1))
-      value = b.create<arith::ExtUIOp>(loc, b.getI8Type(), value);
-    Value localIndex = b.create<arith::AddIOp>(loc, rowStart, col);
-    Value address = b.create<LLVM::GEPOp>(loc, ptr, storeType, out, ValueRange{localIndex});
-    b.create<LLVM::StoreOp>(loc, value, address);
+    // Evaluates and stores the element at column `col`, global linear index `linear`.
+    auto emitElement = [&](OpBuilder &b, Value col, Value linear) {
+      if (rank)
+        globalIndex.back() = b.create<arith::AddIOp>(loc, off.back(), col);
+      IRMapping mapping;
+      mapping.map(region.getArgument(0), linear);
+      for (int64_t d = 0; d < rank; ++d)
+        mapping.map(region.getArgument(d + 1), globalIndex[d]);
+      for (auto [a, value] : llvm::enumerate(kernelArgs))
+        mapping.map(region.getArgument(rank + 1 + a), value);
+      for (Operation &op : region.without_terminator())
+        b.clone(op, mapping);
+      Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
+      if (element.isInteger(1))
+        value = b.create<arith::ExtUIOp>(loc, b.getI8Type(), value);
+      Value localIndex = b.create<arith::AddIOp>(loc, rowStart, col);
+      Value address = b.create<LLVM::GEPOp>(loc, ptr, storeType, out, ValueRange{localIndex});
+      b.create<LLVM::StoreOp>(loc, value, address);
+    };
+    auto scalarLoop = [&](Value from, Value to) {
+      auto cols = b.create<scf::ForOp>(loc, from, to, one);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(cols.getBody());
+      Value col = cols.getInductionVar();
+      emitElement(b, col, b.create<arith::AddIOp>(loc, base, col));
+    };
+    // Whole Philox blocks [blockBegin, blockEnd) of the row's linear range [lin0, lin1); the
+    // columns before and after them (fewer than 4 each) are the head and the tail.
+    Value two = cst(2), four = cst(4);
+    Value lin0 = b.create<arith::AddIOp>(loc, base, colLo);
+    Value lin1 = b.create<arith::AddIOp>(loc, base, colHi);
+    Value blockBegin = b.create<arith::ShRUIOp>(loc, b.create<arith::AddIOp>(loc, lin0, cst(3)),
+                                                two);
+    Value blockEnd =
+        b.create<arith::MaxUIOp>(loc, b.create<arith::ShRUIOp>(loc, lin1, two), blockBegin);
+    Value headEnd = b.create<arith::MinSIOp>(
+        loc, colHi,
+        b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, blockBegin, four), base));
+    Value tailBegin = b.create<arith::MaxSIOp>(
+        loc, headEnd,
+        b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, blockEnd, four), base));
+    scalarLoop(colLo, headEnd);
+    {
+      auto blocks = b.create<scf::ForOp>(loc, blockBegin, blockEnd, one);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(blocks.getBody());
+      Value first = b.create<arith::ShLIOp>(loc, blocks.getInductionVar(), two);
+      for (int64_t lane = 0; lane < 4; ++lane) {
+        // `or`, not `add`: LLVM then knows `linear >> 2` is the block for every lane.
+        Value linear = lane ? b.create<arith::OrIOp>(loc, first, cst(lane)).getResult() : first;
+        emitElement(b, b.create<arith::SubIOp>(loc, linear, base), linear);
+      }
+    }
+    scalarLoop(tailBegin, colHi);
   }
   b.create<func::ReturnOp>(loc);
   return func;
 }
 
+/// The source of an orthogonal parameter (strategy redundant): its N(0, 1) matrix as f32, drawn
+/// by the RNG contract at global indices with the op's stream. The runtime computes it for the
+/// whole tensor, factors it and keeps its slice (program.json "transform": "orthogonal").
+ElementwiseOp buildOrthogonalSource(OrthogonalOp op, uint64_t seed, StringRef paramName) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  RankedTensorType type = op.getType();
+  auto f32Type = RankedTensorType::get(type.getShape(), b.getF32Type());
+  auto k = initrt::rng::deriveKey(seed, std::string_view(paramName.data(), paramName.size()),
+                                  (uint64_t)op.getStream());
+  // The key is a kernel argument, as init-fuse-elementwise passes keys.
+  int64_t key = (int64_t)(((uint64_t)k.k1 << 32) | k.k0);
+  auto source = b.create<ElementwiseOp>(loc, f32Type, b.getDenseI64ArrayAttr({key}));
+  Block *block = b.createBlock(&source.getBody());
+  for (int64_t d = 0; d <= type.getRank() + 1; ++d)
+    block->addArgument(b.getI64Type(), loc);
+  b.setInsertionPointToStart(block);
+  Value sample = random::emitNormal(b, loc, block->getArgument(0),
+                                    block->getArgument(type.getRank() + 1), 0.0, 1.0);
+  b.create<YieldOp>(loc, sample);
+  return source;
+}
+
 struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    uint64_t seed = getModelSeed(module);
     OpBuilder builder(module.getBodyRegion());
     builder.setInsertionPointToEnd(module.getBody());
-    // Identical regions (same ops, constants, keys, rank and type) share a kernel.
+    // Identical regions (same ops, constants, rank and type; keys aside) share a kernel.
     llvm::StringMap<std::string> kernelByRegion;
     int64_t next = 0;
     for (ParamOp param : llvm::to_vector(module.getOps<ParamOp>())) {
@@ -126,6 +207,11 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       if (!yielded)
         continue;
       auto fused = yielded.getDefiningOp<ElementwiseOp>();
+      if (auto orthogonal = yielded.getDefiningOp<OrthogonalOp>()) {
+        fused = buildOrthogonalSource(orthogonal, seed, param.getSymName());
+        param->setAttr("initc.transform", StringAttr::get(&getContext(), "orthogonal"));
+        param->setAttr("initc.gain", orthogonal.getGainAttr());
+      }
       if (!fused) {
         Operation *op = yielded.getDefiningOp();
         param.emitError() << "'" << (op ? op->getName().getStringRef() : StringRef("argument"))
@@ -134,15 +220,29 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
                              "partitioned";
         return signalPassFailure();
       }
+      // The key values are kernel arguments and the extents are read from the shape arrays:
+      // neither is part of the recipe. Print a copy without keys, with every extent 1.
+      DenseI64ArrayAttr args = fused.getArgsAttr();
+      fused.removeArgsAttr();
       std::string printed;
       llvm::raw_string_ostream os(printed);
-      fused->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+      {
+        OpBuilder at(fused);
+        auto recipe = cast<ElementwiseOp>(at.clone(*fused));
+        RankedTensorType type = fused.getType();
+        recipe.getResult().setType(RankedTensorType::get(
+            SmallVector<int64_t>(type.getRank(), 1), type.getElementType()));
+        recipe->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+        recipe.erase();
+      }
       auto [it, inserted] = kernelByRegion.try_emplace(os.str(), "");
       if (inserted) {
         it->second = "initc_kernel_" + std::to_string(next++);
         buildKernel(builder, fused.getLoc(), it->second, fused);
       }
       param.setKernelAttr(FlatSymbolRefAttr::get(&getContext(), it->second));
+      if (args)
+        param.setKernelArgsAttr(args);
       param.getBody().dropAllReferences();
       param.getBody().getBlocks().clear();
     }

@@ -1,5 +1,6 @@
 //===- Sharding.cpp - meshes and sharding rules ---------------------------===//
 #include "initc/Transforms/Sharding.h"
+#include "initc/Support/Nesting.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -127,6 +128,12 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
   if (!buffer) {
     error = "--shard '" + spec.str() + "' is neither a preset (replicated, fsdp, tp, fsdp+tp) " +
             "nor a readable rules file: " + buffer.getError().message();
+    return std::nullopt;
+  }
+  if (unsigned line = lineNestedDeeperThan((*buffer)->getBuffer())) {
+    error = "rules file '" + spec.str() + "': JSON nested more than " +
+            std::to_string(kMaxNesting) + " levels deep (line " + std::to_string(line) +
+            "); see README for the format";
     return std::nullopt;
   }
   auto json = llvm::json::parse((*buffer)->getBuffer());

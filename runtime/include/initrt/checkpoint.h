@@ -47,6 +47,11 @@ bool writeIndex(const std::string &dir, const Program &program,
 bool checkOutputDir(const std::string &dir, const Program &program, bool overwrite,
                     std::string &error);
 
+/// Removes the temporary files a killed or failed run left in `dir`: of rank `rank`'s shard file,
+/// or, with `rank` < 0, of every shard file and index.json. Call it only while no other process
+/// writes those files (a whole job: before any rank writes). Returns how many were removed.
+int removeStaleTemporaries(const std::string &dir, const Program &program, int64_t rank);
+
 /// Reads a checkpoint and writes one standard safetensors file with the global tensors.
 bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std::string &error);
 

@@ -69,6 +69,13 @@ int resolveThreads(int requested);
 /// threads write one cache line); workers take chunks from a shared counter.
 void runShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &options);
 
+/// torch.nn.init.orthogonal_ on a rows x cols matrix `normal` (row-major N(0, 1) samples):
+/// factored, when rows < cols, as its transpose, by Householder QR in double precision with a
+/// fixed operation order; q * sign(diag(r)) (a zero diagonal entry counts as +1), transposed back,
+/// times `gain`, into `out` (row-major, rows x cols).
+void orthogonalFromNormal(const float *normal, int64_t rows, int64_t cols, double gain,
+                          std::vector<double> &out);
+
 /// checksumHex of each job's output, shards spread over `threads` workers.
 std::vector<std::string> checksumShardJobs(const std::vector<ShardJob> &jobs, int threads);
 

@@ -38,8 +38,17 @@ struct Param {
   /// Dims past splitAxes.size() are not split; mesh axes used nowhere replicate.
   std::vector<std::vector<int>> splitAxes;
   std::string kernel;                            // symbol in kernels.so
+  /// Values passed to the kernel as `args` (the parameter's Philox keys, k1 << 32 | k0): they
+  /// let parameters with the same recipe share one kernel.
+  std::vector<uint64_t> kernelArgs;
   bool buffer = false;                           // a buffer rather than a trainable parameter
   bool persistent = true;                        // non-persistent buffers are not checkpointed
+  /// A whole-tensor step applied after the kernel: "" (none) or "orthogonal". For "orthogonal"
+  /// the kernel writes the N(0, 1) matrix as F32 at global indices; the runtime computes it for
+  /// the whole tensor, orthogonalizes it (Householder QR), scales by `gain`, rounds to `dtype`
+  /// and keeps the rank's slice. See ir-spec/program-format.md.
+  std::string transform;
+  double gain = 1.0;                             // only with a transform
   int64_t numElements() const;
 };
 
@@ -59,10 +68,11 @@ struct Program {
 /// Native kernel ABI. Computes elements [begin, end) of one shard, in the shard's local row-major
 /// order, into `out` (which points at the shard's element 0). The shard is the box
 /// [offset, offset + localShape) of a tensor of `globalShape`; `rank` is the tensor rank.
+/// `args` holds the parameter's Param::kernelArgs (any valid pointer when there are none).
 /// Every element is a pure function of its global index, so any split of [begin, end) across
 /// threads gives the same bytes.
 extern "C" typedef void (*KernelFn)(void *out, const int64_t *globalShape,
                                    const int64_t *offset, const int64_t *localShape,
-                                   int64_t begin, int64_t end);
+                                   int64_t begin, int64_t end, const uint64_t *args);
 
 } // namespace initrt

@@ -10,7 +10,7 @@
 
 namespace initrt {
 
-/// Reads and validates progDir/program.json. On failure returns false and sets `error` to one
+/// Reads and validates progDir/program.json, including its "checksum". On failure returns false and sets `error` to one
 /// message naming the file, the field and the parameter.
 bool readProgram(const std::string &progDir, Program &out, std::string &error);
 
@@ -24,7 +24,12 @@ bool validateProgram(const Program &program, std::string &error);
 /// The program.json text for `program` (pretty-printed, ends with a newline).
 std::string programToJson(const Program &program);
 
-/// Writes program.json atomically (a temporary file in the same directory, fsync, rename).
+/// XXH3-64 (16 hex digits) of programToJson(program): the "checksum" that writeProgramJson adds
+/// and readProgram checks.
+std::string programChecksum(const Program &program);
+
+/// Writes program.json atomically (a temporary file in the same directory, fsync, rename), with
+/// a "checksum" of the rest of the document.
 bool writeProgramJson(const std::string &path, const Program &program, std::string &error);
 
 } // namespace initrt

@@ -77,7 +77,7 @@ init.param @select_by_padding_row : tensor<16x4xf32> {
 // -----
 
 // Non-persistent buffers are part of the model: kept. Tied and lowered parameters have no body.
-// CHECK-LABEL: init.param @"h.0.attn.bias" : tensor<1x1x8x8xi1> buffer nonpersistent {
+// CHECK-LABEL: init.param @h.0.attn.bias : tensor<1x1x8x8xi1> buffer nonpersistent {
 // CHECK-NEXT:    init.tril
 // CHECK-LABEL: init.param @lm_head.weight : tensor<16x4xf32> tied_to @wte.weight{{$}}
 init.param @wte.weight : tensor<16x4xf32> {

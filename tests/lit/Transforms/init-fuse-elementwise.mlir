@@ -1,19 +1,23 @@
 // RUN: initc-opt %s --init-fuse-elementwise --split-input-file --verify-diagnostics | FileCheck %s
 
 // A chain of elementwise ops becomes one init.elementwise whose region computes one element
-// from its global index; no intermediate tensor op is left. The arith inside is the RNG
+// from its global index and the parameter's Philox key (a trailing argument, its value in
+// `args`); no intermediate tensor op is left. The arith inside is the RNG
 // contract's (ir-spec/rng.md), tested bit for bit elsewhere: here only the structure.
 
 init.seed 42
 
 // CHECK-LABEL: init.param @chain : tensor<8x4xf32> {
-// CHECK-NEXT:    %[[E:.+]] = init.elementwise : tensor<8x4xf32> {
-// CHECK-NEXT:    ^bb0(%[[LIN:.+]]: i64, %[[I:.+]]: i64, %[[J:.+]]: i64):
+// CHECK-NEXT:    %[[E:.+]] = init.elementwise args [{{-?[0-9]+}}] : tensor<8x4xf32> {
+// CHECK-NEXT:    ^bb0(%[[LIN:[^:]+]]: i64, %[[I:[^:]+]]: i64, %[[J:[^:]+]]: i64, %[[KEY:[^:]+]]: i64):
+// CHECK-NOT:       init.
+// CHECK:           arith.trunci %[[KEY]] : i64 to i32
 // CHECK-NOT:       init.
 // CHECK:           arith.mulf
 // CHECK-NOT:       init.
-// CHECK:           %[[V:.+]] = arith.addf
-// CHECK-NEXT:      init.yield %[[V]] : f32
+// CHECK:           arith.addf
+// CHECK-NOT:       init.
+// CHECK:           init.yield %{{.+}} : f32
 // CHECK-NEXT:    }
 // CHECK-NEXT:    init.yield %[[E]] : tensor<8x4xf32>
 // CHECK-NEXT:  }
@@ -32,13 +36,14 @@ init.seed 42
 
 // A 16-bit parameter: computed in f32, the region yields the rounded bf16.
 // CHECK-LABEL: init.param @padded_embedding : tensor<16x4xbf16> {
-// CHECK-NEXT:    %[[E:.+]] = init.elementwise : tensor<16x4xbf16> {
-// CHECK-NEXT:    ^bb0(%{{.+}}: i64, %[[ROW:.+]]: i64, %{{.+}}: i64):
+// CHECK-NEXT:    %[[E:.+]] = init.elementwise args [{{-?[0-9]+}}] : tensor<16x4xbf16> {
+// CHECK-NEXT:    ^bb0(%{{[^:]+}}: i64, %[[ROW:[^:]+]]: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64):
 // CHECK-NOT:       init.
 // CHECK:           arith.cmpi eq, %[[ROW]]
 // CHECK-NOT:       init.
-// CHECK:           %[[B:.+]] = arith.bitcast %{{.+}} : i16 to bf16
-// CHECK-NEXT:      init.yield %[[B]] : bf16
+// CHECK:           arith.bitcast %{{.+}} : i16 to bf16
+// CHECK-NOT:       init.
+// CHECK:           init.yield %{{.+}} : bf16
 // CHECK-NEXT:    }
 // CHECK-NEXT:    init.yield %[[E]] : tensor<16x4xbf16>
 // CHECK-NEXT:  }
@@ -54,12 +59,13 @@ init.param @padded_embedding : tensor<16x4xbf16> {
 
 // Masks and integers fuse too; a scalar region has one argument, the linear index.
 // CHECK-LABEL: init.param @causal_mask
+// Without random sources there are no keys and no `args`.
 // CHECK:         init.elementwise : tensor<1x1x8x8xi1> {
-// CHECK-NEXT:    ^bb0(%{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %[[R:.+]]: i64, %[[C:.+]]: i64):
+// CHECK-NEXT:    ^bb0(%{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64):
 // CHECK:           init.yield %{{.+}} : i1
 // CHECK-LABEL: init.param @scalar
 // CHECK:         init.elementwise : tensor<f32> {
-// CHECK-NEXT:    ^bb0(%{{.+}}: i64):
+// CHECK-NEXT:    ^bb0(%{{[^:]+}}: i64):
 // CHECK:           init.yield %{{.+}} : f32
 init.param @causal_mask : tensor<1x1x8x8xi1> buffer nonpersistent {
   %0 = init.tril diagonal 0 : tensor<1x1x8x8xi1>
@@ -68,6 +74,18 @@ init.param @causal_mask : tensor<1x1x8x8xi1> buffer nonpersistent {
 init.param @scalar : tensor<f32> {
   %0 = init.fill 1.0 : tensor<f32>
   init.yield %0 : tensor<f32>
+}
+
+// The RoPE frequencies are a constant table indexed by the element's position.
+// CHECK-LABEL: init.param @rotary_emb.inv_freq
+// CHECK:         init.elementwise : tensor<8xf32> {
+// CHECK-NEXT:    ^bb0(%{{[^:]+}}: i64, %[[P:[^:]+]]: i64):
+// CHECK:           %[[T:.+]] = arith.constant dense<[1.000000e+00, {{.+}}]> : vector<8xf32>
+// CHECK-NEXT:      %[[F:.+]] = vector.extractelement %[[T]][%[[P]] : i64] : vector<8xf32>
+// CHECK-NEXT:      init.yield %[[F]] : f32
+init.param @"rotary_emb.inv_freq" : tensor<8xf32> buffer nonpersistent {
+  %0 = init.rope_inv_freq theta 10000.0 head_dim 16 : tensor<8xf32>
+  init.yield %0 : tensor<8xf32>
 }
 
 // -----

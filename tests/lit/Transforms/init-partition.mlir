@@ -1,25 +1,45 @@
 // RUN: initc-opt %s --init-partition --split-input-file --verify-diagnostics | FileCheck %s
 
 // Each fused parameter becomes a native kernel with the runtime's ABI
-// (out, global shape, slice offset, slice shape, begin, end); the parameter keeps its metadata
-// and names the kernel. Identical regions share one kernel.
+// (out, global shape, slice offset, slice shape, begin, end, args); the parameter keeps its
+// metadata and names the kernel. Identical regions, Philox keys aside, share one kernel; the
+// keys become the parameter's kernel_args.
 
 // CHECK-LABEL: init.param @a : tensor<4x8xf32> axes ["mlp", "embed"] kernel @initc_kernel_0{{$}}
 // CHECK-NEXT:  init.param @b : tensor<4x8xf32> kernel @initc_kernel_0{{$}}
 // CHECK-NEXT:  init.param @c : tensor<4x8xbf16> kernel @initc_kernel_1{{$}}
+// CHECK-NEXT:  init.param @keyed_1 : tensor<16xf32> kernel @initc_kernel_2 kernel_args [11]{{$}}
+// CHECK-NEXT:  init.param @keyed_2 : tensor<16xf32> kernel @initc_kernel_2 kernel_args [22]{{$}}
 // CHECK-NOT:   init.elementwise
 // CHECK-LABEL: func.func @initc_kernel_0(
-// CHECK-SAME:      %[[OUT:[^:]+]]: !llvm.ptr, %[[GSHAPE:[^:]+]]: !llvm.ptr, %[[OFF:[^:]+]]: !llvm.ptr, %[[LSHAPE:[^:]+]]: !llvm.ptr, %[[BEGIN:[^:]+]]: i64, %[[END:[^:]+]]: i64)
+// CHECK-SAME:      %[[OUT:[^:]+]]: !llvm.ptr {llvm.noalias, llvm.nocapture},
+// CHECK-SAME:      %[[GSHAPE:[^:]+]]: !llvm.ptr {llvm.noalias, llvm.nocapture, llvm.readonly},
+// CHECK-SAME:      %[[OFF:[^:]+]]: !llvm.ptr {llvm.noalias, llvm.nocapture, llvm.readonly},
+// CHECK-SAME:      %[[LSHAPE:[^:]+]]: !llvm.ptr {llvm.noalias, llvm.nocapture, llvm.readonly},
+// CHECK-SAME:      %[[BEGIN:[^:]+]]: i64, %[[END:[^:]+]]: i64,
+// CHECK-SAME:      %[[ARGS:[^:]+]]: !llvm.ptr {llvm.noalias, llvm.nocapture, llvm.readonly})
 // CHECK-SAME:      attributes {initc.kernel}
-// CHECK:         scf.for %[[ROW:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
-// CHECK:           scf.for %[[COL:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// Rows of the slice, then per row: head columns, whole Philox blocks of 4, tail columns.
+// CHECK:         scf.for %[[ROW:[^ ]+]] = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
+// CHECK:           scf.for %{{[^ ]+}} = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
 // CHECK:             %[[V:.+]] = arith.sitofp %{{.+}} : i64 to f32
 // CHECK:             %[[P:.+]] = llvm.getelementptr %[[OUT]][%{{.+}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK-NEXT:        llvm.store %[[V]], %[[P]] : f32, !llvm.ptr
+// CHECK:           scf.for %[[BLOCK:[^ ]+]] = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
+// CHECK:             arith.shli %[[BLOCK]]
+// CHECK-COUNT-4:     llvm.store
+// CHECK:           scf.for %{{[^ ]+}} = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
+// CHECK:             llvm.store
 // CHECK:         return
 // CHECK-LABEL: func.func @initc_kernel_1(
 // CHECK-SAME:      attributes {initc.kernel}
-// CHECK:           llvm.store %{{.+}}, %{{.+}} : bf16, !llvm.ptr
+// CHECK:             llvm.store %{{.+}}, %{{.+}} : bf16, !llvm.ptr
+// The key is read from `args` at run time, not baked into the kernel.
+// CHECK-LABEL: func.func @initc_kernel_2(
+// CHECK-SAME:      %[[KARGS:[^:]+]]: !llvm.ptr {llvm.noalias, llvm.nocapture, llvm.readonly})
+// CHECK:         %[[KP:.+]] = llvm.getelementptr %[[KARGS]][0] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    %[[KEY:.+]] = llvm.load %[[KP]] : !llvm.ptr -> i64
+// CHECK:             arith.xori %{{.+}}, %[[KEY]] : i64
 // CHECK-NOT:   func.func
 init.seed 0
 init.param @a : tensor<4x8xf32> axes ["mlp", "embed"] {
@@ -46,11 +66,29 @@ init.param @c : tensor<4x8xbf16> {
   }
   init.yield %0 : tensor<4x8xbf16>
 }
+init.param @keyed_1 : tensor<16xf32> {
+  %0 = init.elementwise args [11] : tensor<16xf32> {
+  ^bb0(%linear: i64, %i: i64, %key: i64):
+    %x = arith.xori %linear, %key : i64
+    %v = arith.uitofp %x : i64 to f32
+    init.yield %v : f32
+  }
+  init.yield %0 : tensor<16xf32>
+}
+init.param @keyed_2 : tensor<16xf32> {
+  %0 = init.elementwise args [22] : tensor<16xf32> {
+  ^bb0(%linear: i64, %i: i64, %key: i64):
+    %x = arith.xori %linear, %key : i64
+    %v = arith.uitofp %x : i64 to f32
+    init.yield %v : f32
+  }
+  init.yield %0 : tensor<16xf32>
+}
 
 // -----
 
 // Masks are stored as bytes; a tied parameter gets no kernel.
-// CHECK-LABEL: init.param @mask : tensor<8x8xi1> buffer nonpersistent kernel @initc_kernel_0{{$}}
+// CHECK-LABEL: init.param @mask : tensor<8x8xi1> kernel @initc_kernel_0 buffer nonpersistent{{$}}
 // CHECK-NEXT:  init.param @tied : tensor<8x8xi1> tied_to @mask{{$}}
 // CHECK-LABEL: func.func @initc_kernel_0(
 // CHECK:             %[[B:.+]] = arith.extui %{{.+}} : i1 to i8
@@ -67,8 +105,21 @@ init.param @tied : tensor<8x8xi1> tied_to @mask
 
 // -----
 
-// expected-error @+1 {{'init.orthogonal' has no native lowering yet; only elementwise recipes (run init-fuse-elementwise first) can be partitioned}}
-init.param @orthogonal : tensor<8x8xf32> {
-  %0 = init.orthogonal gain 1.0 stream 0 strategy redundant : tensor<8x8xf32>
-  init.yield %0 : tensor<8x8xf32>
+// init.orthogonal (strategy redundant): the kernel draws the N(0, 1) matrix; the runtime factors
+// it, as the parameter's initc.transform says.
+// CHECK-LABEL: init.param @q : tensor<8x4xf32> kernel @initc_kernel_0 kernel_args [{{-?[0-9]+}}] attributes {initc.gain = 2.000000e+00 : f64, initc.transform = "orthogonal"}{{$}}
+// CHECK-LABEL: func.func @initc_kernel_0(
+// CHECK:         llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr
+init.seed 3
+init.param @q : tensor<8x4xf32> {
+  %0 = init.orthogonal gain 2.0 stream 0 strategy redundant : tensor<8x4xf32>
+  init.yield %0 : tensor<8x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'init.load' has no native lowering yet; only elementwise recipes (run init-fuse-elementwise first) can be partitioned}}
+init.param @loaded : tensor<8xf32> {
+  %0 = init.load "base.safetensors" ["w"] : tensor<8xf32>
+  init.yield %0 : tensor<8xf32>
 }

@@ -286,12 +286,16 @@ TEST_F(SharedObjectTest, KernelBuiltInCppReadsShapesThroughMemRefViews) {
   ASSERT_TRUE(succeeded(initc::target::emitSharedObject(*module, soPath, {}, error))) << error;
   void *handle = load(soPath);
   ASSERT_NE(handle, nullptr);
-  auto fn = reinterpret_cast<KernelFn>(dlsym(handle, "iota_2d"));
+  // createKernelFunction gives the runtime's ABI, with the trailing `args` pointer.
+  using KernelWithArgsFn = void (*)(void *, const int64_t *, const int64_t *, const int64_t *,
+                                    int64_t, int64_t, const uint64_t *);
+  auto fn = reinterpret_cast<KernelWithArgsFn>(dlsym(handle, "iota_2d"));
   ASSERT_NE(fn, nullptr);
   // The shard rows [2, 5), cols [3, 7) of a 6x10 tensor.
   const int64_t gshape[] = {6, 10}, off[] = {2, 3}, lshape[] = {3, 4};
+  const uint64_t noArgs[1] = {0};
   std::vector<float> out(12, -1.0f);
-  fn(out.data(), gshape, off, lshape, 0, 12);
+  fn(out.data(), gshape, off, lshape, 0, 12, noArgs);
   for (int64_t r = 0; r < 3; ++r)
     for (int64_t c = 0; c < 4; ++c)
       EXPECT_EQ(out[r * 4 + c], float((r + 2) * 10 + (c + 3)));

@@ -43,7 +43,10 @@ std::vector<char> wholeTensor(const Param &param, KernelFn kernel) {
   std::vector<int64_t> zeros(param.shape.size() + 1, 0);
   std::vector<int64_t> shape = param.shape;
   shape.push_back(0);
-  kernel(data.data(), shape.data(), zeros.data(), shape.data(), 0, param.numElements());
+  std::vector<uint64_t> args = param.kernelArgs;
+  args.push_back(0);
+  kernel(data.data(), shape.data(), zeros.data(), shape.data(), 0, param.numElements(),
+         args.data());
   data.resize(size_t(bytes));
   return data;
 }

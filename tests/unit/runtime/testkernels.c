@@ -34,7 +34,8 @@ static float f32Value(int64_t g) {
 
 #define DEFINE_KERNEL(NAME, RANK, TYPE, VALUE)                                                 \
   void NAME(void *out, const int64_t *globalShape, const int64_t *offset,                      \
-            const int64_t *localShape, int64_t begin, int64_t end) {                          \
+            const int64_t *localShape, int64_t begin, int64_t end, const uint64_t *args) {    \
+    (void)args;                                                                                \
     TYPE *data = (TYPE *)out;                                                                  \
     for (int64_t i = begin; i < end; ++i) {                                                    \
       int64_t g = globalIndex(RANK, globalShape, offset, localShape, i);                       \

@@ -35,6 +35,13 @@ PhiloxKey derivePhiloxKey(uint64_t seed, llvm::StringRef name, uint64_t stream);
 std::array<mlir::Value, 4> emitPhilox(mlir::OpBuilder &builder, mlir::Location loc,
                                       mlir::Value blockIndex, PhiloxKey key, int rounds = 10);
 
+// The same with the key known only at run time: `key` is an i64 scalar holding k1 << 32 | k0
+// (broadcast when `blockIndex` is a vector). Kernels take it as an argument, so parameters
+// whose recipes differ only in their keys share one kernel. Needs the vector dialect for vector
+// indices.
+std::array<mlir::Value, 4> emitPhilox(mlir::OpBuilder &builder, mlir::Location loc,
+                                      mlir::Value blockIndex, mlir::Value key, int rounds = 10);
+
 // Rule 3: i32 word -> f32 in (0, 1).
 mlir::Value emitUnitFloat(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value word);
 
@@ -45,6 +52,13 @@ mlir::Value emitNormal(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value
                        PhiloxKey key, double mean, double stdev);
 mlir::Value emitTruncNormal(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
                             PhiloxKey key, double mean, double stdev, double a, double b);
+// The same with a run-time key (an i64 holding k1 << 32 | k0, as emitPhilox takes it).
+mlir::Value emitUniform(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
+                        mlir::Value key, double low, double high);
+mlir::Value emitNormal(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
+                       mlir::Value key, double mean, double stdev);
+mlir::Value emitTruncNormal(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
+                            mlir::Value key, double mean, double stdev, double a, double b);
 
 // Elementary functions of rule 7, f32 -> f32.
 mlir::Value emitLog(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);

@@ -4,7 +4,8 @@
 //                %globalShape: !llvm.ptr {llvm.noalias, llvm.nocapture, llvm.readonly},
 //                %offset: !llvm.ptr {llvm.noalias, llvm.nocapture, llvm.readonly},
 //                %localShape: !llvm.ptr {llvm.noalias, llvm.nocapture, llvm.readonly},
-//                %begin: i64, %end: i64)
+//                %begin: i64, %end: i64,
+//                %args: !llvm.ptr {llvm.noalias, llvm.nocapture, llvm.readonly})
 //
 // Plain pointers and i64 lower one to one to the C signature (no memref descriptors at the
 // boundary, no llvm.emit_c_interface). Inside, read shapes with llvm.getelementptr + llvm.load,
@@ -25,10 +26,11 @@ enum KernelArg : unsigned {
   kKernelLocalShape,
   kKernelBegin,
   kKernelEnd,
+  kKernelArgs, // const uint64_t *: the parameter's kernel_args (its Philox keys)
   kKernelNumArgs
 };
 
-/// (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64) -> ().
+/// (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr) -> ().
 mlir::FunctionType getKernelFunctionType(mlir::MLIRContext *ctx);
 
 /// True if `func` has the kernel signature.

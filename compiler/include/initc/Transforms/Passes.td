@@ -81,7 +81,9 @@ def FuseElementwise : Pass<"init-fuse-elementwise", "mlir::ModuleOp"> {
     init.yield %0 : tensor<8xf32>
     ```
   }];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect"];
+  // vector: init.rope_inv_freq reads its table with vector.extractelement.
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::vector::VectorDialect"];
 }
 
 def Partition : Pass<"init-partition", "mlir::ModuleOp"> {
@@ -104,8 +106,10 @@ def Partition : Pass<"init-partition", "mlir::ModuleOp"> {
     func.func @initc_kernel_0(%out: !llvm.ptr, ...) { scf.for ... }
     ```
   }];
+  // math: the normal matrix of an init.orthogonal parameter (Box-Muller's sqrt).
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::scf::SCFDialect",
-                           "mlir::arith::ArithDialect", "mlir::LLVM::LLVMDialect"];
+                           "mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::LLVM::LLVMDialect"];
 }
 
 #endif // INITC_TRANSFORMS_PASSES_TD

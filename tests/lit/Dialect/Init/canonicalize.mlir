@@ -237,7 +237,7 @@ init.param @cast_to_other_type_stays : tensor<4xbf16> {
 // -----
 
 // variance_scaling becomes the uniform or normal op the contract defines it as, same stream.
-// Shape 16x8: fan_in 8, fan_out 16, fan_avg 12.
+// Shape 16x8: fan_in 8, fan_out 16, fan_avg 12; uniform bounds are sqrt(3 scale / fan).
 // CHECK-LABEL: init.param @variance_scaling_fan_in_uniform
 // CHECK-NEXT:    %[[U:.+]] = init.uniform -1.0606601717798212, 1.0606601717798212 stream 3 : tensor<16x8xf32>
 // CHECK-NEXT:    init.yield %[[U]]
@@ -259,7 +259,7 @@ init.param @variance_scaling_fan_out_normal : tensor<16x8xbf16> {
 // -----
 
 // CHECK-LABEL: init.param @variance_scaling_fan_avg_uniform
-// CHECK-NEXT:    %[[U:.+]] = init.uniform -0.8660254037844386, 0.8660254037844386 stream 1 : tensor<16x8xf32>
+// CHECK-NEXT:    %[[U:.+]] = init.uniform -1.500000e+00, 1.500000e+00 stream 1 : tensor<16x8xf32>
 init.param @variance_scaling_fan_avg_uniform : tensor<16x8xf32> {
   %0 = init.variance_scaling scale 9.0 fan_avg uniform stream 1 : tensor<16x8xf32>
   init.yield %0 : tensor<16x8xf32>

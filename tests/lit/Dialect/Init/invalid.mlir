@@ -66,7 +66,17 @@ init.param @"" : tensor<4xf32> {
 
 // -----
 
+// init.param, C1
+// expected-error @+1 {{'init.param' op parameter name is not valid UTF-8}}
+init.param @"byte_\FF_is_not_utf8" : tensor<4xf32> {
+  %0 = init.fill 0.0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
 // init.param, C2
+// expected-note @+1 {{see existing symbol definition here}}
 init.param @duplicate_name : tensor<4xf32> {
   %0 = init.fill 0.0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
@@ -622,6 +632,19 @@ init.param @elementwise_index_type : tensor<4xf32> {
 
 // -----
 
+// init.elementwise, C1
+init.param @elementwise_missing_key_argument : tensor<4xf32> {
+  // expected-error @+1 {{'init.elementwise' op region must take 3 i64 arguments (linear index, then one index per dim), then one per 'args' entry}}
+  %0 = init.elementwise args [5] : tensor<4xf32> {
+  ^bb0(%linear: i64, %i: i64):
+    %c = arith.constant 1.0 : f32
+    init.yield %c : f32
+  }
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
 // init.elementwise, C2
 init.param @elementwise_without_yield : tensor<4xf32> {
   // expected-error @+1 {{'init.elementwise' op region must end with 'init.yield'}}
@@ -631,3 +654,18 @@ init.param @elementwise_without_yield : tensor<4xf32> {
   }
   init.yield %0 : tensor<4xf32>
 }
+
+// -----
+
+// init.param, C12
+// expected-error @+1 {{'init.param' op type 'tensor<4294967296x4294967296xf32>' has more bytes than fit in a signed 64-bit integer; check the shape}}
+init.param @element_count_overflows : tensor<4294967296x4294967296xf32> {
+  %0 = init.fill 0.0 : tensor<4294967296x4294967296xf32>
+  init.yield %0 : tensor<4294967296x4294967296xf32>
+}
+
+// -----
+
+// init.model, C1
+// expected-error @+1 {{'init.model' must be a string on a builtin.module}}
+mesh.mesh @model_name_on_a_mesh(shape = 2) {init.model = "llama"}

@@ -3,7 +3,9 @@
 
 // Round trip of every op and attribute of the init dialect, in the custom and the generic form.
 
-// CHECK: init.seed 1234
+// CHECK: module attributes {init.model = "tiny"} {
+// CHECK-NEXT: init.seed 1234
+module attributes {init.model = "tiny"} {
 init.seed 1234
 
 // CHECK: mesh.mesh @mesh(shape = 2x2) {init.axis_names = ["dp", "tp"]}
@@ -165,6 +167,22 @@ init.param @fused : tensor<4x8xf32> {
   init.yield %0 : tensor<4x8xf32>
 }
 
+// CHECK-LABEL: init.param @keyed : tensor<8xf32> {
+// CHECK:         %[[E:.+]] = init.elementwise args [-7, 42] : tensor<8xf32> {
+// CHECK-NEXT:    ^bb0(%[[LIN:.+]]: i64, %[[I:.+]]: i64, %[[K0:.+]]: i64, %[[K1:.+]]: i64):
+init.param @keyed : tensor<8xf32> {
+  %0 = init.elementwise args [-7, 42] : tensor<8xf32> {
+  ^bb0(%linear: i64, %i: i64, %key0: i64, %key1: i64):
+    %x = arith.xori %key0, %key1 : i64
+    %v = arith.sitofp %x : i64 to f32
+    init.yield %v : f32
+  }
+  init.yield %0 : tensor<8xf32>
+}
+
 // CHECK-LABEL: init.param @lowered : tensor<4x8xf32> axes ["mlp", "embed"] kernel @initc_kernel_0{{$}}
+// CHECK-LABEL: init.param @lowered_with_keys : tensor<4x8xf32> kernel @initc_kernel_0 kernel_args [7, -1]{{$}}
 init.param @lowered : tensor<4x8xf32> axes ["mlp", "embed"] kernel @initc_kernel_0
-func.func private @initc_kernel_0(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64)
+init.param @lowered_with_keys : tensor<4x8xf32> kernel @initc_kernel_0 kernel_args [7, -1]
+func.func private @initc_kernel_0(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr)
+}

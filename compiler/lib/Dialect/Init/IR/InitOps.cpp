@@ -57,7 +57,8 @@ LogicalResult verifyModel(ModuleOp module) {
   bool hasParams = !module.getOps<ParamOp>().empty();
   if (hasParams && module.getOps<SeedOp>().empty())
     return module.emitError()
-           << "the model has no 'init.seed': add one, e.g. 'init.seed 0', or pass --seed";
+           << "the model has no 'init.seed': add one, e.g. 'init.seed 0' (initc import hf writes "
+              "it from --seed)";
   return success();
 }
 
@@ -127,6 +128,13 @@ LogicalResult ParamOp::verify() {
   // C8: only buffers can be non-persistent.
   if (getNonpersistent() && !getBuffer())
     return emitOpError("'nonpersistent' applies to buffers only; add 'buffer'");
+
+  // C12: element indices and byte sizes are signed 64-bit everywhere downstream.
+  uint64_t bytes = (type.getElementTypeBitWidth() + 7) / 8;
+  for (int64_t dim : type.getShape())
+    if (__builtin_mul_overflow(bytes, (uint64_t)dim, &bytes) || bytes > (uint64_t)INT64_MAX)
+      return emitOpError("type ") << type << " has more bytes than fit in a signed 64-bit "
+                                  << "integer; check the shape";
   return success();
 }
 
@@ -380,14 +388,16 @@ LogicalResult CastOp::verify() {
 }
 
 LogicalResult ElementwiseOp::verify() {
-  // C1: the region takes the linear index and one index per dim, all i64. C2: it ends with
-  // init.yield (whose own C1 checks the element type: C3).
+  // C1: the region takes the linear index, one index per dim and one value per `args`
+  // entry, all i64. C2: it ends with init.yield (whose own C1 checks the element type: C3).
   Block &block = getBody().front();
-  int64_t expected = getType().getRank() + 1;
+  int64_t numArgs = getArgs() ? (int64_t)getArgs()->size() : 0;
+  int64_t expected = getType().getRank() + 1 + numArgs;
   if ((int64_t)block.getNumArguments() != expected ||
       llvm::any_of(block.getArgumentTypes(), [](Type t) { return !t.isInteger(64); }))
-    return emitOpError("region must take ") << expected << " i64 arguments (linear index, then "
-                                               "one index per dim)";
+    return emitOpError("region must take ")
+           << expected << " i64 arguments (linear index, then one index per dim)"
+           << (numArgs ? ", then one per 'args' entry" : "");
   // back(), not getTerminator(): this runs before the block's terminator is verified.
   if (block.empty() || !isa<YieldOp>(block.back()))
     return emitOpError("region must end with 'init.yield'");

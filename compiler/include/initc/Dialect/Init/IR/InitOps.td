@@ -87,12 +87,26 @@ def Init_ParamOp : Init_Op<"param", [
     OptionalAttr<FlatSymbolRefAttr>:$tied_to,
     OptionalAttr<FlatSymbolRefAttr>:$kernel,
     UnitAttr:$buffer,
-    UnitAttr:$nonpersistent
+    UnitAttr:$nonpersistent,
+    // Per-parameter values the kernel reads at run time (its Philox keys), so that parameters
+    // with the same recipe share one kernel. Set by init-partition.
+    OptionalAttr<DenseI64ArrayAttr>:$kernel_args
   );
   let regions = (region AnyRegion:$body);
+  let builders = [
+    // Without kernel arguments (init-partition sets them).
+    OpBuilder<(ins "::llvm::StringRef":$sym_name, "::mlir::RankedTensorType":$type,
+                   "::mlir::ArrayAttr":$axes, "::mlir::Attribute":$sharding,
+                   "::mlir::FlatSymbolRefAttr":$tied_to, "::mlir::FlatSymbolRefAttr":$kernel,
+                   CArg<"bool", "false">:$buffer, CArg<"bool", "false">:$nonpersistent), [{
+      build($_builder, $_state, sym_name, type, axes, sharding, tied_to, kernel, buffer,
+            nonpersistent, ::mlir::DenseI64ArrayAttr());
+    }]>
+  ];
   let assemblyFormat = [{
     $sym_name `:` $type (`axes` $axes^)? (`sharding` $sharding^)? (`tied_to` $tied_to^)?
-    (`kernel` $kernel^)? (`buffer` $buffer^)? (`nonpersistent` $nonpersistent^)?
+    (`kernel` $kernel^)? (`kernel_args` $kernel_args^)? (`buffer` $buffer^)?
+    (`nonpersistent` $nonpersistent^)?
     attr-dict-with-keyword ($body^)?
   }];
   let hasVerifier = 1;
@@ -453,21 +467,30 @@ def Init_ElementwiseOp : Init_Op<"elementwise", [Pure, IsolatedFromAbove]> {
   let summary = "a tensor whose every element is computed alone by a scalar region";
   let description = [{
     The output of `init-fuse-elementwise`: the region receives the element's global row-major
-    linear index and its global index along each dim (all `i64`) and yields the element. No
-    intermediate tensor exists; `init-partition` turns it into one loop over a rank's slice.
+    linear index and its global index along each dim (all `i64`), then one `i64` per entry of
+    `args` (the parameter's Philox keys: values that differ between parameters with the same
+    recipe, passed to the kernel at run time), and yields the element. No intermediate tensor
+    exists; `init-partition` turns it into one loop over a rank's slice.
     See [ir-spec: init.elementwise](../dialect.md#initelementwise).
 
     ```mlir
-    %w = init.elementwise : tensor<4x8xf32> {
-    ^bb0(%linear: i64, %i: i64, %j: i64):
+    %w = init.elementwise args [1234] : tensor<4x8xf32> {
+    ^bb0(%linear: i64, %i: i64, %j: i64, %key: i64):
       %c = arith.constant 1.0 : f32
       init.yield %c : f32
     }
     ```
   }];
+  let arguments = (ins OptionalAttr<DenseI64ArrayAttr>:$args);
   let results = (outs Init_ValueTensor:$result);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "attr-dict `:` type($result) $body";
+  let assemblyFormat = "(`args` $args^)? attr-dict `:` type($result) $body";
+  let builders = [
+    // Without kernel arguments; fuse-elementwise sets `args` once it knows the keys.
+    OpBuilder<(ins "::mlir::Type":$type), [{
+      build($_builder, $_state, type, ::mlir::DenseI64ArrayAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

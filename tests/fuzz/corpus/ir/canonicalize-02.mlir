@@ -1,0 +1,6 @@
+init.param @sub_zero_folds : tensor<4xf32> {
+  %x = init.normal mean 0.0 std 1.0 stream 0 : tensor<4xf32>
+  %z = init.fill 0.0 : tensor<4xf32>
+  %0 = init.sub %x, %z : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}

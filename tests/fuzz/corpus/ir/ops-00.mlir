@@ -1,0 +1,114 @@
+// Round trip of every op and attribute of the init dialect, in the custom and the generic form.
+
+init.seed 1234
+
+mesh.mesh @mesh(shape = 2x2) {init.axis_names = ["dp", "tp"]}
+
+init.param @"model.embed_tokens.weight" : tensor<64x32xbf16>
+    axes ["vocab", "embed"] sharding #mesh.shard<@mesh, [[1], [0]]> {
+  %0 = init.normal mean 0.0 std 0.02 stream 0 : tensor<64x32xbf16>
+  init.yield %0 : tensor<64x32xbf16>
+}
+
+init.param @"lm_head.weight" : tensor<64x32xbf16> tied_to @"model.embed_tokens.weight"
+
+init.param @two_axes_one_dim : tensor<8x4xf32> sharding #mesh.shard<@mesh, [[0, 1]]> {
+  %0 = init.fill 0.0 : tensor<8x4xf32>
+  init.yield %0 : tensor<8x4xf32>
+}
+
+init.param @random_sources : tensor<16x8xf32> {
+  %u = init.uniform -0.125, 0.125 stream 0 : tensor<16x8xf32>
+  %n = init.normal mean 1.0 std 0.5 stream 1 : tensor<16x8xf32>
+  %t = init.trunc_normal mean 0.0 std 0.02 bounds [-0.04, 0.04] stream 2 : tensor<16x8xf32>
+  %v = init.variance_scaling scale 2.0 fan_in normal stream 3 : tensor<16x8xf32>
+  %vo = init.variance_scaling scale 1.0 fan_out uniform stream 4 : tensor<16x8xf32>
+  %va = init.variance_scaling scale 1.0 fan_avg uniform stream 5 : tensor<16x8xf32>
+  %q = init.orthogonal gain 1.0 stream 6 strategy redundant : tensor<16x8xf32>
+  %0 = init.add %u, %n : tensor<16x8xf32>
+  %1 = init.sub %0, %t : tensor<16x8xf32>
+  %2 = init.mul %1, %v : tensor<16x8xf32>
+  %3 = init.div %2, %vo : tensor<16x8xf32>
+  %4 = init.add %3, %va : tensor<16x8xf32>
+  %5 = init.add %4, %q : tensor<16x8xf32>
+  init.yield %5 : tensor<16x8xf32>
+}
+
+init.param @unary_ops : tensor<64xf16> {
+  %x = init.uniform -0.5, 0.5 stream 0 : tensor<64xf16>
+  %0 = init.erfinv %x : tensor<64xf16>
+  %1 = init.exp %0 : tensor<64xf16>
+  %2 = init.log %1 : tensor<64xf16>
+  %3 = init.sqrt %2 : tensor<64xf16>
+  %4 = init.sign %3 : tensor<64xf16>
+  %5 = init.clamp %4 min -2.0 max 2.0 : tensor<64xf16>
+  init.yield %5 : tensor<64xf16>
+}
+
+init.param @"model.embed_tokens.padded" : tensor<32x8xf64> axes ["vocab", "embed"] {
+  %pad = init.index_mask dim 0 index 1 : tensor<32x8xi1>
+  %zeros = init.fill 0.0 : tensor<32x8xf64>
+  %w = init.normal mean 0.0 std 1.0 stream 0 : tensor<32x8xf64>
+  %0 = init.select %pad, %zeros, %w : tensor<32x8xi1>, tensor<32x8xf64>
+  init.yield %0 : tensor<32x8xf64>
+}
+
+init.param @"h.0.attn.bias" : tensor<1x1x16x16xi1> buffer nonpersistent {
+  %0 = init.tril diagonal 0 : tensor<1x1x16x16xi1>
+  init.yield %0 : tensor<1x1x16x16xi1>
+}
+
+init.param @upper : tensor<4x6xf32> buffer {
+  %0 = init.triu diagonal -1 : tensor<4x6xf32>
+  init.yield %0 : tensor<4x6xf32>
+}
+
+init.param @identity : tensor<4x6xbf16> {
+  %0 = init.eye : tensor<4x6xbf16>
+  init.yield %0 : tensor<4x6xbf16>
+}
+
+init.param @position_ids : tensor<1x16xi64> buffer nonpersistent {
+  %0 = init.iota dim 1 start 0.0 step 1.0 : tensor<1x16xi64>
+  init.yield %0 : tensor<1x16xi64>
+}
+
+init.param @"rotary_emb.inv_freq" : tensor<8xf32> buffer nonpersistent {
+  %0 = init.rope_inv_freq theta 10000.0 head_dim 16 : tensor<8xf32>
+  init.yield %0 : tensor<8xf32>
+}
+
+init.param @"model.norm.weight" : tensor<32xbf16> {
+  %0 = init.load "base.safetensors" ["model.norm.weight"] : tensor<32xbf16>
+  %1 = init.cast %0 : tensor<32xbf16> to tensor<32xf32>
+  %2 = init.cast %1 : tensor<32xf32> to tensor<32xbf16>
+  init.yield %2 : tensor<32xbf16>
+}
+
+init.param @scalar : tensor<f32> {
+  %0 = init.fill 1.0 : tensor<f32>
+  init.yield %0 : tensor<f32>
+}
+
+init.param @fused : tensor<4x8xf32> {
+  %0 = init.elementwise : tensor<4x8xf32> {
+  ^bb0(%linear: i64, %i: i64, %j: i64):
+    %v = arith.sitofp %linear : i64 to f32
+    init.yield %v : f32
+  }
+  init.yield %0 : tensor<4x8xf32>
+}
+
+init.param @keyed : tensor<8xf32> {
+  %0 = init.elementwise args [-7543465722040836421, 42] : tensor<8xf32> {
+  ^bb0(%linear: i64, %i: i64, %key0: i64, %key1: i64):
+    %x = arith.xori %key0, %key1 : i64
+    %v = arith.sitofp %x : i64 to f32
+    init.yield %v : f32
+  }
+  init.yield %0 : tensor<8xf32>
+}
+
+init.param @lowered : tensor<4x8xf32> axes ["mlp", "embed"] kernel @initc_kernel_0
+init.param @lowered_with_keys : tensor<4x8xf32> kernel @initc_kernel_0 kernel_args [7, -1]
+func.func private @initc_kernel_0(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr)

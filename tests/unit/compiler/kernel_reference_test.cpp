@@ -1,0 +1,357 @@
+// The compiled kernels against the scalar reference (runtime/include/initrt/rng.h), bit for bit.
+//
+// Small init modules go through the real pipeline (fuse, partition, kernels.so); each kernel is
+// run on several slices of its tensor and several splits of [begin, end), and every element is
+// compared with the reference evaluated at its global index. The same module compiled for
+// x86-64 (SSE2 only), x86-64-v3 (AVX2) and the host CPU must give the same bytes: the RNG
+// contract holds across vector widths, and any restructuring of the kernels' loops (Philox
+// blocks shared by four elements, prologue and epilogue around aligned blocks) is checked here.
+#include "initc/Pipeline/Pipeline.h"
+#include "initc/Registration.h"
+#include "initc/Target/SharedObject.h"
+#include "initrt/program.h"
+#include "initrt/rng.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace mlir;
+namespace rng = initrt::rng;
+
+namespace {
+
+constexpr uint64_t kSeed = 1234;
+
+enum class Dist { Uniform, Normal, TruncNormal, ScaledUniform, ScaledNormal };
+
+struct Case {
+  std::string name;
+  Dist dist;
+  std::string dtype; // f32, bf16, f16, f64
+  std::vector<int64_t> shape;
+  int stream;
+};
+
+std::string tensorType(const Case &c) {
+  std::string t = "tensor<";
+  for (int64_t d : c.shape)
+    t += std::to_string(d) + "x";
+  return t + c.dtype + ">";
+}
+
+std::string recipe(const Case &c) {
+  std::string s = " stream " + std::to_string(c.stream) + " : " + tensorType(c);
+  switch (c.dist) {
+  case Dist::Uniform:
+    return "init.uniform -0.1, 0.1" + s;
+  case Dist::Normal:
+    return "init.normal mean 0.5 std 0.02" + s;
+  case Dist::TruncNormal:
+    return "init.trunc_normal mean 0.0 std 0.02 bounds [-0.04, 0.04]" + s;
+  case Dist::ScaledUniform:
+    return "init.variance_scaling scale 0.333333 fan_in uniform" + s;
+  case Dist::ScaledNormal:
+    return "init.variance_scaling scale 2.0 fan_in normal" + s;
+  }
+  return "";
+}
+
+double fanIn(const std::vector<int64_t> &shape) {
+  double fan = double(shape[1]);
+  for (size_t d = 2; d < shape.size(); ++d)
+    fan *= double(shape[d]);
+  return fan;
+}
+
+// The f32 sample of element `i` of a case, by the reference.
+float referenceSample(const Case &c, uint64_t i) {
+  rng::Key key = rng::deriveKey(kSeed, c.name, uint64_t(c.stream));
+  switch (c.dist) {
+  case Dist::Uniform:
+    return rng::uniformAt(key, i, -0.1, 0.1);
+  case Dist::Normal:
+    return rng::normalAt(key, i, 0.5, 0.02);
+  case Dist::TruncNormal:
+    return rng::truncNormalAt(key, i, 0.0, 0.02, -0.04, 0.04);
+  case Dist::ScaledUniform: {
+    double bound = std::sqrt(3.0 * 0.333333 / fanIn(c.shape));
+    return rng::uniformAt(key, i, -bound, bound);
+  }
+  case Dist::ScaledNormal:
+    return rng::normalAt(key, i, 0.0, std::sqrt(2.0 / fanIn(c.shape)));
+  }
+  return 0;
+}
+
+size_t elementBytes(const Case &c) {
+  if (c.dtype == "f64")
+    return 8;
+  if (c.dtype == "f32")
+    return 4;
+  return 2;
+}
+
+// The stored bytes of element `i` of a case, by the reference.
+std::vector<uint8_t> referenceElement(const Case &c, uint64_t i) {
+  float f = referenceSample(c, i);
+  std::vector<uint8_t> bytes(elementBytes(c));
+  if (c.dtype == "f32") {
+    std::memcpy(bytes.data(), &f, 4);
+  } else if (c.dtype == "f64") {
+    double d = f;
+    std::memcpy(bytes.data(), &d, 8);
+  } else {
+    uint16_t h = c.dtype == "bf16" ? rng::toBF16Bits(f) : rng::toF16Bits(f);
+    std::memcpy(bytes.data(), &h, 2);
+  }
+  return bytes;
+}
+
+std::vector<Case> allCases() {
+  std::vector<Case> cases;
+  const std::vector<std::vector<int64_t>> shapes = {{1001}, {7, 13}, {3, 5, 7}, {2, 1001}};
+  const char *dtypes[] = {"f32", "bf16", "f16", "f64"};
+  int n = 0;
+  for (Dist dist : {Dist::Uniform, Dist::Normal, Dist::TruncNormal, Dist::ScaledUniform,
+                    Dist::ScaledNormal})
+    for (const char *dtype : dtypes)
+      for (const auto &shape : shapes) {
+        bool scaled = dist == Dist::ScaledUniform || dist == Dist::ScaledNormal;
+        if (scaled && shape.size() < 2)
+          continue; // the fan needs rank >= 2
+        Case c;
+        c.name = "model.layers." + std::to_string(n) + ".weight";
+        c.dist = dist;
+        c.dtype = dtype;
+        c.shape = shape;
+        c.stream = n % 3;
+        cases.push_back(c);
+        ++n;
+      }
+  // Two parameters with the same recipe and shape: they may share a kernel, never values.
+  Case twin = cases.front();
+  twin.name = "model.twin.weight";
+  cases.push_back(twin);
+  return cases;
+}
+
+std::string moduleText(const std::vector<Case> &cases) {
+  std::string text = "init.seed " + std::to_string(kSeed) + "\n";
+  for (const Case &c : cases) {
+    text += "init.param @" + c.name + " : " + tensorType(c) + " {\n";
+    text += "  %0 = " + recipe(c) + "\n";
+    text += "  init.yield %0 : " + tensorType(c) + "\n}\n";
+  }
+  return text;
+}
+
+// A box of the global tensor: offset and local shape.
+struct Box {
+  std::vector<int64_t> offset, shape;
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+std::vector<Box> boxesOf(const std::vector<int64_t> &shape) {
+  std::vector<Box> boxes;
+  Box whole{std::vector<int64_t>(shape.size(), 0), shape};
+  boxes.push_back(whole);
+  // An interior box with odd offsets: rows start off the 4-element block grid.
+  Box inner = whole;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] > 2) {
+      inner.offset[d] = 1;
+      inner.shape[d] = shape[d] - 2;
+    }
+  boxes.push_back(inner);
+  // The last 3 columns (shorter than a block), and one element.
+  Box tail = whole;
+  tail.offset.back() = shape.back() - 3;
+  tail.shape.back() = 3;
+  boxes.push_back(tail);
+  Box one = whole;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    one.offset[d] = shape[d] / 2;
+    one.shape[d] = 1;
+  }
+  boxes.push_back(one);
+  // A torch.chunk-style half along dim 0.
+  if (shape[0] > 1) {
+    Box half = whole;
+    half.offset[0] = (shape[0] + 1) / 2;
+    half.shape[0] = shape[0] - half.offset[0];
+    boxes.push_back(half);
+  }
+  return boxes;
+}
+
+// Splits of [0, n) into [begin, end) pieces.
+std::vector<std::vector<int64_t>> splitsOf(int64_t n) {
+  std::vector<std::vector<int64_t>> splits;
+  splits.push_back({0, n});
+  std::vector<int64_t> ones;
+  for (int64_t i = 0; i <= n && n <= 4096; ++i)
+    ones.push_back(i);
+  if (!ones.empty())
+    splits.push_back(ones);
+  for (int64_t step : {3, 5, 17, 258}) {
+    std::vector<int64_t> cut;
+    for (int64_t i = 0; i < n; i += step)
+      cut.push_back(i);
+    cut.push_back(n);
+    splits.push_back(cut);
+  }
+  return splits;
+}
+
+class KernelReferenceTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    DialectRegistry registry;
+    initc::registerDialects(registry);
+    context.appendDialectRegistry(registry);
+    context.loadAllAvailableDialects();
+    llvm::SmallString<128> dir;
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("initc-kernel-ref", dir));
+    tempDir = dir.str().str();
+  }
+  void TearDown() override {
+    for (void *handle : handles)
+      dlclose(handle);
+    llvm::sys::fs::remove_directories(tempDir);
+  }
+
+  // Compiles `cases` for `cpu`; returns the program (kernel names and args) and the library.
+  void *compile(const std::vector<Case> &cases, const std::string &cpu,
+                initrt::Program &program) {
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(moduleText(cases), &context);
+    EXPECT_TRUE(module);
+    if (!module)
+      return nullptr;
+    initc::PipelineOptions options;
+    EXPECT_TRUE(succeeded(initc::runPipeline(*module, options, initc::Stage::Partitioned)));
+    std::string error;
+    EXPECT_TRUE(succeeded(initc::buildProgram(*module, "ref", program, error))) << error;
+    OwningOpRef<ModuleOp> kernels = initc::extractKernels(*module);
+    initc::target::TargetOptions target;
+    target.cpu = cpu;
+    std::string soPath = tempDir + "/kernels-" + cpu + ".so";
+    EXPECT_TRUE(succeeded(initc::target::emitSharedObject(*kernels, soPath, target, error)))
+        << error;
+    void *handle = dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_NE(handle, nullptr) << dlerror();
+    if (handle)
+      handles.push_back(handle);
+    return handle;
+  }
+
+  // Runs every case on every box and split; checks each element against the reference and
+  // returns all bytes written, in order, for comparing CPUs.
+  std::vector<uint8_t> runAll(const std::vector<Case> &cases, const std::string &cpu) {
+    initrt::Program program;
+    void *handle = compile(cases, cpu, program);
+    std::vector<uint8_t> all;
+    if (!handle)
+      return all;
+    EXPECT_EQ(program.params.size(), cases.size());
+    int failures = 0;
+    for (size_t p = 0; p < cases.size() && p < program.params.size(); ++p) {
+      const Case &c = cases[p];
+      const initrt::Param &param = program.params[p];
+      EXPECT_EQ(param.name, c.name);
+      auto kernel =
+          reinterpret_cast<initrt::KernelFn>(dlsym(handle, param.kernel.c_str()));
+      EXPECT_NE(kernel, nullptr) << param.kernel;
+      if (!kernel)
+        continue;
+      size_t width = elementBytes(c);
+      for (const Box &box : boxesOf(c.shape)) {
+        int64_t n = box.elements();
+        for (const std::vector<int64_t> &cuts : splitsOf(n)) {
+          // Guard bytes on both sides catch writes outside [begin, end).
+          std::vector<uint8_t> out((size_t(n) + 2) * width, 0xa5);
+          for (size_t s = 0; s + 1 < cuts.size(); ++s)
+            callKernel(kernel, param, out.data() + width, c.shape, box, cuts[s], cuts[s + 1]);
+          for (size_t b = 0; b < width; ++b) {
+            EXPECT_EQ(out[b], 0xa5) << c.name << ": wrote before element 0";
+            EXPECT_EQ(out[(size_t(n) + 1) * width + b], 0xa5) << c.name << ": wrote past the end";
+          }
+          // Compare every element with the reference at its global index.
+          for (int64_t local = 0; local < n && failures < 20; ++local) {
+            int64_t rest = local, global = 0, stride = 1;
+            for (int64_t d = int64_t(c.shape.size()) - 1; d >= 0; --d) {
+              int64_t index = rest % box.shape[d] + box.offset[d];
+              rest /= box.shape[d];
+              global += index * stride;
+              stride *= c.shape[d];
+            }
+            std::vector<uint8_t> want = referenceElement(c, uint64_t(global));
+            if (std::memcmp(want.data(), out.data() + (size_t(local) + 1) * width, width)) {
+              ++failures;
+              ADD_FAILURE() << cpu << ": " << c.name << " (" << c.dtype << ") element " << global
+                            << " (local " << local << ", " << cuts.size() - 1
+                            << " pieces) differs from the reference";
+            }
+          }
+          all.insert(all.end(), out.begin(), out.end());
+        }
+      }
+    }
+    return all;
+  }
+
+  static void callKernel(initrt::KernelFn kernel, const initrt::Param &param, void *out,
+                         const std::vector<int64_t> &shape, const Box &box, int64_t begin,
+                         int64_t end) {
+    const uint64_t noArgs[1] = {0};
+    const uint64_t *args = param.kernelArgs.empty() ? noArgs : param.kernelArgs.data();
+    kernel(out, shape.data(), box.offset.data(), box.shape.data(), begin, end, args);
+  }
+
+  MLIRContext context;
+  std::string tempDir;
+  std::vector<void *> handles;
+};
+
+TEST_F(KernelReferenceTest, EveryElementMatchesTheReference) {
+  runAll(allCases(), "x86-64-v3");
+}
+
+TEST_F(KernelReferenceTest, SameRecipesShareAKernel) {
+  // Parameters that differ only in name (so in their Philox keys) share one kernel.
+  std::vector<Case> all = allCases();
+  std::vector<Case> cases = {all.front(), all[1], all.back()};
+  initrt::Program program;
+  ASSERT_NE(compile(cases, "x86-64-v3", program), nullptr);
+  ASSERT_EQ(program.params.size(), cases.size());
+  EXPECT_EQ(program.params.front().kernel, program.params.back().kernel);
+  EXPECT_NE(program.params.front().kernelArgs, program.params.back().kernelArgs);
+}
+
+TEST_F(KernelReferenceTest, VectorWidthsGiveTheSameBytes) {
+  std::vector<Case> cases = allCases();
+  std::vector<uint8_t> portable = runAll(cases, "x86-64");
+  std::vector<uint8_t> avx2 = runAll(cases, "x86-64-v3");
+  std::vector<uint8_t> native = runAll(cases, "native");
+  ASSERT_FALSE(portable.empty());
+  EXPECT_TRUE(portable == avx2) << "x86-64 and x86-64-v3 kernels differ";
+  EXPECT_TRUE(portable == native) << "x86-64 and native kernels differ";
+}
+
+} // namespace

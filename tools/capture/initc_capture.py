@@ -1,0 +1,1051 @@
+#!/usr/bin/python3
+"""Capture a PyTorch model constructor into init IR (ir-spec/capture.md).
+
+    initc_capture.py --factory models.py:build_model --kwargs '{"dim": 512}' -o model.mlir
+
+The factory runs on the meta device: no parameter memory is allocated. A TorchFunctionMode sees
+every torch call; each tensor storage carries the expression (a tree of init IR ops over the
+storage's shape) that computes its current value, and every in-place op, torch.nn.init function
+or re-initialization replaces or extends that tree. At the end every parameter and persistent
+buffer of the state dict becomes one `init.param` whose body evaluates its final tree (earlier,
+overwritten trees stay in the body as dead values; init-eliminate-dead-inits drops them).
+
+Depends only on torch (1.13 or later) and the Python standard library.
+"""
+
+import argparse
+import importlib
+import importlib.util
+import itertools
+import json
+import math
+import os
+import sys
+import traceback
+
+import torch
+import torch.nn as nn
+from torch.overrides import TorchFunctionMode
+
+
+class CaptureError(Exception):
+    """A model the capture cannot express; the message names the op and where it happened."""
+
+
+#===------------------------------------------------------------------------------------------===#
+# Expressions
+#===------------------------------------------------------------------------------------------===#
+
+DTYPES = {
+    torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
+    torch.bool: "i1", torch.int64: "i64",
+}
+FLOAT_TYPES = ("f32", "f16", "bf16", "f64")
+RANDOM_OPS = ("uniform", "normal", "trunc_normal", "variance_scaling", "orthogonal")
+UNARY_OPS = ("erfinv", "exp", "log", "sqrt", "sign")
+BINARY_OPS = ("add", "sub", "mul", "div")
+# Ops whose element values depend on the element's position (not only on its linear index).
+INDEXED_OPS = ("iota", "eye", "tril", "triu", "index_mask", "orthogonal")
+_sequence = itertools.count()
+
+
+class Node:
+    """One init IR op over a tensor of `shape` and element type `dtype`."""
+
+    def __init__(self, op, shape, dtype, args=(), where=None, **attrs):
+        self.op, self.shape, self.dtype = op, tuple(int(s) for s in shape), dtype
+        self.args, self.attrs, self.where = tuple(args), attrs, where
+        # Random ops are numbered in program order; streams follow that order per parameter.
+        self.seq = next(_sequence) if op in RANDOM_OPS else None
+
+    def numel(self):
+        return math.prod(self.shape)
+
+    def walk(self, seen=None):
+        seen = set() if seen is None else seen
+        if id(self) in seen:
+            return
+        seen.add(id(self))
+        for a in self.args:
+            yield from a.walk(seen)
+        yield self
+
+    def find(self, op):
+        return next((n for n in self.walk() if n.op == op), None)
+
+
+def unsupported(what, shape=(), dtype="f32"):
+    return Node("unsupported", shape, dtype, where=user_location(), what=what)
+
+
+def fill(value, shape, dtype):
+    if dtype == "i1":
+        value = 1.0 if value else 0.0
+    elif dtype == "i64":
+        value = float(int(value))
+    return Node("fill", shape, dtype, value=float(value))
+
+
+def is_index_free(node):
+    """True when every element depends only on its linear index (so any reshape keeps it)."""
+    return all(n.op not in INDEXED_OPS and n.op not in ("unsupported",) for n in node.walk())
+
+
+def fan_in_and_out(shape):
+    if len(shape) < 2:
+        raise CaptureError("fan in and fan out need a tensor of 2 or more dims, got shape %s"
+                           % (list(shape),))
+    receptive = math.prod(shape[2:])
+    return shape[1] * receptive, shape[0] * receptive
+
+
+def explicit_random(node):
+    """A variance_scaling op as the uniform/normal op it stands for (its fan is shape-bound)."""
+    if node.op != "variance_scaling":
+        return node
+    fan_in, fan_out = fan_in_and_out(node.shape)
+    fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[node.attrs["mode"]]
+    var = node.attrs["scale"] / fan
+    if node.attrs["distribution"] == "uniform":
+        bound = math.sqrt(3.0 * var)
+        out = Node("uniform", node.shape, node.dtype, low=-bound, high=bound)
+    else:
+        out = Node("normal", node.shape, node.dtype, mean=0.0, std=math.sqrt(var))
+    out.seq = node.seq
+    return out
+
+
+def rebuild(node, shape, dim_map, memo=None):
+    """`node` over `shape`; dim_map maps old dims to new dims (None: any reshape, index-free)."""
+    memo = {} if memo is None else memo
+    if id(node) in memo:
+        return memo[id(node)]
+    shape = tuple(shape)
+    if node.shape == shape:
+        return node
+    op, attrs = node.op, dict(node.attrs)
+    if op == "variance_scaling":
+        node = explicit_random(node)
+        op, attrs = node.op, dict(node.attrs)
+    args = [rebuild(a, shape, dim_map, memo) for a in node.args]
+    if op in INDEXED_OPS:
+        if dim_map is None:
+            return unsupported("reshaping %s (its values depend on their position)" % op,
+                               shape, node.dtype)
+        if op == "iota":
+            d = attrs["dim"]
+            if node.shape[d] == 1:
+                return fill(attrs["start"], shape, node.dtype)
+            attrs["dim"] = dim_map[d]
+        elif op == "index_mask":
+            d = attrs["dim"]
+            if node.shape[d] == 1:
+                return fill(attrs["index"] == 0, shape, node.dtype)
+            attrs["dim"] = dim_map[d]
+        elif op in ("tril", "triu"):
+            r = len(node.shape)
+            if (dim_map.get(r - 1) != len(shape) - 1 or dim_map.get(r - 2) != len(shape) - 2):
+                return unsupported("reshaping %s so that its matrix dims move" % op, shape,
+                                   node.dtype)
+        else:
+            return unsupported("reshaping %s" % op, shape, node.dtype)
+    out = Node(op, shape, node.dtype, args, where=node.where, **attrs)
+    out.seq = node.seq
+    memo[id(node)] = out
+    return out
+
+
+def reshape(node, shape):
+    shape = tuple(int(s) for s in shape)
+    if node.shape == shape:
+        return node
+    if node.numel() != math.prod(shape):
+        return unsupported("broadcasting a tensor of shape %s to %s" % (list(node.shape), list(shape)),
+                           shape, node.dtype)
+    old = [d for d, s in enumerate(node.shape) if s != 1]
+    new = [d for d, s in enumerate(shape) if s != 1]
+    dim_map = None
+    if [node.shape[d] for d in old] == [shape[d] for d in new]:
+        dim_map = dict(zip(old, new))
+    elif not is_index_free(node):
+        return unsupported("reshaping a tensor whose values depend on their position from %s to %s"
+                           % (list(node.shape), list(shape)), shape, node.dtype)
+    return rebuild(node, shape, dim_map)
+
+
+def cast(node, dtype):
+    if node.dtype == dtype:
+        return node
+    if node.op == "fill":
+        return fill(node.attrs["value"], node.shape, dtype)
+    if node.op == "iota" and dtype in FLOAT_TYPES + ("i64",):
+        return Node("iota", node.shape, dtype, **node.attrs)
+    if node.op in ("eye", "tril", "triu") and dtype != "i64":
+        return Node(node.op, node.shape, dtype, **node.attrs)
+    return Node("cast", node.shape, dtype, (node,))
+
+
+def binary(op, lhs, rhs, dtype):
+    """lhs op rhs in `dtype` (torch's result type); both already have the result's shape."""
+    lhs, rhs = cast(lhs, dtype), cast(rhs, dtype)
+    if lhs.op == "fill" and rhs.op == "fill" and dtype == "i64":
+        a, b = lhs.attrs["value"], rhs.attrs["value"]
+        value = {"add": a + b, "sub": a - b, "mul": a * b}.get(op)
+        if value is not None:
+            return fill(value, lhs.shape, dtype)
+    if dtype == "i64":
+        # arange arithmetic stays an iota: start and step fold exactly.
+        it, other = (lhs, rhs) if lhs.op == "iota" else (rhs, lhs)
+        if it.op == "iota" and other.op == "fill":
+            c, s, st = other.attrs["value"], it.attrs["start"], it.attrs["step"]
+            if op == "add":
+                return Node("iota", it.shape, dtype, dim=it.attrs["dim"], start=s + c, step=st)
+            if op == "mul":
+                return Node("iota", it.shape, dtype, dim=it.attrs["dim"], start=s * c, step=st * c)
+            if op == "sub" and it is lhs:
+                return Node("iota", it.shape, dtype, dim=it.attrs["dim"], start=s - c, step=st)
+        return unsupported("integer %s (init IR computes in floating point)" % op, lhs.shape, dtype)
+    if dtype not in FLOAT_TYPES:
+        return unsupported("%s on %s tensors" % (op, dtype), lhs.shape, dtype)
+    return Node(op, lhs.shape, dtype, (lhs, rhs))
+
+
+def select(cond, on_true, on_false):
+    if cond.op == "fill":
+        return on_true if cond.attrs["value"] else on_false
+    return Node("select", on_true.shape, on_true.dtype, (cast(cond, "i1"), on_true, on_false))
+
+
+#===------------------------------------------------------------------------------------------===#
+# Storages and views
+#===------------------------------------------------------------------------------------------===#
+
+class Storage:
+    """The value of one tensor storage: a contiguous tensor of `shape`, and its history."""
+
+    def __init__(self, tensor, node):
+        self.tensor = tensor          # kept alive so its storage id is never reused
+        self.shape = node.shape
+        self.dtype = node.dtype
+        self.versions = [node]
+
+    @property
+    def node(self):
+        return self.versions[-1]
+
+    def assign(self, node):
+        self.versions.append(node)
+
+
+def storage_key(t):
+    return t.storage()._cdata
+
+
+def contiguous_strides(shape):
+    strides, s = [], 1
+    for n in reversed(shape):
+        strides.append(s)
+        s *= n
+    return tuple(reversed(strides))
+
+
+def view_geometry(t, base_shape):
+    """How tensor `t` sits in its storage (a contiguous `base_shape`): ('full', ordered) when it
+    covers every element, ('box', [(dim, lo, hi)...]) for a box of it, or None otherwise."""
+    base_strides = contiguous_strides(base_shape)
+    offset = t.storage_offset()
+    start = []
+    for n, s in zip(base_shape, base_strides):
+        start.append((offset // s) % n if n else 0)
+    if sum(i * s for i, s in zip(start, base_strides)) != offset:
+        return None
+    ranges = {d: (start[d], start[d] + 1) for d in range(len(base_shape))}
+    order = []
+    for size, stride in zip(t.shape, t.stride()):
+        if size == 1:
+            continue
+        dims = [d for d in range(len(base_shape))
+                if base_strides[d] == stride and base_shape[d] != 1 and d not in order]
+        if not dims:
+            return None
+        d = dims[0]
+        if start[d] + size > base_shape[d]:
+            return None
+        ranges[d] = (start[d], start[d] + size)
+        order.append(d)
+    box = [(d, lo, hi) for d, (lo, hi) in sorted(ranges.items()) if (lo, hi) != (0, base_shape[d])]
+    if not box:
+        return ("full", order == sorted(order))
+    return ("box", box)
+
+
+#===------------------------------------------------------------------------------------------===#
+# The capture
+#===------------------------------------------------------------------------------------------===#
+
+_THIS_FILE = os.path.abspath(__file__)
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+
+
+def user_location():
+    """file:line of the innermost frame outside torch and this tool."""
+    for frame in reversed(traceback.extract_stack()[:-1]):
+        path = os.path.abspath(frame.filename)
+        if path != _THIS_FILE and not path.startswith(_TORCH_DIR):
+            return "%s:%d" % (frame.filename, frame.lineno)
+    return "?"
+
+
+def torch_name(func):
+    name = getattr(func, "__name__", str(func))
+    qual = getattr(func, "__qualname__", name)
+    module = getattr(func, "__module__", None) or ""
+    if module == "torch.nn.init":
+        return "torch.nn.init." + name
+    if "." in qual or module.startswith("torch._C") or module == "torch._tensor":
+        return "torch.Tensor." + name
+    return "torch." + name
+
+
+FACTORIES = {"empty", "zeros", "ones", "full", "arange", "eye", "rand", "randn", "tensor",
+             "scalar_tensor", "empty_like", "zeros_like", "ones_like", "full_like", "rand_like",
+             "randn_like", "linspace", "randint", "randperm", "normal", "empty_strided",
+             "as_tensor"}
+# In-place methods that change a tensor's geometry or metadata, never its values.
+KEEPS_VALUES = {"t_", "transpose_", "unsqueeze_", "squeeze_", "requires_grad_", "detach_",
+                "share_memory_", "retain_grad", "set_", "as_strided_", "swapaxes_", "swapdims_"}
+READS_VALUES = {"item", "tolist", "__bool__", "__float__", "__int__", "__index__", "numpy",
+                "__array__", "__format__", "any", "all", "equal", "allclose", "isclose", "nonzero",
+                "__contains__"}
+
+
+class Capture(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.storages = {}
+        self.busy = False
+
+    # -- values --------------------------------------------------------------------------------
+    def state(self, t):
+        if not isinstance(t, torch.Tensor) or t.device.type != "meta":
+            return None
+        return self.storages.get(storage_key(t))
+
+    def register(self, t, node):
+        """`t` is a fresh tensor whose value is `node`."""
+        if not isinstance(t, torch.Tensor):
+            return
+        key = storage_key(t)
+        if key in self.storages:
+            return  # a view of a known storage: nothing new
+        dtype = DTYPES.get(t.dtype)
+        if dtype is None:
+            node = unsupported("tensors of dtype %s (init IR has f32, f16, bf16, f64, bool, int64)"
+                               % t.dtype, t.shape, "f32")
+            dtype = "f32"
+        if t.is_contiguous() and t.storage_offset() == 0 and t.numel() == t.storage().size():
+            node = cast(reshape(node, t.shape), dtype) if node.op != "unsupported" else \
+                Node("unsupported", t.shape, dtype, where=node.where, **node.attrs)
+        else:
+            node = unsupported("a tensor laid out as a strided view of a new storage", (t.storage().size(),), dtype)
+        self.storages[key] = Storage(t, node)
+
+    def value(self, x, shape=None, dtype=None):
+        """The expression of a tensor or Python scalar operand, over `shape`."""
+        if isinstance(x, torch.Tensor):
+            st = self.state(x)
+            if st is None:
+                node = unsupported("a tensor created outside the capture (on %s)" % x.device,
+                                   tuple(x.shape))
+            else:
+                geo = view_geometry(x, st.shape)
+                if geo == ("full", True):
+                    node = reshape(st.node, x.shape)
+                elif is_index_free(st.node):
+                    node = self._index_free_part(st.node, tuple(x.shape))
+                else:
+                    node = unsupported("reading a strided part of a tensor whose values depend on "
+                                       "their position", tuple(x.shape), st.dtype)
+            if shape is not None and tuple(node.shape) != tuple(shape):
+                if node.numel() == 1 and node.op == "fill":
+                    node = fill(node.attrs["value"], shape, node.dtype)
+                else:
+                    node = reshape(node, shape)
+            return cast(node, dtype) if dtype else node
+        if isinstance(x, (bool, int, float)):
+            return fill(x, shape or (), dtype or ("i1" if isinstance(x, bool) else
+                                                 "i64" if isinstance(x, int) else "f32"))
+        return unsupported("an operand of type %s" % type(x).__name__, shape or (), dtype or "f32")
+
+    @staticmethod
+    def _index_free_part(node, shape):
+        # Elements of an index-free expression are identically distributed and independent of
+        # their position, so a part of it is the same expression over the part's shape.
+        def sub(n):
+            out = Node(n.op if n.op != "variance_scaling" else explicit_random(n).op, shape, n.dtype,
+                       [sub(a) for a in n.args],
+                       **(n.attrs if n.op != "variance_scaling" else explicit_random(n).attrs))
+            out.seq = n.seq
+            return out
+        return sub(node)
+
+    def mutate(self, t, compute, what):
+        """In-place write to tensor `t`: compute(old_full) gives the new value over the whole
+        storage; only the part `t` views is replaced."""
+        st = self.state(t)
+        if st is None:
+            return
+        geo = view_geometry(t, st.shape)
+        old = st.node
+        if geo is None:
+            st.assign(unsupported("%s on a strided view (step or overlapping slicing)" % what,
+                                  st.shape, st.dtype))
+            return
+        new = compute(old, geo)
+        new = cast(reshape(new, st.shape), st.dtype)
+        if geo[0] == "box":
+            new = self.masked(geo[1], new, old)
+        st.assign(new)
+
+    def masked(self, box, new, old):
+        """select over the box [(dim, lo, hi)]: new inside, old outside."""
+        count = sum(hi - lo for _, lo, hi in box)
+        if count > 256:
+            return unsupported("writing to a slice of %d rows (init IR masks select single "
+                               "indices)" % count, old.shape, old.dtype)
+        inner = new
+        for dim, lo, hi in reversed(box):
+            result = old
+            for index in reversed(range(lo, hi)):
+                mask = Node("index_mask", old.shape, "i1", dim=dim, index=index)
+                result = select(mask, inner, result)
+            inner = result
+        return inner
+
+    # -- in-place ops ----------------------------------------------------------------------------
+    def fresh_random(self, t, geo, make):
+        """A random op over the storage; fans come from the viewed tensor's own shape."""
+        st = self.state(t)
+        node = make(tuple(t.shape))
+        if node.op == "variance_scaling" and (tuple(t.shape) != st.shape or geo[0] != "full"):
+            node = explicit_random(node)
+        if node.op == "orthogonal" and (tuple(t.shape) != st.shape or geo != ("full", True)):
+            return unsupported("orthogonal_ on a part or a reshaped view of a tensor", st.shape, st.dtype)
+        if node.shape != st.shape:
+            node = self._index_free_part(node, st.shape) if is_index_free(node) else \
+                unsupported("a random op over a view", st.shape, st.dtype)
+        return node
+
+    def random_(self, t, what, make):
+        self.mutate(t, lambda old, geo: self.fresh_random(t, geo, make), what)
+
+    def operand_over(self, t, x, geo):
+        """Operand x of an in-place op on view t, over the storage's shape."""
+        st = self.state(t)
+        v = self.value(x, shape=tuple(t.shape), dtype=st.dtype)
+        if v.op == "fill":
+            return fill(v.attrs["value"], st.shape, st.dtype)
+        if geo == ("full", True):
+            return reshape(v, st.shape)
+        if is_index_free(v):
+            return self._index_free_part(v, st.shape)
+        return unsupported("writing a position-dependent tensor into a view", st.shape, st.dtype)
+
+    def inplace(self, name, args, kwargs):
+        t = args[0]
+        rest = list(args[1:])
+        arg = lambda i, key, default=None: rest[i] if len(rest) > i else kwargs.get(key, default)
+        st = self.state(t)
+        if st is None:
+            return
+        dt = st.dtype
+        base = name.strip("_")
+        if name == "uniform_":
+            lo, hi = float(arg(0, "from", 0.0)), float(arg(1, "to", 1.0))
+            self.random_(t, "uniform_", lambda s: Node("uniform", s, dt, low=lo, high=hi))
+        elif name == "normal_":
+            mean, std = float(arg(0, "mean", 0.0)), float(arg(1, "std", 1.0))
+            self.random_(t, "normal_", lambda s: Node("normal", s, dt, mean=mean, std=std))
+        elif name in ("fill_", "zero_"):
+            v = 0.0 if name == "zero_" else arg(0, "value")
+            self.mutate(t, lambda old, geo: self.operand_over(t, v, geo), name)
+        elif name == "copy_":
+            self.mutate(t, lambda old, geo: self.operand_over(t, arg(0, "src"), geo), name)
+        elif base in ("add", "sub", "mul", "div", "iadd", "isub", "imul", "itruediv", "true_divide"):
+            op = {"iadd": "add", "isub": "sub", "imul": "mul", "itruediv": "div",
+                  "true_divide": "div"}.get(base, base)
+            other, alpha = arg(0, "other"), arg(1, "alpha", 1)
+            if kwargs.get("rounding_mode") is not None:
+                self.mutate(t, lambda old, geo: unsupported("div_ with rounding_mode", old.shape, dt), name)
+                return
+
+            def compute(old, geo):
+                o = self.operand_over(t, other, geo)
+                if alpha != 1:
+                    o = binary("mul", o, fill(alpha, o.shape, dt), dt)
+                return binary(op, old, o, dt)
+            self.mutate(t, compute, name)
+        elif name in ("clamp_", "clip_", "clamp_min_", "clamp_max_"):
+            lo = arg(0, "min") if name != "clamp_max_" else None
+            hi = (arg(1, "max") if name in ("clamp_", "clip_") else arg(0, "max")) \
+                if name != "clamp_min_" else None
+            if isinstance(lo, torch.Tensor) or isinstance(hi, torch.Tensor) or dt not in FLOAT_TYPES:
+                self.mutate(t, lambda old, geo: unsupported(name + " with tensor bounds", old.shape, dt), name)
+                return
+            lo = -math.inf if lo is None else float(lo)
+            hi = math.inf if hi is None else float(hi)
+            self.mutate(t, lambda old, geo: Node("clamp", old.shape, dt, (old,), min=lo, max=hi), name)
+        elif base in UNARY_OPS or base == "neg":
+            if dt not in FLOAT_TYPES:
+                self.mutate(t, lambda old, geo: unsupported(name + " on " + dt, old.shape, dt), name)
+            elif base == "neg":
+                self.mutate(t, lambda old, geo: binary("sub", fill(0.0, old.shape, dt), old, dt), name)
+            else:
+                self.mutate(t, lambda old, geo: Node(base, old.shape, dt, (old,)), name)
+        elif name in ("tril_", "triu_"):
+            k = int(arg(0, "diagonal", 0))
+
+            def compute(old, geo):
+                if geo != ("full", True) or len(old.shape) < 2:
+                    return unsupported(name + " on a view", old.shape, dt)
+                return select(Node(base, old.shape, "i1", diagonal=k), old, fill(0, old.shape, dt))
+            self.mutate(t, compute, name)
+        elif name == "masked_fill_":
+            mask, v = arg(0, "mask"), arg(1, "value")
+
+            def compute(old, geo):
+                if geo != ("full", True):
+                    return unsupported("masked_fill_ on a view", old.shape, dt)
+                m = self.value(mask, shape=tuple(t.shape), dtype="i1")
+                return select(reshape(m, old.shape), self.operand_over(t, v, geo), old)
+            self.mutate(t, compute, name)
+        elif name == "__setitem__":
+            index, v = rest[0], rest[1]
+            if isinstance(index, torch.Tensor) and index.dtype == torch.bool:
+                def compute(old, geo):
+                    if geo != ("full", True):
+                        return unsupported("boolean-mask assignment into a view", old.shape, dt)
+                    m = self.value(index, dtype="i1")
+                    if m.shape != tuple(t.shape):
+                        return unsupported("boolean-mask assignment with a broadcast mask", old.shape, dt)
+                    return select(reshape(m, old.shape), self.operand_over(t, v, geo), old)
+                self.mutate(t, compute, "__setitem__")
+                return
+            try:
+                view = torch.Tensor.__getitem__(t, index)
+            except Exception:  # advanced indexing: a copy, not a view
+                view = None
+            if view is None or not isinstance(view, torch.Tensor) or self.state(view) is not st:
+                self.mutate(t, lambda old, geo: unsupported("assignment through advanced indexing",
+                                                            old.shape, dt), "__setitem__")
+                return
+            self.mutate(view, lambda old, geo: self.operand_over(view, v, geo), "__setitem__")
+        elif name in KEEPS_VALUES:
+            pass
+        else:
+            self.mutate(t, lambda old, geo: unsupported(
+                "torch.Tensor.%s has no init IR counterpart" % name, old.shape, dt), name)
+
+    # -- torch.nn.init -------------------------------------------------------------------------
+    def nn_init(self, name, args, kwargs):
+        import inspect
+        sig = inspect.signature(ORIGINAL_INIT[name])
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        t = a["tensor"]
+        st = self.state(t)
+        if st is None:
+            return None
+        dt = st.dtype
+        if name == "uniform_":
+            self.random_(t, name, lambda s: Node("uniform", s, dt, low=float(a["a"]), high=float(a["b"])))
+        elif name == "normal_":
+            self.random_(t, name, lambda s: Node("normal", s, dt, mean=float(a["mean"]), std=float(a["std"])))
+        elif name == "trunc_normal_":
+            self.random_(t, name, lambda s: Node("trunc_normal", s, dt, mean=float(a["mean"]),
+                                                 std=float(a["std"]), a=float(a["a"]), b=float(a["b"])))
+        elif name in ("constant_", "ones_", "zeros_"):
+            v = {"ones_": 1.0, "zeros_": 0.0}.get(name, a.get("val"))
+            self.mutate(t, lambda old, geo: self.operand_over(t, v, geo), name)
+        elif name in ("xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"):
+            fan_in_and_out(tuple(t.shape))  # torch's error for 1-d tensors
+            if name.startswith("xavier"):
+                gain, mode = float(a["gain"]), "fan_avg"
+            else:
+                mode = a["mode"]
+                if mode not in ("fan_in", "fan_out"):
+                    raise CaptureError("%s: mode %r must be 'fan_in' or 'fan_out'" % (name, mode))
+                gain = nn.init.calculate_gain(a["nonlinearity"], a["a"])
+            dist = "uniform" if name.endswith("uniform_") else "normal"
+            self.random_(t, name, lambda s: Node("variance_scaling", s, dt, scale=gain * gain,
+                                                 mode=mode, distribution=dist))
+        elif name == "orthogonal_":
+            if t.dim() < 2:
+                raise CaptureError("orthogonal_ needs a tensor of 2 or more dims (%s)" % user_location())
+            if t.numel() == 0:
+                return t
+            self.random_(t, name, lambda s: Node("orthogonal", s, dt, gain=float(a["gain"])))
+        elif name == "eye_":
+            if t.dim() != 2:
+                raise ValueError("Only tensors with 2 dimensions are supported")
+            self.mutate(t, lambda old, geo: Node("eye", old.shape, dt) if geo == ("full", True)
+                        else unsupported("eye_ on a view", old.shape, dt), name)
+        elif name == "dirac_":
+            self.mutate(t, lambda old, geo: self.dirac(t, int(a["groups"]), old, geo), name)
+        elif name == "sparse_":
+            self.mutate(t, lambda old, geo: unsupported(
+                "torch.nn.init.sparse_ has no init IR counterpart (it needs a random permutation "
+                "per column); initialize the weight another way", old.shape, dt), name)
+        return t
+
+    def dirac(self, t, groups, old, geo):
+        shape, dt = old.shape, old.dtype
+        if len(shape) not in (3, 4, 5):
+            raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+        if geo != ("full", True):
+            return unsupported("dirac_ on a view", shape, dt)
+        out_per_group = shape[0] // groups
+        min_dim = min(out_per_group, shape[1])
+        if groups * min_dim > 256:
+            return unsupported("dirac_ with more than 256 ones", shape, dt)
+        one, value = fill(1.0, shape, dt), fill(0.0, shape, dt)
+        centre = one
+        for d in range(2, len(shape)):
+            centre = select(Node("index_mask", shape, "i1", dim=d, index=shape[d] // 2), centre, value)
+        for g in range(groups):
+            for d in range(min_dim):
+                row = Node("index_mask", shape, "i1", dim=0, index=g * out_per_group + d)
+                col = Node("index_mask", shape, "i1", dim=1, index=d)
+                value = select(row, select(col, centre, value), value)
+        return value
+
+    # -- out-of-place ops ----------------------------------------------------------------------
+    def factory(self, name, args, kwargs, result):
+        shape, dt = tuple(result.shape), DTYPES.get(result.dtype, "f32")
+        if name in ("empty", "empty_like", "new_empty", "new", "empty_strided"):
+            return Node("empty", shape, dt)
+        if name in ("zeros", "zeros_like", "new_zeros"):
+            return fill(0, shape, dt)
+        if name in ("ones", "ones_like", "new_ones"):
+            return fill(1, shape, dt)
+        if name in ("full", "full_like", "new_full"):
+            v = args[1] if len(args) > 1 else kwargs.get("fill_value")
+            return self.value(v, shape, dt)
+        if name in ("tensor", "scalar_tensor", "new_tensor", "as_tensor"):
+            data = args[1] if name == "new_tensor" else args[0]
+            if isinstance(data, (bool, int, float)):
+                return fill(data, shape, dt)
+            if isinstance(data, torch.Tensor):
+                return self.value(data, shape, dt)
+            return unsupported("torch.%s from a list (write it with arange, ones, ...)" % name, shape, dt)
+        if name == "arange":
+            nums = [a for a in args if isinstance(a, (int, float))]
+            start = kwargs.get("start", nums[0] if len(nums) > 1 else 0)
+            step = kwargs.get("step", nums[2] if len(nums) > 2 else 1)
+            return Node("iota", shape, dt, dim=0, start=float(start), step=float(step))
+        if name == "eye":
+            return Node("eye", shape, dt)
+        if name in ("rand", "rand_like"):
+            return Node("uniform", shape, dt, low=0.0, high=1.0)
+        if name in ("randn", "randn_like"):
+            return Node("normal", shape, dt, mean=0.0, std=1.0)
+        return unsupported("torch.%s has no init IR counterpart" % name, shape, dt)
+
+    def out_of_place(self, name, args, kwargs, result):
+        shape = tuple(result.shape)
+        dt = DTYPES.get(result.dtype, "f32")
+        x = args[0] if args else None
+        base = name.strip("_")
+        swapped = base.startswith("r") and base[1:] in ("add", "sub", "mul", "truediv", "div")
+        op = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "div": "div",
+              "true_divide": "div", "subtract": "sub", "multiply": "mul",
+              "divide": "div"}.get(base[1:] if swapped else base)
+        if op is not None and len(args) >= 2:
+            lhs, rhs = self.value(args[0], shape, dt), self.value(args[1], shape, dt)
+            if swapped:
+                lhs, rhs = rhs, lhs
+            alpha = kwargs.get("alpha", 1)
+            if alpha != 1:
+                rhs = binary("mul", rhs, fill(alpha, shape, dt), dt)
+            if kwargs.get("rounding_mode") is not None:
+                return unsupported("division with rounding_mode", shape, dt)
+            return binary(op, lhs, rhs, dt)
+        if base == "neg":
+            return binary("sub", fill(0, shape, dt), self.value(x, shape, dt), dt)
+        if base in UNARY_OPS and dt in FLOAT_TYPES:
+            return Node(base, shape, dt, (self.value(x, shape, dt),))
+        if base == "rsqrt" and dt in FLOAT_TYPES:
+            return binary("div", fill(1, shape, dt), Node("sqrt", shape, dt, (self.value(x, shape, dt),)), dt)
+        if base == "reciprocal" and dt in FLOAT_TYPES:
+            return binary("div", fill(1, shape, dt), self.value(x, shape, dt), dt)
+        if base in ("clamp", "clip", "clamp_min", "clamp_max") and dt in FLOAT_TYPES:
+            lo = kwargs.get("min", args[1] if len(args) > 1 else None) if base != "clamp_max" else None
+            hi = kwargs.get("max", args[2] if len(args) > 2 else None) if base in ("clamp", "clip") \
+                else (kwargs.get("max", args[1] if len(args) > 1 else None) if base == "clamp_max" else None)
+            if isinstance(lo, torch.Tensor) or isinstance(hi, torch.Tensor):
+                return unsupported("clamp with tensor bounds", shape, dt)
+            return Node("clamp", shape, dt, (self.value(x, shape, dt),),
+                        min=-math.inf if lo is None else float(lo), max=math.inf if hi is None else float(hi))
+        if base in ("tril", "triu"):
+            k = kwargs.get("diagonal", args[1] if len(args) > 1 else 0)
+            v = self.value(x, shape, dt)
+            if v.op == "fill" and v.attrs["value"] == 1:
+                return Node(base, shape, dt, diagonal=int(k))
+            return select(Node(base, shape, "i1", diagonal=int(k)), v, fill(0, shape, dt))
+        if base == "where" and len(args) == 3:
+            return select(self.value(args[0], shape, "i1"), self.value(args[1], shape, dt),
+                          self.value(args[2], shape, dt))
+        if base == "pow" and isinstance(args[1], (int, float)) and args[1] in (1, 2):
+            v = self.value(x, shape, dt)
+            return v if args[1] == 1 else binary("mul", v, v, dt)
+        if base == "square":
+            v = self.value(x, shape, dt)
+            return binary("mul", v, v, dt)
+        if base in ("clone", "contiguous", "to", "type", "type_as", "float", "double", "half",
+                    "bfloat16", "long", "bool", "detach", "view", "reshape", "flatten",
+                    "unsqueeze", "squeeze", "view_as", "reshape_as", "cpu", "cuda",
+                    "requires_grad_", "__deepcopy__", "expand", "expand_as", "new_tensor",
+                    "permute", "t", "transpose", "__getitem__", "narrow", "select"):
+            if x is not None and x.numel() == result.numel() and base not in (
+                    "permute", "t", "transpose", "__getitem__", "narrow", "select", "expand", "expand_as"):
+                return self.value(x, None, dt) if tuple(x.shape) == shape else \
+                    reshape(self.value(x, None, dt), shape)
+            return unsupported("torch.Tensor.%s copying a rearranged tensor" % name, shape, dt)
+        return unsupported("%s has no init IR counterpart" % name, shape, dt)
+
+    # -- the mode --------------------------------------------------------------------------------
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if self.busy:
+            return func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        # torch.nn.init functions re-dispatch through their module globals, which may be ours.
+        init_name = INIT_BY_FUNC.get(getattr(func, "__wrapped__", func))
+        self.busy = True
+        try:
+            if init_name is not None:
+                result = self.nn_init(init_name, args, kwargs)
+                return result if result is not None else func(*args, **kwargs)
+            tensors = [a for a in itertools.chain(args, kwargs.values()) if isinstance(a, torch.Tensor)]
+            tracked = any(self.state(a) is not None for a in tensors)
+            if name in READS_VALUES and tracked:
+                raise CaptureError(
+                    "%s: %s reads the value of a tensor being initialized (data-dependent control "
+                    "flow on random values cannot be captured)" % (user_location(), torch_name(func)))
+            is_factory = name in FACTORIES and (
+                not tensors or name.endswith("_like") or name in ("tensor", "as_tensor"))
+            if is_factory:
+                kwargs["device"] = "meta"
+            if "out" in kwargs and kwargs["out"] is not None:
+                out = kwargs["out"]
+                res = func(*args, **kwargs)
+                if self.state(out) is not None:
+                    self.mutate(out, lambda old, geo: unsupported(
+                        "%s with out= has no init IR counterpart" % torch_name(func), old.shape, old.dtype),
+                        torch_name(func))
+                return res
+            try:
+                result = func(*args, **kwargs)
+            except CaptureError:
+                raise
+            except Exception as e:
+                if tracked or is_factory:
+                    raise CaptureError("%s: %s failed on the meta device (%s): it has no init IR "
+                                       "counterpart" % (user_location(), torch_name(func), e)) from e
+                raise
+            is_inplace = (name.endswith("_") and not name.startswith("__")) or name in (
+                "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__")
+            if is_inplace and args and isinstance(args[0], torch.Tensor):
+                if self.state(args[0]) is not None:
+                    self.inplace(name, args, kwargs)
+                return result
+            if name == "__set__":
+                return result  # `p.data = x`: p now shares x's storage
+            outs = result if isinstance(result, (tuple, list)) else [result]
+            for r in outs:
+                if not isinstance(r, torch.Tensor) or r.device.type != "meta":
+                    continue
+                if storage_key(r) in self.storages:
+                    continue  # a view
+                if is_factory or name in ("new_empty", "new_zeros", "new_ones", "new_full", "new",
+                                          "new_tensor"):
+                    node = self.factory(name, args, kwargs, r)
+                elif tracked:
+                    node = self.out_of_place(name, args, kwargs, r)
+                else:
+                    node = unsupported("%s has no init IR counterpart" % torch_name(func),
+                                       tuple(r.shape), DTYPES.get(r.dtype, "f32"))
+                if node.op == "unsupported" and "has no init IR" in node.attrs["what"] \
+                        and not node.attrs["what"].startswith("torch."):
+                    node.attrs["what"] = "%s has no init IR counterpart" % torch_name(func)
+                self.register(r, node)
+            return result
+        finally:
+            self.busy = False
+
+
+INIT_NAMES = ["uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
+              "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+              "orthogonal_", "sparse_"]
+ORIGINAL_INIT = {n: getattr(nn.init, n) for n in INIT_NAMES}
+INIT_BY_FUNC = {f: n for n, f in ORIGINAL_INIT.items()}
+
+
+def patched_init(capture, name):
+    original = ORIGINAL_INIT[name]
+
+    def init_fn(*args, **kwargs):
+        # Through the mode, so that nn.init functions without a torch-function hook are seen
+        # whole rather than as the ops they are made of.
+        if capture.busy:
+            return original(*args, **kwargs)
+        return capture.__torch_function__(original, (), args, kwargs)
+    init_fn.__name__ = name
+    init_fn.__wrapped__ = original
+    return init_fn
+
+
+#===------------------------------------------------------------------------------------------===#
+# Printing init IR
+#===------------------------------------------------------------------------------------------===#
+
+def fmt_float(v):
+    v = float(v)
+    if math.isnan(v):
+        return "0x7FF8000000000000"
+    if math.isinf(v):
+        return "0x7FF0000000000000" if v > 0 else "0xFFF0000000000000"
+    text = repr(v)
+    mantissa, _, exponent = text.partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return mantissa + ("e" + exponent if exponent else "")
+
+
+def tensor_type(shape, dtype):
+    return "tensor<%s%s>" % ("".join("%dx" % s for s in shape), dtype)
+
+
+def quote(name):
+    return '@"%s"' % name.replace("\\", "\\\\").replace('"', '\\"')
+
+
+class ParamEmitter:
+    def __init__(self, lines):
+        self.lines, self.names, self.streams = lines, {}, {}
+
+    def emit(self, node):
+        if id(node) in self.names:
+            return self.names[id(node)]
+        args = [self.emit(a) for a in node.args]
+        ty, a = tensor_type(node.shape, node.dtype), node.attrs
+        stream = lambda: self.streams[id(node)]
+        op = node.op
+        if op == "uniform":
+            text = "init.uniform %s, %s stream %d : %s" % (fmt_float(a["low"]), fmt_float(a["high"]), stream(), ty)
+        elif op == "normal":
+            text = "init.normal mean %s std %s stream %d : %s" % (fmt_float(a["mean"]), fmt_float(a["std"]), stream(), ty)
+        elif op == "trunc_normal":
+            text = "init.trunc_normal mean %s std %s bounds [%s, %s] stream %d : %s" % (
+                fmt_float(a["mean"]), fmt_float(a["std"]), fmt_float(a["a"]), fmt_float(a["b"]), stream(), ty)
+        elif op == "variance_scaling":
+            text = "init.variance_scaling scale %s %s %s stream %d : %s" % (
+                fmt_float(a["scale"]), a["mode"], a["distribution"], stream(), ty)
+        elif op == "orthogonal":
+            text = "init.orthogonal gain %s stream %d strategy redundant : %s" % (fmt_float(a["gain"]), stream(), ty)
+        elif op == "fill":
+            text = "init.fill %s : %s" % (fmt_float(a["value"]), ty)
+        elif op == "iota":
+            text = "init.iota dim %d start %s step %s : %s" % (a["dim"], fmt_float(a["start"]), fmt_float(a["step"]), ty)
+        elif op == "eye":
+            text = "init.eye : %s" % ty
+        elif op in ("tril", "triu"):
+            text = "init.%s diagonal %d : %s" % (op, a["diagonal"], ty)
+        elif op == "index_mask":
+            text = "init.index_mask dim %d index %d : %s" % (a["dim"], a["index"], ty)
+        elif op in BINARY_OPS:
+            text = "init.%s %s, %s : %s" % (op, args[0], args[1], ty)
+        elif op in UNARY_OPS:
+            text = "init.%s %s : %s" % (op, args[0], ty)
+        elif op == "clamp":
+            text = "init.clamp %s min %s max %s : %s" % (args[0], fmt_float(a["min"]), fmt_float(a["max"]), ty)
+        elif op == "select":
+            text = "init.select %s, %s, %s : %s, %s" % (args[0], args[1], args[2],
+                                                        tensor_type(node.shape, "i1"), ty)
+        elif op == "cast":
+            text = "init.cast %s : %s to %s" % (args[0], tensor_type(node.args[0].shape, node.args[0].dtype), ty)
+        else:
+            raise AssertionError("cannot print " + op)
+        name = "%%%d" % len(self.names)
+        self.names[id(node)] = name
+        self.lines.append("    %s = %s" % (name, text))
+        return name
+
+
+def emittable(node):
+    return all(n.op not in ("empty", "unsupported") for n in node.walk())
+
+
+def module_path(name):
+    parts = name.split(".")[:-1]
+    return ".".join(["model"] + parts)
+
+
+def check_final(name, node):
+    for n in node.walk():
+        if n.op == "unsupported":
+            raise CaptureError("%s: %s (tensor %s, at %s)" % (module_path(name), n.attrs["what"], name, n.where))
+    if node.find("empty") is not None:
+        raise CaptureError("%s: %s is never initialized (it comes from torch.empty and nothing "
+                           "writes all of it); initialize it in the constructor" % (module_path(name), name))
+
+
+LINEAR_TYPES = (nn.Linear,)
+
+
+def logical_axes(model):
+    """Logical axis names for dims whose meaning the module type tells."""
+    axes = {}
+    for prefix, module in model.named_modules():
+        dot = prefix + "." if prefix else ""
+        if isinstance(module, nn.Linear):
+            axes[dot + "weight"] = ["out", "in"]
+            axes[dot + "bias"] = ["out"]
+        elif isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
+            axes[dot + "weight"] = ["vocab", "embed"]
+    return axes
+
+
+def capture_model(factory, kwargs, seed, model_name):
+    capture = Capture()
+    saved = {n: getattr(nn.init, n) for n in INIT_NAMES}
+    for n in INIT_NAMES:
+        setattr(nn.init, n, patched_init(capture, n))
+    try:
+        with capture, torch.no_grad():
+            model = factory(**kwargs)
+    finally:
+        for n, f in saved.items():
+            setattr(nn.init, n, f)
+    if not isinstance(model, nn.Module):
+        raise CaptureError("the factory returned %s, not a torch.nn.Module" % type(model).__name__)
+
+    param_ids = {id(p) for p in model.parameters()}
+    axes = logical_axes(model)
+    lines = ['module attributes {init.model = "%s"} {' % model_name, "  init.seed %d" % seed]
+    primary = {}
+    shared_random = {}
+    for name, t in model.state_dict(keep_vars=True).items():
+        is_buffer = id(t) not in param_ids
+        st = capture.state(t)
+        if st is None:
+            raise CaptureError("%s: %s was not created inside the factory (device %s); create "
+                               "every parameter and buffer in the constructor"
+                               % (module_path(name), name, t.device))
+        dtype = DTYPES.get(t.dtype)
+        if dtype is None:
+            raise CaptureError("%s: %s has dtype %s, which init IR does not have" % (module_path(name), name, t.dtype))
+        ty = tensor_type(tuple(t.shape), dtype)
+        key = (storage_key(t), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+        if key in primary:
+            lines.append("  init.param %s : %s tied_to %s" % (quote(name), ty, quote(primary[key])))
+            continue
+        primary[key] = name
+        final = capture.value(t)
+        check_final(name, final)
+        # Earlier versions of the storage that can be printed stay as dead values.
+        roots = [v for v in st.versions[:-1] if emittable(v)] if tuple(t.shape) == st.shape else []
+        roots.append(final)
+        randoms = sorted({id(n): n for r in roots for n in r.walk() if n.op in RANDOM_OPS}.values(),
+                         key=lambda n: n.seq)
+        for n in randoms:
+            shared_random.setdefault(n.seq, []).append(name)
+        emitter = ParamEmitter([])
+        emitter.streams = {id(n): i for i, n in enumerate(randoms)}
+        for r in roots:
+            emitter.emit(r)
+        result = emitter.emit(final)
+        head = "  init.param %s : %s" % (quote(name), ty)
+        if name in axes and len(axes[name]) == len(t.shape):
+            head += " axes [%s]" % ", ".join('"%s"' % a for a in axes[name])
+        if is_buffer:
+            head += " buffer"
+        lines.append(head + " {")
+        lines.extend(emitter.lines)
+        lines.append("    init.yield %s : %s" % (result, ty))
+        lines.append("  }")
+    lines.append("}")
+    for names in shared_random.values():
+        if len(names) > 1:
+            print("initc-capture: note: %s are copies of one random tensor in PyTorch (equal "
+                  "values); the capture draws each independently, with the same distribution"
+                  % ", ".join(names), file=sys.stderr)
+    return "\n".join(lines) + "\n"
+
+
+def load_factory(spec):
+    if ":" not in spec:
+        raise CaptureError("--factory '%s' must be FILE.py:FUNCTION or MODULE:FUNCTION" % spec)
+    where, func = spec.rsplit(":", 1)
+    if where.endswith(".py") or os.path.sep in where:
+        if not os.path.exists(where):
+            raise CaptureError("--factory: no file '%s'" % where)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
+        mod_name = os.path.splitext(os.path.basename(where))[0]
+        spec_ = importlib.util.spec_from_file_location(mod_name, where)
+        module = importlib.util.module_from_spec(spec_)
+        sys.modules[mod_name] = module
+        spec_.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    factory = getattr(module, func, None)
+    if not callable(factory):
+        raise CaptureError("--factory: '%s' has no function '%s'" % (where, func))
+    return factory
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="initc_capture.py",
+        description="Capture a PyTorch model constructor (run on the meta device) into init IR.")
+    parser.add_argument("--factory", required=True, help="FILE.py:FUNCTION or MODULE:FUNCTION returning an nn.Module")
+    parser.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for the factory")
+    parser.add_argument("-o", "--output", default="-", help="output .mlir ('-': stdout)")
+    parser.add_argument("--seed", type=int, default=0, help="the init.seed of the module (default 0)")
+    parser.add_argument("--name", help="model name (default: the factory's name)")
+    opts = parser.parse_args(argv)
+    try:
+        try:
+            kwargs = json.loads(opts.kwargs)
+        except json.JSONDecodeError as e:
+            raise CaptureError("--kwargs is not valid JSON: %s" % e)
+        if not isinstance(kwargs, dict):
+            raise CaptureError("--kwargs must be a JSON object, e.g. '{\"dim\": 512}'")
+        if not 0 <= opts.seed < 2 ** 64:
+            raise CaptureError("--seed must be an unsigned 64-bit integer")
+        factory = load_factory(opts.factory)
+        name = opts.name or opts.factory.rsplit(":", 1)[1]
+        text = capture_model(factory, kwargs, opts.seed, name)
+    except CaptureError as e:
+        print("initc-capture: error: %s" % e, file=sys.stderr)
+        return 1
+    except Exception as e:  # the factory itself failed
+        frames = [f for f in traceback.extract_tb(e.__traceback__)
+                  if os.path.abspath(f.filename) != _THIS_FILE]
+        where = "%s:%d" % (frames[-1].filename, frames[-1].lineno) if frames else "?"
+        print("initc-capture: error: the factory raised %s: %s (at %s)" % (type(e).__name__, e, where),
+              file=sys.stderr)
+        return 1
+    if opts.output == "-":
+        sys.stdout.write(text)
+    else:
+        tmp = opts.output + ".tmp-%d" % os.getpid()
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, opts.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
