@@ -4,8 +4,8 @@
 # they are bitwise identical and that tests/capture/check_capture.py accepts the result against
 # PyTorch's eager initialization. Prints "PASS capture_models" or exits 1.
 # Needs: BUILD_DIR (default ./build) with initc and initrt-run; /usr/bin/python3 with torch,
-# numpy and scipy (apt-get install python3-torch python3-numpy python3-scipy). Skips, with exit
-# status 0, only when /usr/bin/python3 cannot import torch.
+# numpy and scipy (apt-get install python3-torch python3-numpy python3-scipy; tools/setup.sh
+# installs them).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,8 +17,8 @@ MODELS="$ROOT/tests/capture/models.py"
 CHECK="$ROOT/tests/capture/check_capture.py"
 
 if ! "$PYTHON" -c "import torch" 2>/dev/null; then
-  echo "SKIP capture_models: $PYTHON cannot import torch (apt-get install python3-torch python3-numpy python3-scipy)"
-  exit 0
+  echo "capture_models: $PYTHON cannot import torch: apt-get install python3-torch" >&2
+  exit 1
 fi
 if ! "$PYTHON" -c "import numpy, scipy" 2>/dev/null; then
   echo "capture_models: the checks need numpy and scipy: apt-get install python3-numpy python3-scipy" >&2
