@@ -1,4 +1,6 @@
 // RUN: initc-opt %s --init-fuse-elementwise --split-input-file --verify-diagnostics | FileCheck %s
+// The fused IR, keys included, parses back.
+// RUN: initc-opt %s --init-fuse-elementwise | initc-opt --init-partition > /dev/null
 
 // A chain of elementwise ops becomes one init.elementwise whose region computes one element
 // from its global index and the parameter's Philox key (a trailing argument, its value in
@@ -8,7 +10,7 @@
 init.seed 42
 
 // CHECK-LABEL: init.param @chain : tensor<8x4xf32> {
-// CHECK-NEXT:    %[[E:.+]] = init.elementwise args [{{-?[0-9]+}}] : tensor<8x4xf32> {
+// CHECK-NEXT:    %[[E:.+]] = init.elementwise {args = array<i64: {{-?[0-9]+}}>} : tensor<8x4xf32> {
 // CHECK-NEXT:    ^bb0(%[[LIN:[^:]+]]: i64, %[[I:[^:]+]]: i64, %[[J:[^:]+]]: i64, %[[KEY:[^:]+]]: i64):
 // CHECK-NOT:       init.
 // CHECK:           arith.trunci %[[KEY]] : i64 to i32
@@ -36,7 +38,7 @@ init.seed 42
 
 // A 16-bit parameter: computed in f32, the region yields the rounded bf16.
 // CHECK-LABEL: init.param @padded_embedding : tensor<16x4xbf16> {
-// CHECK-NEXT:    %[[E:.+]] = init.elementwise args [{{-?[0-9]+}}] : tensor<16x4xbf16> {
+// CHECK-NEXT:    %[[E:.+]] = init.elementwise {args = array<i64: {{-?[0-9]+}}>} : tensor<16x4xbf16> {
 // CHECK-NEXT:    ^bb0(%{{[^:]+}}: i64, %[[ROW:[^:]+]]: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64):
 // CHECK-NOT:       init.
 // CHECK:           arith.cmpi eq, %[[ROW]]

@@ -8,8 +8,8 @@
 // CHECK-LABEL: init.param @a : tensor<4x8xf32> axes ["mlp", "embed"] kernel @initc_kernel_0{{$}}
 // CHECK-NEXT:  init.param @b : tensor<4x8xf32> kernel @initc_kernel_0{{$}}
 // CHECK-NEXT:  init.param @c : tensor<4x8xbf16> kernel @initc_kernel_1{{$}}
-// CHECK-NEXT:  init.param @keyed_1 : tensor<16xf32> kernel @initc_kernel_2 kernel_args [11]{{$}}
-// CHECK-NEXT:  init.param @keyed_2 : tensor<16xf32> kernel @initc_kernel_2 kernel_args [22]{{$}}
+// CHECK-NEXT:  init.param @keyed_1 : tensor<16xf32> kernel @initc_kernel_2 attributes {kernel_args = array<i64: 11>}{{$}}
+// CHECK-NEXT:  init.param @keyed_2 : tensor<16xf32> kernel @initc_kernel_2 attributes {kernel_args = array<i64: 22>}{{$}}
 // CHECK-NOT:   init.elementwise
 // CHECK-LABEL: func.func @initc_kernel_0(
 // CHECK-SAME:      %[[OUT:[^:]+]]: !llvm.ptr {llvm.noalias, llvm.nocapture},
@@ -67,7 +67,7 @@ init.param @c : tensor<4x8xbf16> {
   init.yield %0 : tensor<4x8xbf16>
 }
 init.param @keyed_1 : tensor<16xf32> {
-  %0 = init.elementwise args [11] : tensor<16xf32> {
+  %0 = init.elementwise {args = array<i64: 11>} : tensor<16xf32> {
   ^bb0(%linear: i64, %i: i64, %key: i64):
     %x = arith.xori %linear, %key : i64
     %v = arith.uitofp %x : i64 to f32
@@ -76,7 +76,7 @@ init.param @keyed_1 : tensor<16xf32> {
   init.yield %0 : tensor<16xf32>
 }
 init.param @keyed_2 : tensor<16xf32> {
-  %0 = init.elementwise args [22] : tensor<16xf32> {
+  %0 = init.elementwise {args = array<i64: 22>} : tensor<16xf32> {
   ^bb0(%linear: i64, %i: i64, %key: i64):
     %x = arith.xori %linear, %key : i64
     %v = arith.uitofp %x : i64 to f32
@@ -107,7 +107,7 @@ init.param @tied : tensor<8x8xi1> tied_to @mask
 
 // init.orthogonal (strategy redundant): the kernel draws the N(0, 1) matrix; the runtime factors
 // it, as the parameter's initc.transform says.
-// CHECK-LABEL: init.param @q : tensor<8x4xf32> kernel @initc_kernel_0 kernel_args [{{-?[0-9]+}}] attributes {initc.gain = 2.000000e+00 : f64, initc.transform = "orthogonal"}{{$}}
+// CHECK-LABEL: init.param @q : tensor<8x4xf32> kernel @initc_kernel_0 attributes {initc.gain = 2.000000e+00 : f64, initc.transform = "orthogonal", kernel_args = array<i64: {{-?[0-9]+}}>}{{$}}
 // CHECK-LABEL: func.func @initc_kernel_0(
 // CHECK:         llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr
 init.seed 3

@@ -90,7 +90,7 @@ def Partition : Pass<"init-partition", "mlir::ModuleOp"> {
   let summary = "turn each fused parameter into a native kernel over any rank's slice";
   let description = [{
     For every parameter whose body is one `init.elementwise`, creates a `func.func` kernel with
-    the runtime's ABI (out, global shape, slice offset, slice shape, begin, end) that loops over
+    the runtime's ABI (out, global shape, slice offset, slice shape, begin, end, args) that loops over
     the slice's local elements, maps each to its global index, and evaluates the region there.
     The parameter keeps its metadata and names its kernel; its body is dropped. Parameters whose
     regions are identical share one kernel, so the number of kernels grows with the number of
@@ -102,8 +102,8 @@ def Partition : Pass<"init-partition", "mlir::ModuleOp"> {
     ```
     After:
     ```mlir
-    init.param @w : tensor<8xf32> kernel @initc_kernel_0
-    func.func @initc_kernel_0(%out: !llvm.ptr, ...) { scf.for ... }
+    init.param @w : tensor<8xf32> kernel @initc_kernel_0 attributes {kernel_args = array<i64: 42>}
+    func.func @initc_kernel_0(%out: !llvm.ptr, ..., %args: !llvm.ptr) { scf.for ... }
     ```
   }];
   // math: the normal matrix of an init.orthogonal parameter (Box-Muller's sqrt).

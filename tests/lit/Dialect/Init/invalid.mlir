@@ -635,7 +635,7 @@ init.param @elementwise_index_type : tensor<4xf32> {
 // init.elementwise, C1
 init.param @elementwise_missing_key_argument : tensor<4xf32> {
   // expected-error @+1 {{'init.elementwise' op region must take 3 i64 arguments (linear index, then one index per dim), then one per 'args' entry}}
-  %0 = init.elementwise args [5] : tensor<4xf32> {
+  %0 = init.elementwise {args = array<i64: 5>} : tensor<4xf32> {
   ^bb0(%linear: i64, %i: i64):
     %c = arith.constant 1.0 : f32
     init.yield %c : f32

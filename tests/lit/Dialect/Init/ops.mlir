@@ -168,12 +168,13 @@ init.param @fused : tensor<4x8xf32> {
 }
 
 // CHECK-LABEL: init.param @keyed : tensor<8xf32> {
-// CHECK:         %[[E:.+]] = init.elementwise args [-7, 42] : tensor<8xf32> {
-// CHECK-NEXT:    ^bb0(%[[LIN:.+]]: i64, %[[I:.+]]: i64, %[[K0:.+]]: i64, %[[K1:.+]]: i64):
+// CHECK:         %[[E:.+]] = init.elementwise {args = array<i64: -7, 42, -4611686018427387905>} : tensor<8xf32> {
+// CHECK-NEXT:    ^bb0(%[[LIN:.+]]: i64, %[[I:.+]]: i64, %[[K0:.+]]: i64, %[[K1:.+]]: i64, %[[K2:.+]]: i64):
 init.param @keyed : tensor<8xf32> {
-  %0 = init.elementwise args [-7, 42] : tensor<8xf32> {
-  ^bb0(%linear: i64, %i: i64, %key0: i64, %key1: i64):
-    %x = arith.xori %key0, %key1 : i64
+  %0 = init.elementwise {args = array<i64: -7, 42, -4611686018427387905>} : tensor<8xf32> {
+  ^bb0(%linear: i64, %i: i64, %key0: i64, %key1: i64, %key2: i64):
+    %x0 = arith.xori %key0, %key1 : i64
+    %x = arith.xori %x0, %key2 : i64
     %v = arith.sitofp %x : i64 to f32
     init.yield %v : f32
   }
@@ -181,8 +182,8 @@ init.param @keyed : tensor<8xf32> {
 }
 
 // CHECK-LABEL: init.param @lowered : tensor<4x8xf32> axes ["mlp", "embed"] kernel @initc_kernel_0{{$}}
-// CHECK-LABEL: init.param @lowered_with_keys : tensor<4x8xf32> kernel @initc_kernel_0 kernel_args [7, -1]{{$}}
+// CHECK-LABEL: init.param @lowered_with_keys : tensor<4x8xf32> kernel @initc_kernel_0 attributes {kernel_args = array<i64: 7, -1>}{{$}}
 init.param @lowered : tensor<4x8xf32> axes ["mlp", "embed"] kernel @initc_kernel_0
-init.param @lowered_with_keys : tensor<4x8xf32> kernel @initc_kernel_0 kernel_args [7, -1]
+init.param @lowered_with_keys : tensor<4x8xf32> kernel @initc_kernel_0 attributes {kernel_args = array<i64: 7, -1>}
 func.func private @initc_kernel_0(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr)
 }

@@ -105,7 +105,7 @@ def Init_ParamOp : Init_Op<"param", [
   ];
   let assemblyFormat = [{
     $sym_name `:` $type (`axes` $axes^)? (`sharding` $sharding^)? (`tied_to` $tied_to^)?
-    (`kernel` $kernel^)? (`kernel_args` $kernel_args^)? (`buffer` $buffer^)?
+    (`kernel` $kernel^)? (`buffer` $buffer^)?
     (`nonpersistent` $nonpersistent^)?
     attr-dict-with-keyword ($body^)?
   }];
@@ -474,7 +474,7 @@ def Init_ElementwiseOp : Init_Op<"elementwise", [Pure, IsolatedFromAbove]> {
     See [ir-spec: init.elementwise](../dialect.md#initelementwise).
 
     ```mlir
-    %w = init.elementwise args [1234] : tensor<4x8xf32> {
+    %w = init.elementwise {args = array<i64: 1234>} : tensor<4x8xf32> {
     ^bb0(%linear: i64, %i: i64, %j: i64, %key: i64):
       %c = arith.constant 1.0 : f32
       init.yield %c : f32
@@ -484,7 +484,9 @@ def Init_ElementwiseOp : Init_Op<"elementwise", [Pure, IsolatedFromAbove]> {
   let arguments = (ins OptionalAttr<DenseI64ArrayAttr>:$args);
   let results = (outs Init_ValueTensor:$result);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "(`args` $args^)? attr-dict `:` type($result) $body";
+  // `args` stays in the attribute dictionary: LLVM 19's bare `[..]` form of a dense i64 array
+  // cannot parse values below -2^62, which keys often are.
+  let assemblyFormat = "attr-dict `:` type($result) $body";
   let builders = [
     // Without kernel arguments; fuse-elementwise sets `args` once it knows the keys.
     OpBuilder<(ins "::mlir::Type":$type), [{

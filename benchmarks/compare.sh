@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# End-to-end comparison on the TinyLlama-1.1B config (f32), all in one run so the ratios are
+# fair on a noisy machine: initc (one rank, output discarded) against a memset of the same bytes
+# into fresh huge pages, PyTorch eager construction of the same module stack, numpy's
+# default_rng; two ranks against one; writing the checkpoint against dd.
+#
+#   BUILD_DIR=build benchmarks/compare.sh [WORK_DIR]
+#
+# Needs a build with INITC_BUILD_BENCHMARKS=ON (initc-memset-fresh), mpirun for the two-rank
+# run, and /usr/bin/python3 with torch and numpy (apt-get install python3-torch python3-numpy);
+# a missing peer is reported and skipped. No number here is a pass/fail criterion.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=${BUILD_DIR:-$here/../build}
+bin=$build/bin
+[ -x "$bin/initc" ] || { echo "no $bin/initc: build first (or set BUILD_DIR)" >&2; exit 2; }
+work=${1:-$(mktemp -d /tmp/initc-compare.XXXXXX)}
+mkdir -p "$work"
+memset_tool=$build/benchmarks/initc-memset-fresh
+if [ ! -x "$memset_tool" ]; then # a build without benchmarks: compile the one C file here
+  memset_tool=$work/initc-memset-fresh
+  cc -O2 -o "$memset_tool" "$here/memset_fresh.c"
+fi
+config=$here/configs/tinyllama-1.1b.json
+threads=1
+
+now() { date +%s.%N; }
+ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}')" "$1" "$2"; }
+gbps() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]) / 1e9:.3f}')" "$1" "$2"; }
+
+"$bin/initc" import hf "$config" -o "$work/model.mlir" --dtype f32
+"$bin/initc" compile "$work/model.mlir" -o "$work/prog1" >/dev/null
+"$bin/initc" compile "$work/model.mlir" --mesh dp=2 --shard fsdp -o "$work/prog2" >/dev/null
+bytes=$(python3 - "$work/prog1/program.json" <<'PY'
+import json, sys, math
+d = json.load(open(sys.argv[1]))
+size = {"F32": 4, "BF16": 2, "F16": 2, "F64": 8, "BOOL": 1, "I64": 8}
+print(sum(math.prod(p["shape"]) * size[p["dtype"]] for p in d["params"] if p["persistent"]))
+PY
+)
+echo "TinyLlama-1.1B f32: $bytes bytes, $threads thread(s) per rank"
+printf '%-44s %10s %10s %10s\n' "run" "seconds" "GB/s" "initc is"
+
+t0=$(now); "$work/prog1/init" --rank 0 --discard --quiet --threads $threads; t1=$(now)
+initc_s=$(python3 -c "print($t1 - $t0)")
+printf '%-44s %10.3f %10s %10s\n' "initc prog/init --rank 0 --discard" "$initc_s" "$(gbps $bytes $initc_s)" ""
+
+read -r memset_s _ < <("$memset_tool" "$bytes" huge)
+printf '%-44s %10.3f %10s %10sx\n' "memset, fresh huge pages" "$memset_s" "$(gbps $bytes $memset_s)" "$(ratio $memset_s $initc_s)"
+read -r small_s _ < <("$memset_tool" "$bytes" small)
+printf '%-44s %10.3f %10s %10sx\n' "memset, fresh 4 KiB pages" "$small_s" "$(gbps $bytes $small_s)" "$(ratio $small_s $initc_s)"
+
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  torch_s=$(/usr/bin/python3 - "$config" <<'PY'
+import json, sys, time, torch
+from torch import nn
+torch.set_num_threads(1)
+c = json.load(open(sys.argv[1]))
+h, i, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+kv = h // c["num_attention_heads"] * c["num_key_value_heads"]
+start = time.perf_counter()
+mods = [nn.Embedding(v, h)]
+for _ in range(c["num_hidden_layers"]):
+    mods += [nn.Linear(h, h, bias=False), nn.Linear(h, kv, bias=False),
+             nn.Linear(h, kv, bias=False), nn.Linear(h, h, bias=False),
+             nn.Linear(h, i, bias=False), nn.Linear(h, i, bias=False),
+             nn.Linear(i, h, bias=False), nn.LayerNorm(h), nn.LayerNorm(h)]
+mods += [nn.LayerNorm(h), nn.Linear(h, v, bias=False)]
+model = nn.ModuleList(mods)
+print(time.perf_counter() - start)
+PY
+)
+  printf '%-44s %10.3f %10s %10sx\n' "PyTorch eager construction (1 thread)" "$torch_s" "$(gbps $bytes $torch_s)" "$(ratio $torch_s $initc_s)"
+else
+  echo "PyTorch: not installed (apt-get install python3-torch), skipped"
+fi
+
+if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+  read -r np_u np_n < <(/usr/bin/python3 - "$bytes" <<'PY'
+import sys, time, numpy as np
+n = int(sys.argv[1]) // 4
+rng = np.random.default_rng(42)
+out = np.empty(n, dtype=np.float32)
+t = time.perf_counter(); rng.random(out=out, dtype=np.float32); u = time.perf_counter() - t
+t = time.perf_counter(); rng.standard_normal(out=out, dtype=np.float32); g = time.perf_counter() - t
+print(u, g)
+PY
+)
+  printf '%-44s %10.3f %10s %10sx\n' "numpy default_rng uniform f32 (resident)" "$np_u" "$(gbps $bytes $np_u)" "$(ratio $np_u $initc_s)"
+  printf '%-44s %10.3f %10s %10sx\n' "numpy default_rng normal f32 (resident)" "$np_n" "$(gbps $bytes $np_n)" "$(ratio $np_n $initc_s)"
+else
+  echo "numpy: not installed (apt-get install python3-numpy), skipped"
+fi
+
+if command -v mpirun >/dev/null; then
+  mpi=(mpirun -np 2 --oversubscribe)
+  [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  t0=$(now); "${mpi[@]}" "$work/prog2/init" --discard --quiet --threads $threads >/dev/null; t1=$(now)
+  two_s=$(python3 -c "print($t1 - $t0)")
+  printf '%-44s %10.3f %10s %10s\n' "2 ranks (mpirun, 1 thread each), speedup" "$two_s" "$(gbps $bytes $two_s)" "$(ratio $initc_s $two_s)x"
+fi
+
+rm -rf "$work/ckpt" "$work/dd.bin"
+t0=$(now); "$work/prog1/init" --rank 0 --out "$work/ckpt" --quiet --threads $threads; t1=$(now)
+write_s=$(python3 -c "print($t1 - $t0)")
+rm -rf "$work/ckpt"
+t0=$(now); dd if=/dev/zero of="$work/dd.bin" bs=4M count=$((bytes / 4194304)) conv=fsync status=none; t1=$(now)
+dd_s=$(python3 -c "print(($t1 - $t0) * $bytes / ($bytes // 4194304 * 4194304))")
+rm -f "$work/dd.bin"
+printf '%-44s %10.3f %10s %10s\n' "initc writing the checkpoint" "$write_s" "$(gbps $bytes $write_s)" ""
+printf '%-44s %10.3f %10s %10s\n' "dd of the same bytes (conv=fsync), vs initc" "$dd_s" "$(gbps $bytes $dd_s)" "$(ratio $dd_s $write_s)x"
