@@ -19,21 +19,22 @@
 #include <string>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const mlir::DialectRegistry *registry = [] {
-    auto *r = new mlir::DialectRegistry();
-    initc::registerDialects(*r);
-    return r;
+  // One context for all inputs: creating one per input costs ~4 ms (loading every dialect) and
+  // cut the rate tenfold. Parsing leaves nothing behind but uniqued types and attributes.
+  static mlir::MLIRContext *context = [] {
+    mlir::DialectRegistry registry;
+    initc::registerDialects(registry);
+    auto *c = new mlir::MLIRContext(registry, mlir::MLIRContext::Threading::DISABLED);
+    c->loadAllAvailableDialects();
+    c->getDiagEngine().registerHandler([](mlir::Diagnostic &) { return mlir::success(); });
+    return c;
   }();
   // The lexer relies on the NUL that file buffers end with: keep one past the end.
   std::string text(reinterpret_cast<const char *>(data), size);
   // initc::loadModel refuses deep nesting before the (recursive) MLIR parser sees it.
   if (initc::lineNestedDeeperThan(text))
     return 0;
-  // A fresh context per input: no state carries over from one input to the next.
-  mlir::MLIRContext context(*registry, mlir::MLIRContext::Threading::DISABLED);
-  context.loadAllAvailableDialects();
-  context.getDiagEngine().registerHandler([](mlir::Diagnostic &) { return mlir::success(); });
-  mlir::ParserConfig config(&context, /*verifyAfterParse=*/true);
+  mlir::ParserConfig config(context, /*verifyAfterParse=*/true);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(text, config, "fuzz.mlir");
   if (module)

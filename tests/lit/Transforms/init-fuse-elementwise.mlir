@@ -1,6 +1,4 @@
 // RUN: initc-opt %s --init-fuse-elementwise --split-input-file --verify-diagnostics | FileCheck %s
-// The fused IR, keys included, parses back.
-// RUN: initc-opt %s --init-fuse-elementwise | initc-opt --init-partition > /dev/null
 
 // A chain of elementwise ops becomes one init.elementwise whose region computes one element
 // from its global index and the parameter's Philox key (a trailing argument, its value in

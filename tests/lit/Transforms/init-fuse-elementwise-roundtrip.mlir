@@ -1,0 +1,15 @@
+// The fused IR, Philox keys included (most are below -2^62), parses back and partitions.
+// RUN: initc-opt %s --init-fuse-elementwise | initc-opt --init-partition | FileCheck %s
+
+// CHECK: init.param @a : tensor<5x3xf32> kernel @[[K:initc_kernel_[0-9]+]] attributes {kernel_args = array<i64: [[KEYA:-?[0-9]+]]>}
+// CHECK: init.param @b : tensor<5x3xf32> kernel @[[K]] attributes {kernel_args = array<i64: [[KEYB:-?[0-9]+]]>}
+// CHECK: func.func @[[K]](
+init.seed 123456789
+init.param @a : tensor<5x3xf32> {
+  %0 = init.normal mean 0.0 std 1.0 stream 0 : tensor<5x3xf32>
+  init.yield %0 : tensor<5x3xf32>
+}
+init.param @b : tensor<5x3xf32> {
+  %0 = init.normal mean 0.0 std 1.0 stream 0 : tensor<5x3xf32>
+  init.yield %0 : tensor<5x3xf32>
+}
