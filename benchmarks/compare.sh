@@ -17,7 +17,7 @@ bin=$build/bin
 [ -x "$bin/initc" ] || { echo "no $bin/initc: build first (or set BUILD_DIR)" >&2; exit 2; }
 work=${1:-$(mktemp -d /tmp/initc-compare.XXXXXX)}
 mkdir -p "$work"
-memset_tool=$build/benchmarks/initc-memset-fresh
+memset_tool=$bin/initc-memset-fresh
 if [ ! -x "$memset_tool" ]; then # a build without benchmarks: compile the one C file here
   memset_tool=$work/initc-memset-fresh
   cc -O2 -o "$memset_tool" "$here/memset_fresh.c"

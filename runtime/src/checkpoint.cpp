@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -398,11 +399,15 @@ std::string shardFileName(int64_t rank, int64_t worldSize) {
 // Shard files
 //===----------------------------------------------------------------------===//
 
-bool writeShardFile(const std::string &dir, const Program &program, int64_t rank,
-                    const std::vector<ShardTensor> &tensors, std::string &error) {
+namespace {
+// The safetensors contents and metadata of a rank's shard file. With `placeholders`, tensors
+// without data get a checksum of 16 zeros, the width of a real one, so the header keeps its
+// length when the real checksums replace them.
+bool shardFileContents(const std::string &path, const Program &program, int64_t rank,
+                       const std::vector<ShardTensor> &tensors, bool placeholders,
+                       std::vector<SafetensorsTensor> &contents, SafetensorsMetadata &metadata,
+                       std::string &error) {
   int64_t worldSize = program.mesh.size();
-  std::string path = joinPath(dir, shardFileName(rank, worldSize));
-  std::vector<SafetensorsTensor> contents;
   OrderedJson records = OrderedJson::object();
   for (const ShardTensor &tensor : tensors) {
     if (!tensor.param) {
@@ -424,10 +429,16 @@ bool writeShardFile(const std::string &dir, const Program &program, int64_t rank
     content.shape = tensor.slice.shape;
     content.data = tensor.data;
     content.bytes = tensor.bytes;
+    // Laying out a file whose data comes later: the header needs no bytes, only their size.
+    static const char noDataYet = 0;
+    if (!content.data && placeholders)
+      content.data = &noDataYet;
     contents.push_back(std::move(content));
     std::string checksum = tensor.checksum;
     if (checksum.empty() && (tensor.data || !tensor.bytes))
       checksum = checksumHex(tensor.data, tensor.bytes);
+    if (checksum.empty() && placeholders)
+      checksum = std::string(16, '0');
     records[param.name] = {{"global_shape", param.shape},
                            {"offset", tensor.slice.offset},
                            {"checksum", checksum}};
@@ -439,12 +450,149 @@ bool writeShardFile(const std::string &dir, const Program &program, int64_t rank
     error = "cannot write " + path + ": a parameter name is not valid UTF-8";
     return false;
   }
-  SafetensorsMetadata metadata = {{"format", "pt"},
-                                  {"initc.program_id", program.programId},
-                                  {"initc.rank", std::to_string(rank)},
-                                  {"initc.world_size", std::to_string(worldSize)},
-                                  {"initc.tensors", tensorsText}};
+  metadata = {{"format", "pt"},
+              {"initc.program_id", program.programId},
+              {"initc.rank", std::to_string(rank)},
+              {"initc.world_size", std::to_string(worldSize)},
+              {"initc.tensors", tensorsText}};
+  return true;
+}
+} // namespace
+
+bool writeShardFile(const std::string &dir, const Program &program, int64_t rank,
+                    const std::vector<ShardTensor> &tensors, std::string &error) {
+  std::string path = joinPath(dir, shardFileName(rank, program.mesh.size()));
+  std::vector<SafetensorsTensor> contents;
+  SafetensorsMetadata metadata;
+  if (!shardFileContents(path, program, rank, tensors, false, contents, metadata, error))
+    return false;
   return writeSafetensors(path, contents, metadata, error);
+}
+
+//===----------------------------------------------------------------------===//
+// Writing a shard file while its tensors are computed
+//===----------------------------------------------------------------------===//
+
+ShardFileStream::~ShardFileStream() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    closing = true;
+  }
+  wake.notify_all();
+  if (writer.joinable())
+    writer.join();
+}
+
+bool ShardFileStream::open(const std::string &dir, const Program &program, int64_t rank,
+                           const std::vector<ShardTensor> &layout, std::string &error) {
+  this->program = &program;
+  this->rank = rank;
+  tensors = layout;
+  path = joinPath(dir, shardFileName(rank, program.mesh.size()));
+  std::vector<SafetensorsTensor> contents;
+  SafetensorsMetadata metadata;
+  std::vector<size_t> order;
+  if (!shardFileContents(path, program, rank, tensors, true, contents, metadata, error) ||
+      !buildSafetensorsHeader(contents, metadata, header, order, error)) {
+    error = error.rfind("cannot write", 0) == 0 ? error : "cannot write " + path + ": " + error;
+    return false;
+  }
+  // contents holds the persistent tensors in layout order; offsets follow the file's order.
+  std::vector<size_t> persistent;
+  for (size_t t = 0; t < tensors.size(); ++t)
+    if (tensors[t].param && tensors[t].param->persistent)
+      persistent.push_back(t);
+  offsets.assign(tensors.size(), 0);
+  uint64_t at = header.size();
+  for (size_t index : order) {
+    offsets[persistent[index]] = at;
+    at += contents[index].bytes;
+  }
+  if (!file.open(path, at, error))
+    return false;
+  writer = std::thread([this] { writeLoop(); });
+  return true;
+}
+
+void ShardFileStream::tensorDone(size_t index, const void *data) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    tensors[index].data = data;
+    ready.push_back(index);
+  }
+  wake.notify_all();
+}
+
+void ShardFileStream::writeLoop() {
+  for (;;) {
+    size_t index;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      wake.wait(lock, [&] { return !ready.empty() || closing; });
+      if (ready.empty())
+        return;
+      index = ready.front();
+      ready.pop_front();
+      if (failed)
+        continue;
+    }
+    ShardTensor &tensor = tensors[index];
+    if (!tensor.param || !tensor.param->persistent)
+      continue;
+    // Checksummed here, while the tensor is likely still in cache, not in a pass of its own.
+    std::string checksum = checksumHex(tensor.data, tensor.bytes);
+    std::string why;
+    bool ok = file.writeAt(offsets[index], tensor.data, tensor.bytes, why);
+    if (ok) // to the device now, while the next tensors compute, not all at the final fsync
+      file.startWriteback(offsets[index], tensor.bytes);
+    std::lock_guard<std::mutex> lock(mutex);
+    tensor.checksum = std::move(checksum);
+    if (!ok && !failed) {
+      failed = true;
+      writeError = why;
+    }
+    wake.notify_all();
+  }
+}
+
+bool ShardFileStream::finish(std::vector<std::string> &checksums, std::string &error) {
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    closing = true;
+    wake.notify_all();
+  }
+  if (writer.joinable())
+    writer.join();
+  if (failed) {
+    error = writeError;
+    return false;
+  }
+  for (const ShardTensor &tensor : tensors)
+    if (tensor.param && tensor.param->persistent && tensor.checksum.empty()) {
+      error = "cannot write " + path + ": " + tensor.param->name + " was never computed";
+      file.discard();
+      return false;
+    }
+  std::vector<SafetensorsTensor> contents;
+  SafetensorsMetadata metadata;
+  std::vector<size_t> order;
+  std::string final;
+  if (!shardFileContents(path, *program, rank, tensors, false, contents, metadata, error) ||
+      !buildSafetensorsHeader(contents, metadata, final, order, error)) {
+    file.discard();
+    return false;
+  }
+  if (final.size() != header.size()) {
+    error = "cannot write " + path + ": the header changed length (internal error; run again)";
+    file.discard();
+    return false;
+  }
+  if (!file.writeAt(0, final.data(), final.size(), error) || !file.commit(error))
+    return false;
+  checksums.clear();
+  for (const ShardTensor &tensor : tensors)
+    checksums.push_back(tensor.checksum);
+  return true;
 }
 
 bool shardIsComplete(const std::string &dir, const Program &program, int64_t rank,

@@ -318,16 +318,22 @@ int resolveThreads(int requested) {
 void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &options) {
   // Jobs with a whole-tensor transform are computed one per thread, the others in chunks.
   std::vector<ShardJob> jobs;
+  std::vector<size_t> jobIndex; // jobs[j] is allJobs[jobIndex[j]]
   std::vector<const ShardJob *> transformed;
   uint64_t transformedBytes = 0;
   for (const ShardJob &job : allJobs) {
     if (job.param->transform.empty()) {
+      jobIndex.push_back(size_t(&job - allJobs.data()));
       jobs.push_back(job);
     } else {
       transformed.push_back(&job);
       transformedBytes += job.bytes;
     }
   }
+  auto finished = [&](const ShardJob &job) {
+    if (options.shardDone)
+      options.shardDone(size_t(&job - allJobs.data()), job.out, job.bytes);
+  };
   if (!transformed.empty()) {
     std::atomic<size_t> next{0};
     auto work = [&] {
@@ -336,6 +342,7 @@ void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &option
         if (i >= transformed.size())
           return;
         computeOrthogonalShard(*transformed[i]);
+        finished(*transformed[i]);
       }
     };
     int workers = int(std::min<size_t>(size_t(resolveThreads(options.threads)),
@@ -355,6 +362,13 @@ void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &option
   }
   totalBytes += transformedBytes;
   const uint64_t totalChunks = firstChunk.back();
+  // Chunks of each job still to finish: the worker that finishes the last one reports the job.
+  std::unique_ptr<std::atomic<uint64_t>[]> pending(new std::atomic<uint64_t>[jobs.size()]);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    pending[j].store(firstChunk[j + 1] - firstChunk[j], std::memory_order_relaxed);
+    if (firstChunk[j + 1] == firstChunk[j])
+      finished(allJobs[jobIndex[j]]); // empty shard
+  }
   std::atomic<uint64_t> nextChunk{0};
   std::atomic<uint64_t> bytesDone{transformedBytes};
 
@@ -373,6 +387,9 @@ void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &option
                  dimsOrDummy(job.slice.shape), begin, end, argsOf(*job.param));
       bytesDone.fetch_add(uint64_t(end - begin) * uint64_t(dtypeBytes(job.param->dtype)),
                           std::memory_order_relaxed);
+      // acq_rel: the reporting worker sees every other worker's chunk of the job written.
+      if (pending[j].fetch_sub(1, std::memory_order_acq_rel) == 1)
+        finished(allJobs[jobIndex[j]]);
     }
   };
   int threads = int(std::min<uint64_t>(uint64_t(resolveThreads(options.threads)),
@@ -456,7 +473,9 @@ bool computeRank(const Program &program, const KernelLibrary &kernels, int64_t r
   out.computeSeconds = secondsSince(start);
 
   start = Clock::now();
-  std::vector<std::string> checksums = checksumShardJobs(jobs, options.threads);
+  std::vector<std::string> checksums(jobs.size());
+  if (options.checksums)
+    checksums = checksumShardJobs(jobs, options.threads);
   out.checksumSeconds = secondsSince(start);
 
   for (size_t j = 0; j < jobs.size(); ++j) {

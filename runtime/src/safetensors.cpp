@@ -294,6 +294,7 @@ void AtomicFile::discard() {
 
 bool AtomicFile::open(const std::string &path, uint64_t expectedBytes, std::string &error) {
   discard();
+  writtenEnd = 0;
   ignoreFileSizeSignal();
   finalPath = path;
   std::string dir = directoryOf(path);
@@ -358,13 +359,51 @@ bool AtomicFile::write(const void *data, uint64_t bytes, std::string &error) {
   return true;
 }
 
+bool AtomicFile::writeAt(uint64_t offset, const void *data, uint64_t bytes, std::string &error) {
+  if (fd < 0) {
+    error = "cannot write " + finalPath + ": the file is not open";
+    return false;
+  }
+  const char *src = static_cast<const char *>(data);
+  writtenEnd = std::max(writtenEnd, offset + bytes);
+  while (bytes) {
+    size_t piece = size_t(std::min(bytes, kMaxWriteChunk));
+    ssize_t put = ::pwrite(fd, src, piece, off_t(offset));
+    if (put < 0) {
+      if (errno == EINTR)
+        continue;
+      error = writeErrorText(errno, finalPath, "write");
+      discard();
+      return false;
+    }
+    if (put == 0) {
+      error = writeErrorText(ENOSPC, finalPath, "write");
+      discard();
+      return false;
+    }
+    src += put;
+    offset += uint64_t(put);
+    bytes -= uint64_t(put);
+  }
+  return true;
+}
+
+void AtomicFile::startWriteback(uint64_t offset, uint64_t bytes) {
+#ifdef __linux__
+  if (fd >= 0)
+    ::sync_file_range(fd, off_t(offset), off_t(bytes), SYNC_FILE_RANGE_WRITE);
+#else
+  (void)offset, (void)bytes;
+#endif
+}
+
 bool AtomicFile::commit(std::string &error) {
   if (fd < 0) {
     error = "cannot write " + finalPath + ": the file is not open";
     return false;
   }
   // fallocate may have reserved more than was written (only if a caller miscounted): trim.
-  off_t end = ::lseek(fd, 0, SEEK_CUR);
+  off_t end = std::max(::lseek(fd, 0, SEEK_CUR), off_t(writtenEnd));
   struct stat info;
   if (end >= 0 && ::fstat(fd, &info) == 0 && info.st_size != end && ::ftruncate(fd, end) != 0) {
     error = writeErrorText(errno, finalPath, "truncate");

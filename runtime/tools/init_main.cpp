@@ -395,20 +395,49 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
       bar.reset(new ProgressBar());
       runOptions.progress = [&](uint64_t done, uint64_t total) { bar->update(done, total); };
     }
+    // Writing overlaps computing: each finished shard is checksummed and written at its place
+    // in the file by a writer thread while the workers compute the next ones.
+    std::unique_ptr<ShardFileStream> stream;
+    if (!options.discard) {
+      std::vector<ShardTensor> layout;
+      for (const ShardJob &job : planRank(program, *kernels, myRank, /*persistentOnly=*/true)) {
+        ShardTensor tensor;
+        tensor.param = job.param;
+        tensor.slice = job.slice;
+        tensor.bytes = job.bytes;
+        layout.push_back(std::move(tensor));
+      }
+      stream.reset(new ShardFileStream());
+      if (!stream->open(options.out, program, myRank, layout, error)) {
+        stream.reset();
+        code = kExitFailure;
+      } else {
+        ShardFileStream *to = stream.get();
+        runOptions.shardDone = [to](size_t job, const void *data, uint64_t) {
+          to->tensorDone(job, data);
+        };
+        runOptions.checksums = false;
+      }
+    }
     RankShards shards;
-    if (!computeRank(program, *kernels, myRank, /*persistentOnly=*/true, runOptions, shards,
-                     error)) {
+    if (code != kExitOk) {
+      // the stream could not be opened; error says why
+    } else if (!computeRank(program, *kernels, myRank, /*persistentOnly=*/true, runOptions,
+                            shards, error)) {
       code = kExitFailure;
     } else {
       if (bar)
         bar->finish();
       stats.bytes = double(shards.bytes);
       stats.elements = double(shards.elements);
-      checksums.assign(program.params.size(), std::string());
-      for (size_t t = 0; t < shards.tensors.size(); ++t)
-        checksums[shards.paramIndices[t]] = shards.tensors[t].checksum;
-      if (!options.discard && !writeShardFile(options.out, program, myRank, shards.tensors, error))
+      std::vector<std::string> written;
+      if (stream && !stream->finish(written, error)) {
         code = kExitFailure;
+      } else {
+        checksums.assign(program.params.size(), std::string());
+        for (size_t t = 0; t < shards.tensors.size(); ++t)
+          checksums[shards.paramIndices[t]] = stream ? written[t] : shards.tensors[t].checksum;
+      }
     }
   }
   stats.seconds = std::chrono::duration<double>(Clock::now() - rankStart).count();

@@ -20,6 +20,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -32,6 +33,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -176,6 +178,35 @@ struct InspectArgs {
   bool json = false;
 };
 
+// Per-core generation rates, elements per second, from the kernel benchmark on the build
+// machine (one core of an AMD EPYC, 2 vCPUs, x86-64-v3 kernels, bf16/f16 within 10% of f32):
+//   ninja -C build initc-kernel-bench && build/bin/initc-kernel-bench --benchmark_min_time=0.2
+// (items_per_second of kernel/<distribution>_f32). Elementwise recipes without randomness
+// (fills, iota, masks) are counted at the uniform rate, an upper bound on their time.
+constexpr double kUniformPerSecond = 1.08e9;
+constexpr double kNormalPerSecond = 0.45e9;      // Box-Muller; also variance scaling, orthogonal
+constexpr double kTruncNormalPerSecond = 0.28e9; // erfinv
+// prog/init's resident memory besides the shards (binary, MPI, kernels.so, the program):
+// measured with `/usr/bin/time -f %M prog/init --rank K --discard` as 9.8 MiB for a 1-layer
+// model and 11.2 MiB above its 94.5 MiB of shards for a Llama-3.1-405B rank (dp=512,tp=32).
+constexpr double kRuntimeOverheadBytes = 12.0 * (1 << 20);
+
+// Elements per second one core generates for a parameter, by the costliest random op of its
+// recipe.
+double generationRate(initc::init::ParamOp param) {
+  double rate = kUniformPerSecond;
+  param.getBody().walk([&](Operation *op) {
+    if (isa<initc::init::TruncNormalOp, initc::init::ErfinvOp>(op))
+      rate = std::min(rate, kTruncNormalPerSecond);
+    else if (isa<initc::init::NormalOp, initc::init::OrthogonalOp>(op))
+      rate = std::min(rate, kNormalPerSecond);
+    else if (auto v = dyn_cast<initc::init::VarianceScalingOp>(op))
+      if (v.getDistribution() != initc::init::Distribution::uniform)
+        rate = std::min(rate, kNormalPerSecond);
+  });
+  return rate;
+}
+
 int runInspect(const InspectArgs &args) {
   Session session;
   auto module = initc::loadModel(*session.context, args.model);
@@ -189,9 +220,15 @@ int runInspect(const InspectArgs &args) {
   if (failed(initc::buildProgram(*module, modelNameOf(*module, args.model), program, error)))
     return fail(error);
 
-  // Bytes each rank holds: the sum of its slices (replicas count on every rank holding them).
+  llvm::StringMap<double> rateByName;
+  for (initc::init::ParamOp param : module->getOps<initc::init::ParamOp>())
+    rateByName[param.getSymName()] = generationRate(param);
+
+  // Bytes each rank holds: the sum of its slices (replicas count on every rank holding them),
+  // and the seconds one core takes to generate them.
   int64_t ranks = program.mesh.size();
   std::vector<uint64_t> rankBytes(ranks, 0);
+  std::vector<double> rankSeconds(ranks, 0.0);
   std::vector<uint64_t> maxSliceBytes(program.params.size(), 0);
   uint64_t totalBytes = 0, paramCount = 0, bufferCount = 0;
   for (size_t i = 0; i < program.params.size(); ++i) {
@@ -199,14 +236,22 @@ int runInspect(const InspectArgs &args) {
     uint64_t elementBytes = initrt::dtypeBytes(p.dtype);
     totalBytes += p.numElements() * elementBytes;
     (p.buffer ? bufferCount : paramCount) += p.numElements();
+    auto rate = rateByName.find(p.name);
+    double perElement = 1.0 / (rate == rateByName.end() ? kUniformPerSecond : rate->second);
     for (int64_t r = 0; r < ranks; ++r) {
-      uint64_t bytes = initrt::sliceForRank(program.mesh, p, r).numElements() * elementBytes;
+      uint64_t elements = initrt::sliceForRank(program.mesh, p, r).numElements();
+      uint64_t bytes = elements * elementBytes;
       rankBytes[r] += bytes;
+      rankSeconds[r] += double(elements) * perElement;
       maxSliceBytes[i] = std::max(maxSliceBytes[i], bytes);
     }
   }
   uint64_t largest = *std::max_element(rankBytes.begin(), rankBytes.end());
   int64_t largestRank = std::max_element(rankBytes.begin(), rankBytes.end()) - rankBytes.begin();
+  int64_t slowestRank =
+      std::max_element(rankSeconds.begin(), rankSeconds.end()) - rankSeconds.begin();
+  double slowest = rankSeconds[slowestRank];
+  double largestMemory = double(largest) + kRuntimeOverheadBytes;
   std::string meshText = "single device";
   if (!program.mesh.shape.empty()) {
     meshText.clear();
@@ -240,6 +285,17 @@ int runInspect(const InspectArgs &args) {
                      {"ranks", ranks},
                      {"largest_rank", largestRank},
                      {"largest_rank_bytes", largest}};
+    out["estimate"] = {
+        {"note", "an estimate, not a measurement: shard bytes plus the runtime's measured "
+                 "overhead; time at the kernel benchmark's one-core rates, without page faults "
+                 "or writing the checkpoint"},
+        {"runtime_overhead_bytes", uint64_t(kRuntimeOverheadBytes)},
+        {"largest_rank_memory_bytes", uint64_t(largestMemory)},
+        {"slowest_rank", slowestRank},
+        {"slowest_rank_seconds_one_core", slowest},
+        {"rates_elements_per_second", {{"uniform", kUniformPerSecond},
+                                       {"normal", kNormalPerSecond},
+                                       {"trunc_normal", kTruncNormalPerSecond}}}};
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -264,6 +320,12 @@ int runInspect(const InspectArgs &args) {
   std::printf("%llu parameters in %zu tensors, %s in all; largest rank: %lld with %s\n",
               (unsigned long long)paramCount, program.params.size(), humanBytes(totalBytes).c_str(),
               (long long)largestRank, humanBytes(largest).c_str());
+  std::printf("estimate per rank (not measured): memory up to %s (shards + %s runtime), time up "
+              "to %.3g s on one core (rank %lld; divide by --threads; page faults and writing "
+              "the checkpoint not included)\n",
+              humanBytes(uint64_t(largestMemory)).c_str(),
+              humanBytes(uint64_t(kRuntimeOverheadBytes)).c_str(), slowest,
+              (long long)slowestRank);
   return 0;
 }
 

@@ -17,6 +17,9 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <algorithm>
+#include <cmath>
+
 using namespace mlir;
 
 namespace initc::random {
@@ -128,26 +131,75 @@ struct KeyOperand {
   KeyOperand(Value key) : packed(key) {}
 };
 
-// Round-0 key words (i32, shaped like `like`), or nulls for a constant key.
-std::pair<Value, Value> keyWords(OpBuilder &b, Location loc, const KeyOperand &key, Type like) {
-  if (!key.packed)
-    return {Value(), Value()};
-  Type i32 = b.getI32Type();
-  Value k0 = b.create<arith::TruncIOp>(loc, i32, key.packed);
-  Value k1 = b.create<arith::TruncIOp>(
-      loc, i32,
-      b.create<arith::ShRUIOp>(
-          loc, key.packed, b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(32))));
-  if (auto vec = dyn_cast<VectorType>(like)) {
-    auto type = VectorType::get(vec.getShape(), i32);
-    k0 = b.create<vector::BroadcastOp>(loc, type, k0);
-    k1 = b.create<vector::BroadcastOp>(loc, type, k1);
-  }
-  return {k0, k1};
-}
-
 std::array<Value, 4> philox(OpBuilder &builder, Location loc, Value blockIndex,
                             const KeyOperand &key, int rounds);
+
+// logF of rule 7. Without `anyInput` the caller promises x is a positive normal finite float
+// (a unit float, or (1 - v)(1 + v) for |v| < 1): the subnormal scaling and the special values
+// then select what is computed anyway, and are left out.
+Value logOf(OpBuilder &builder, Location loc, Value x, bool anyInput) {
+  ElementwiseBuilder e(builder, loc, x.getType());
+  Value sub, xs = x;
+  if (anyInput) {
+    sub = e.cmpf(CmpFPredicate::OLT, x, e.f32(0x1p-126f));
+    xs = e.select(sub, e.mul(x, e.f32(0x1p23f)), x);
+  }
+  Value bits = e.bitsOf(xs);
+  Value exp = e.andi(e.shru(bits, e.i32(23)), e.i32(0xff));
+  exp = e.subi(exp, anyInput ? e.select(sub, e.i32(126 + 23), e.i32(126)) : e.i32(126));
+  Value m = e.floatOf(e.ori(e.andi(bits, e.i32(0x007fffff)), e.i32(0x3f000000)));
+  Value small = e.cmpf(CmpFPredicate::OLT, m, e.f32(rng::kSqrtHalf));
+  exp = e.select(small, e.subi(exp, e.i32(1)), exp);
+  Value one = e.f32(1.0f);
+  Value t = e.select(small, e.sub(e.add(m, m), one), e.sub(m, one));
+  Value fe = e.toFloat(exp);
+  Value z = e.mul(t, t);
+  Value y = e.mul(e.mul(e.horner(rng::kLogPoly, t), t), z);
+  y = e.add(y, e.mul(e.f32(rng::kLn2Lo), fe));
+  y = e.sub(y, e.mul(e.f32(0.5f), z));
+  Value r = e.add(t, y);
+  r = e.add(r, e.mul(e.f32(rng::kLn2Hi), fe));
+  if (!anyInput)
+    return r;
+  // Special values, in the reference's order of precedence.
+  r = e.select(e.cmpf(CmpFPredicate::UNO, x, x), x, r);
+  r = e.select(e.cmpf(CmpFPredicate::OEQ, x, e.f32(INFINITY)), x, r);
+  r = e.select(e.cmpf(CmpFPredicate::OLT, x, e.f32(0.0f)), e.f32(NAN), r);
+  return e.select(e.cmpf(CmpFPredicate::OEQ, x, e.f32(0.0f)), e.f32(-INFINITY), r);
+}
+
+// What the caller knows of erfinv's argument x.
+struct ErfinvDomain {
+  bool inside = false;  // |x| < 1: no edge, and the log's argument is a positive normal
+  bool central = true;  // some x may take the central branch (w < 5)
+  bool tail = true;     // some x may take the tail branch (w >= 5)
+};
+
+// erfinvF of rule 7; branches the domain rules out are not computed (the select would drop
+// them).
+Value erfinvOf(OpBuilder &builder, Location loc, Value x, ErfinvDomain d) {
+  ElementwiseBuilder e(builder, loc, x.getType());
+  Value one = e.f32(1.0f);
+  Value w = e.neg(logOf(builder, loc, e.mul(e.sub(one, x), e.add(one, x)), !d.inside));
+  Value p;
+  if (d.central)
+    p = e.horner(rng::kErfinvCentral, e.sub(w, e.f32(2.5f)));
+  if (d.tail) {
+    Value pt = e.horner(rng::kErfinvTail, e.sub(e.sqrt(w), e.f32(3.0f)));
+    p = p ? e.select(e.cmpf(CmpFPredicate::OLT, w, e.f32(5.0f)), p, pt) : pt;
+  }
+  if (d.inside)
+    return e.mul(p, x);
+  Value edge = e.cmpf(CmpFPredicate::OEQ, e.abs(x), one);
+  return e.select(edge, e.mul(x, e.f32(INFINITY)), e.mul(p, x));
+}
+
+// The range of uniformFromWord(word, p) over every word, exactly: unit floats run from 2^-24 to
+// 1 - 2^-24, and low + width * u is monotonic in u (rounding is monotonic).
+std::pair<float, float> uniformRange(rng::UniformParams p) {
+  float a = p.low + p.width * 0x1p-24f, b = p.low + p.width * (1.0f - 0x1p-24f);
+  return {std::min(a, b), std::max(a, b)};
+}
 
 Value uniformFromWord(ElementwiseBuilder &e, OpBuilder &b, Location loc, Value word,
                       rng::UniformParams p) {
@@ -197,33 +249,46 @@ PhiloxKey derivePhiloxKey(uint64_t seed, llvm::StringRef name, uint64_t stream) 
 namespace {
 std::array<Value, 4> philox(OpBuilder &builder, Location loc, Value blockIndex,
                             const KeyOperand &key, int rounds) {
+  // The words live in the low halves of i64 values whose high halves are don't-care: every
+  // product reads only the low halves (`and` with 2^32 - 1, which a 32x32 -> 64-bit multiply
+  // such as pmuludq does for free), xors and adds never carry upward into the low half, and
+  // the results are truncated at the end. On vectors this keeps all the rounds in 64-bit lanes,
+  // with no narrowing and widening shuffles between them.
   ElementwiseBuilder e(builder, loc, blockIndex.getType());
-  Value c0 = e.trunc(blockIndex, 32);
-  Value c1 = e.trunc(e.shru(blockIndex, e.i64(32)), 32);
-  Value c2 = e.i32(0), c3 = e.i32(0);
+  Value low = e.i64(0xffffffffu), shift = e.i64(32);
+  Value c0 = blockIndex;
+  Value c1 = e.shru(blockIndex, shift);
+  Value c2 = e.i64(0), c3 = e.i64(0);
   uint32_t k0 = key.constant.k0, k1 = key.constant.k1;
-  auto [kv0, kv1] = keyWords(builder, loc, key, blockIndex.getType());
-  Value m0 = e.i64(rng::kPhiloxM0), m1 = e.i64(rng::kPhiloxM1), shift = e.i64(32);
+  Value kv0, kv1;
+  if (key.packed) {
+    kv0 = key.packed;
+    kv1 = builder.create<arith::ShRUIOp>(
+        loc, key.packed, builder.create<arith::ConstantOp>(loc, builder.getI64IntegerAttr(32)));
+    if (auto vec = dyn_cast<VectorType>(blockIndex.getType())) {
+      kv0 = builder.create<vector::BroadcastOp>(loc, vec, kv0);
+      kv1 = builder.create<vector::BroadcastOp>(loc, vec, kv1);
+    }
+  }
+  Value m0 = e.i64(rng::kPhiloxM0), m1 = e.i64(rng::kPhiloxM1);
   for (int r = 0; r < rounds; ++r) {
     if (r > 0) {
       k0 += rng::kPhiloxW0;
       k1 += rng::kPhiloxW1;
       if (kv0) {
-        kv0 = e.addi(kv0, e.i32(rng::kPhiloxW0));
-        kv1 = e.addi(kv1, e.i32(rng::kPhiloxW1));
+        kv0 = e.addi(kv0, e.i64(rng::kPhiloxW0));
+        kv1 = e.addi(kv1, e.i64(rng::kPhiloxW1));
       }
     }
     // 32x32 -> 64-bit products; a constant key schedule folds into constants, a run-time one
     // is loop-invariant.
-    Value p0 = e.muli(e.zext(c0, 64), m0);
-    Value p1 = e.muli(e.zext(c2, 64), m1);
-    Value n0 = e.xori(e.xori(e.trunc(e.shru(p1, shift), 32), c1), kv0 ? kv0 : e.i32(k0));
-    Value n1 = e.trunc(p1, 32);
-    Value n2 = e.xori(e.xori(e.trunc(e.shru(p0, shift), 32), c3), kv1 ? kv1 : e.i32(k1));
-    Value n3 = e.trunc(p0, 32);
-    c0 = n0, c1 = n1, c2 = n2, c3 = n3;
+    Value p0 = e.muli(e.andi(c0, low), m0);
+    Value p1 = e.muli(e.andi(c2, low), m1);
+    Value n0 = e.xori(e.xori(e.shru(p1, shift), c1), kv0 ? kv0 : e.i64(k0));
+    Value n2 = e.xori(e.xori(e.shru(p0, shift), c3), kv1 ? kv1 : e.i64(k1));
+    c0 = n0, c1 = p1, c2 = n2, c3 = p0;
   }
-  return {c0, c1, c2, c3};
+  return {e.trunc(c0, 32), e.trunc(c1, 32), e.trunc(c2, 32), e.trunc(c3, 32)};
 }
 
 Value uniformAt(OpBuilder &builder, Location loc, Value index, const KeyOperand &key,
@@ -240,7 +305,8 @@ Value normalAt(OpBuilder &builder, Location loc, Value index, const KeyOperand &
   Lane lane = laneOf(e, index);
   Value u1 = emitUnitFloat(builder, loc, e.select(lane.high, x[2], x[0]));
   Value u2 = emitUnitFloat(builder, loc, e.select(lane.high, x[3], x[1]));
-  Value r = e.sqrt(e.mul(e.f32(-2.0f), emitLog(builder, loc, u1)));
+  // u1 is a unit float: positive, normal, finite.
+  Value r = e.sqrt(e.mul(e.f32(-2.0f), logOf(builder, loc, u1, /*anyInput=*/false)));
   // Even lanes take cos(2 pi u2), the sine one quadrant further on.
   auto [q, t] = reduceTurn(e, u2);
   Value even = e.cmpi(CmpIPredicate::eq, e.andi(index, e.i64(1)), e.i64(0));
@@ -254,7 +320,14 @@ Value truncNormalAt(OpBuilder &builder, Location loc, Value index, const KeyOper
   ElementwiseBuilder e(builder, loc, index.getType());
   rng::TruncNormalParams p = rng::truncNormalParams(mean, stdev, a, b);
   Value v = uniformFromWord(e, builder, loc, wordAt(e, builder, loc, index, key), p.v);
-  Value y = e.add(e.mul(emitErfinv(builder, loc, v), e.f32(p.scale)), e.f32(p.mean));
+  // The range of v is known here: with |v| <= 0.99, w = -log((1 - v)(1 + v)) <= 3.92 and
+  // every element takes the central branch (most bounds: +-2 std gives |v| <= 0.955).
+  auto [vmin, vmax] = uniformRange(p.v);
+  float maxAbs = std::max(std::fabs(vmin), std::fabs(vmax));
+  ErfinvDomain domain;
+  domain.inside = maxAbs < 1.0f;
+  domain.tail = !(maxAbs <= 0.99f);
+  Value y = e.add(e.mul(erfinvOf(builder, loc, v, domain), e.f32(p.scale)), e.f32(p.mean));
   Value lo = e.f32(p.a), hi = e.f32(p.b);
   y = e.select(e.cmpf(CmpFPredicate::OLT, y, lo), lo, y);
   return e.select(e.cmpf(CmpFPredicate::OGT, y, hi), hi, y);
@@ -305,29 +378,7 @@ Value emitTruncNormal(OpBuilder &builder, Location loc, Value index, Value key, 
 }
 
 Value emitLog(OpBuilder &builder, Location loc, Value x) {
-  ElementwiseBuilder e(builder, loc, x.getType());
-  Value sub = e.cmpf(CmpFPredicate::OLT, x, e.f32(0x1p-126f));
-  Value xs = e.select(sub, e.mul(x, e.f32(0x1p23f)), x);
-  Value bits = e.bitsOf(xs);
-  Value exp = e.andi(e.shru(bits, e.i32(23)), e.i32(0xff));
-  exp = e.subi(exp, e.select(sub, e.i32(126 + 23), e.i32(126)));
-  Value m = e.floatOf(e.ori(e.andi(bits, e.i32(0x007fffff)), e.i32(0x3f000000)));
-  Value small = e.cmpf(CmpFPredicate::OLT, m, e.f32(rng::kSqrtHalf));
-  exp = e.select(small, e.subi(exp, e.i32(1)), exp);
-  Value one = e.f32(1.0f);
-  Value t = e.select(small, e.sub(e.add(m, m), one), e.sub(m, one));
-  Value fe = e.toFloat(exp);
-  Value z = e.mul(t, t);
-  Value y = e.mul(e.mul(e.horner(rng::kLogPoly, t), t), z);
-  y = e.add(y, e.mul(e.f32(rng::kLn2Lo), fe));
-  y = e.sub(y, e.mul(e.f32(0.5f), z));
-  Value r = e.add(t, y);
-  r = e.add(r, e.mul(e.f32(rng::kLn2Hi), fe));
-  // Special values, in the reference's order of precedence.
-  r = e.select(e.cmpf(CmpFPredicate::UNO, x, x), x, r);
-  r = e.select(e.cmpf(CmpFPredicate::OEQ, x, e.f32(INFINITY)), x, r);
-  r = e.select(e.cmpf(CmpFPredicate::OLT, x, e.f32(0.0f)), e.f32(NAN), r);
-  return e.select(e.cmpf(CmpFPredicate::OEQ, x, e.f32(0.0f)), e.f32(-INFINITY), r);
+  return logOf(builder, loc, x, /*anyInput=*/true);
 }
 
 Value emitExp(OpBuilder &builder, Location loc, Value x) {
@@ -364,14 +415,7 @@ Value emitCos2Pi(OpBuilder &builder, Location loc, Value u) {
 }
 
 Value emitErfinv(OpBuilder &builder, Location loc, Value x) {
-  ElementwiseBuilder e(builder, loc, x.getType());
-  Value one = e.f32(1.0f);
-  Value w = e.neg(emitLog(builder, loc, e.mul(e.sub(one, x), e.add(one, x))));
-  Value pc = e.horner(rng::kErfinvCentral, e.sub(w, e.f32(2.5f)));
-  Value pt = e.horner(rng::kErfinvTail, e.sub(e.sqrt(w), e.f32(3.0f)));
-  Value p = e.select(e.cmpf(CmpFPredicate::OLT, w, e.f32(5.0f)), pc, pt);
-  Value edge = e.cmpf(CmpFPredicate::OEQ, e.abs(x), one);
-  return e.select(edge, e.mul(x, e.f32(INFINITY)), e.mul(p, x));
+  return erfinvOf(builder, loc, x, ErfinvDomain{});
 }
 
 Value emitRoundToBF16Bits(OpBuilder &builder, Location loc, Value x) {
@@ -386,32 +430,12 @@ Value emitRoundToBF16Bits(OpBuilder &builder, Location loc, Value x) {
 }
 
 Value emitRoundToF16Bits(OpBuilder &builder, Location loc, Value x) {
+  // IEEE binary16 rounding is what rule 8 spells out in integer ops; the conversion instruction
+  // (vcvtps2ph on x86-64-v3, libgcc's __truncsfhf2 without F16C) gives the same bits, NaNs
+  // included, in one instruction where the integer form costs some thirty.
   ElementwiseBuilder e(builder, loc, x.getType());
-  Value bits = e.bitsOf(x);
-  Value sign = e.andi(e.shru(bits, e.i32(16)), e.i32(0x8000));
-  Value a = e.andi(bits, e.i32(0x7fffffff));
-  // Normal half: rebias, round off 13 bits to nearest even.
-  Value v = e.subi(a, e.i32(0x38000000));
-  Value normal = e.addi(v, e.addi(e.i32(0xfff), e.andi(e.shru(v, e.i32(13)), e.i32(1))));
-  normal = e.shru(normal, e.i32(13));
-  // Subnormal half: mantissa / 2^(126 - exponent), to nearest even; the clamp keeps shifts
-  // in range on lanes that take another path.
-  Value exp = e.shru(a, e.i32(23));
-  Value m = e.ori(e.andi(a, e.i32(0x007fffff)), e.i32(0x00800000));
-  Value shift = e.maxs(e.mins(e.subi(e.i32(126), exp), e.i32(25)), e.i32(14));
-  Value q = e.shru(m, shift);
-  Value rem = e.andi(m, e.subi(e.shl(e.i32(1), shift), e.i32(1)));
-  Value half = e.shl(e.i32(1), e.subi(shift, e.i32(1)));
-  Value tieOdd = e.andi(e.cmpi(CmpIPredicate::eq, rem, half),
-                        e.cmpi(CmpIPredicate::ne, e.andi(q, e.i32(1)), e.i32(0)));
-  Value up = e.ori(e.cmpi(CmpIPredicate::ugt, rem, half), tieOdd);
-  Value subnormal = e.select(up, e.addi(q, e.i32(1)), q);
-
-  Value r = e.select(e.cmpi(CmpIPredicate::uge, a, e.i32(0x38800000)), normal, subnormal);
-  r = e.select(e.cmpi(CmpIPredicate::uge, a, e.i32(0x477ff000)), e.i32(0x7c00), r);
-  Value nan = e.ori(e.i32(0x7e00), e.andi(e.shru(a, e.i32(13)), e.i32(0x3ff)));
-  r = e.select(e.cmpi(CmpIPredicate::ugt, a, e.i32(0x7f800000)), nan, r);
-  return e.trunc(e.ori(sign, r), 16);
+  Value half = builder.create<arith::TruncFOp>(loc, e.shaped(builder.getF16Type()), x);
+  return builder.create<arith::BitcastOp>(loc, e.intType(16), half);
 }
 
 } // namespace initc::random

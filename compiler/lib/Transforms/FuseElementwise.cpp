@@ -58,6 +58,10 @@ private:
   SmallVector<Value> dims; // a copy: adding key arguments may move the block's argument list
   DenseMap<Value, Value> cache;
   DenseMap<int64_t, Value> keyByStream;
+  // Widened bf16/f16 values -> the 16-bit value they came from, so that rounding them again
+  // (the yield, a second cast) is skipped instead of left to LLVM, which cannot see that the
+  // integer bf16 rounding of a widened bf16 is the identity.
+  DenseMap<Value, Value> narrowOf;
   SmallVector<int64_t> keyValues;
 
   Type computeType(Type element) {
@@ -106,6 +110,8 @@ private:
 };
 
 Value ElementEmitter::toElement(Value scalar, Type element) {
+  if (Value narrow = narrowOf.lookup(scalar); narrow && narrow.getType() == element)
+    return narrow;
   if (element.isBF16()) {
     Value bits = random::emitRoundToBF16Bits(b, loc, scalar);
     return b.create<arith::BitcastOp>(loc, element, bits);
@@ -118,17 +124,20 @@ Value ElementEmitter::toElement(Value scalar, Type element) {
 }
 
 Value ElementEmitter::fromElement(Value scalar, Type element) {
+  Value wide = scalar;
   if (element.isBF16()) {
     // bf16 is the top half of an f32.
     Value bits = b.create<arith::BitcastOp>(loc, b.getI16Type(), scalar);
-    Value wide = b.create<arith::ExtUIOp>(loc, b.getI32Type(), bits);
+    Value word = b.create<arith::ExtUIOp>(loc, b.getI32Type(), bits);
     Value shifted = b.create<arith::ShLIOp>(
-        loc, wide, b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(16)));
-    return b.create<arith::BitcastOp>(loc, b.getF32Type(), shifted);
+        loc, word, b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(16)));
+    wide = b.create<arith::BitcastOp>(loc, b.getF32Type(), shifted);
+  } else if (element.isF16()) {
+    wide = b.create<arith::ExtFOp>(loc, b.getF32Type(), scalar); // exact
   }
-  if (element.isF16())
-    return b.create<arith::ExtFOp>(loc, b.getF32Type(), scalar); // exact
-  return scalar;
+  if (wide != scalar)
+    narrowOf[wide] = scalar;
+  return wide;
 }
 
 Value ElementEmitter::convert(Value scalar, Type from, Type to) {

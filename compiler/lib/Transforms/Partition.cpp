@@ -8,9 +8,12 @@
 //
 // One Philox block gives four consecutive elements (ir-spec/rng.md rule 2), so the inner loop
 // runs over whole blocks of the linear index, evaluating the region for the four elements of a
-// block in one iteration: LLVM sees the four Philox evaluations are the same and keeps one, and
-// vectorizes the loop over blocks. A scalar loop covers the partial blocks at either end of a
-// row. The region's trailing arguments (Philox keys) are read from the kernel's `args`, so
+// block in one iteration: LLVM sees the four Philox evaluations are the same and keeps one.
+// The main loop takes 8 blocks at a time on explicit vectors (each op of the region given a
+// vector<8> type, one vector per lane of a block, the four interleaved into one store), so the
+// vector width does not depend on LLVM's cost model (ir-spec/lowering.md says why); the blocks
+// left over run in a scalar block loop that LLVM may vectorize, and scalar loops cover the
+// partial blocks at either end of a row. The region's trailing arguments (Philox keys) are read from the kernel's `args`, so
 // parameters that differ only in their keys share a kernel.
 //
 //===----------------------------------------------------------------------===//
@@ -18,9 +21,11 @@
 #include "initc/Transforms/Passes.h"
 #include "initrt/rng.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/SwapByteOrder.h"
 
 namespace initc {
 #define GEN_PASS_DEF_PARTITION
@@ -32,6 +37,23 @@ using namespace initc;
 using namespace initc::init;
 
 namespace {
+
+/// Blocks per iteration of the explicitly vectorized block loop: 8 lanes of i64 Philox
+/// arithmetic fill two AVX2 registers, and 8 x f32 one.
+constexpr int64_t kVectorBlocks = 8;
+
+/// Whether every op of `region` is an arith or math op on scalars, so that it can be evaluated
+/// on vectors by giving each result a vector type.
+bool isVectorizable(Block &region) {
+  for (Operation &op : region.without_terminator()) {
+    if (!isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) || op.getNumRegions())
+      return false;
+    auto scalar = [](Value v) { return v.getType().isIntOrFloat(); };
+    if (!llvm::all_of(op.getOperands(), scalar) || !llvm::all_of(op.getResults(), scalar))
+      return false;
+  }
+  return true;
+}
 
 /// Builds `func.func @name(out, globalShape, offset, localShape, begin, end, args)` evaluating
 /// `fused`.
@@ -89,6 +111,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
 
   Type element = type.getElementType();
   Type storeType = element.isInteger(1) ? b.getI8Type() : element;
+  bool vectorizable = storeType.isIntOrFloat() && isVectorizable(region);
   auto rows = b.create<scf::ForOp>(loc, rowBegin, rowEnd, one);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -111,8 +134,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     if (rank)
       base = b.create<arith::AddIOp>(loc, base, off.back());
 
-    // Evaluates and stores the element at column `col`, global linear index `linear`.
-    auto emitElement = [&](OpBuilder &b, Value col, Value linear) {
+    // Evaluates the element at column `col`, global linear index `linear`, as its stored type.
+    auto evaluate = [&](OpBuilder &b, Value col, Value linear) {
       if (rank)
         globalIndex.back() = b.create<arith::AddIOp>(loc, off.back(), col);
       IRMapping mapping;
@@ -126,9 +149,15 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
       if (element.isInteger(1))
         value = b.create<arith::ExtUIOp>(loc, b.getI8Type(), value);
+      return value;
+    };
+    auto addressOf = [&](OpBuilder &b, Value col) -> Value {
       Value localIndex = b.create<arith::AddIOp>(loc, rowStart, col);
-      Value address = b.create<LLVM::GEPOp>(loc, ptr, storeType, out, ValueRange{localIndex});
-      b.create<LLVM::StoreOp>(loc, value, address);
+      return b.create<LLVM::GEPOp>(loc, ptr, storeType, out, ValueRange{localIndex});
+    };
+    auto emitElement = [&](OpBuilder &b, Value col, Value linear) {
+      Value value = evaluate(b, col, linear);
+      b.create<LLVM::StoreOp>(loc, value, addressOf(b, col));
     };
     auto scalarLoop = [&](Value from, Value to) {
       auto cols = b.create<scf::ForOp>(loc, from, to, one);
@@ -136,6 +165,86 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       b.setInsertionPointToStart(cols.getBody());
       Value col = cols.getInductionVar();
       emitElement(b, col, b.create<arith::AddIOp>(loc, base, col));
+    };
+    // Evaluates the region for the 4 * kVectorBlocks elements of blocks [firstBlock,
+    // firstBlock + kVectorBlocks) on vectors (one vector per lane of a block, each op of the
+    // region given a vector type), interleaves the four lanes into element order and stores them
+    // with one store. Every op is elementwise, so each vector lane computes exactly what the
+    // scalar code computes for its element.
+    auto emitBlockGroup = [&](OpBuilder &b, Value firstBlock) {
+      auto vectorOf = [&](Type t) { return VectorType::get({kVectorBlocks}, t); };
+      auto splat = [&](Value scalar) -> Value {
+        return b.create<vector::BroadcastOp>(loc, vectorOf(scalar.getType()), scalar);
+      };
+      SmallVector<int64_t> steps;
+      for (int64_t k = 0; k < kVectorBlocks; ++k)
+        steps.push_back(k);
+      Value blockIndex = b.create<arith::AddIOp>(
+          loc, splat(firstBlock),
+          b.create<arith::ConstantOp>(loc, b.getI64VectorAttr(steps)));
+      Value first = b.create<arith::ShLIOp>(
+          loc, blockIndex,
+          b.create<arith::ConstantOp>(
+              loc, DenseElementsAttr::get(vectorOf(b.getI64Type()), b.getI64IntegerAttr(2))));
+      Value baseVector = splat(base);
+      SmallVector<Value> fixed; // region arguments that do not depend on the element
+      for (int64_t d = 0; d + 1 < rank; ++d)
+        fixed.push_back(splat(globalIndex[d]));
+      SmallVector<Value> keys = llvm::map_to_vector(kernelArgs, splat);
+      Value offLast = rank ? splat(off.back()) : Value();
+      SmallVector<Value, 4> lanes;
+      for (int64_t lane = 0; lane < 4; ++lane) {
+        Value linear = first;
+        if (lane)
+          linear = b.create<arith::OrIOp>(
+              loc, first,
+              b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(
+                                                   vectorOf(b.getI64Type()),
+                                                   b.getI64IntegerAttr(lane))));
+        IRMapping mapping;
+        mapping.map(region.getArgument(0), linear);
+        for (int64_t d = 0; d + 1 < rank; ++d)
+          mapping.map(region.getArgument(d + 1), fixed[d]);
+        if (rank)
+          mapping.map(region.getArgument(rank),
+                      b.create<arith::AddIOp>(loc, offLast,
+                                              b.create<arith::SubIOp>(loc, linear, baseVector)));
+        for (auto [a, value] : llvm::enumerate(keys))
+          mapping.map(region.getArgument(rank + 1 + a), value);
+        for (Operation &op : region.without_terminator()) {
+          if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+            auto type = vectorOf(constant.getType());
+            mapping.map(constant.getResult(),
+                        b.create<arith::ConstantOp>(
+                            loc, DenseElementsAttr::get(type, constant.getValue())));
+            continue;
+          }
+          Operation *clone = b.clone(op, mapping);
+          for (Value result : clone->getResults())
+            result.setType(vectorOf(result.getType()));
+        }
+        Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
+        // Shuffle integers: every element type has an integer of its width.
+        Type bits = b.getIntegerType(storeType.getIntOrFloatBitWidth());
+        if (element.isInteger(1))
+          value = b.create<arith::ExtUIOp>(loc, vectorOf(bits), value);
+        else if (value.getType() != vectorOf(bits))
+          value = b.create<arith::BitcastOp>(loc, vectorOf(bits), value);
+        lanes.push_back(value);
+      }
+      // [a0 b0 a1 b1 ...]
+      auto interleave = [&](Value x, Value y) -> Value {
+        int64_t n = cast<VectorType>(x.getType()).getNumElements();
+        SmallVector<int64_t> mask;
+        for (int64_t k = 0; k < n; ++k)
+          mask.append({k, n + k});
+        return b.create<vector::ShuffleOp>(loc, x, y, mask);
+      };
+      Value all = interleave(interleave(lanes[0], lanes[2]), interleave(lanes[1], lanes[3]));
+      Value col = b.create<arith::SubIOp>(
+          loc, b.create<arith::ShLIOp>(loc, firstBlock, cst(2)), base);
+      unsigned align = std::max(1u, storeType.getIntOrFloatBitWidth() / 8);
+      b.create<LLVM::StoreOp>(loc, all, addressOf(b, col), align);
     };
     // Whole Philox blocks [blockBegin, blockEnd) of the row's linear range [lin0, lin1); the
     // columns before and after them (fewer than 4 each) are the head and the tail.
@@ -153,15 +262,52 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         loc, headEnd,
         b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, blockEnd, four), base));
     scalarLoop(colLo, headEnd);
+    // Whole groups of kVectorBlocks blocks on vectors, then the remaining blocks one by one.
+    Value vectorEnd = blockBegin;
+    if (vectorizable) {
+      Value group = cst(kVectorBlocks);
+      Value count = b.create<arith::SubIOp>(loc, blockEnd, blockBegin);
+      vectorEnd = b.create<arith::AddIOp>(
+          loc, blockBegin,
+          b.create<arith::MulIOp>(loc, b.create<arith::DivUIOp>(loc, count, group), group));
+      auto groups = b.create<scf::ForOp>(loc, blockBegin, vectorEnd, group);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(groups.getBody());
+      emitBlockGroup(b, groups.getInductionVar());
+    }
     {
-      auto blocks = b.create<scf::ForOp>(loc, blockBegin, blockEnd, one);
+      auto blocks = b.create<scf::ForOp>(loc, vectorEnd, blockEnd, one);
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(blocks.getBody());
       Value first = b.create<arith::ShLIOp>(loc, blocks.getInductionVar(), two);
+      SmallVector<Value, 4> values, cols;
       for (int64_t lane = 0; lane < 4; ++lane) {
         // `or`, not `add`: LLVM then knows `linear >> 2` is the block for every lane.
         Value linear = lane ? b.create<arith::OrIOp>(loc, first, cst(lane)).getResult() : first;
-        emitElement(b, b.create<arith::SubIOp>(loc, linear, base), linear);
+        cols.push_back(b.create<arith::SubIOp>(loc, linear, base));
+        values.push_back(evaluate(b, cols.back(), linear));
+      }
+      if (storeType.isIntOrFloat() && storeType.getIntOrFloatBitWidth() == 16 &&
+          llvm::sys::IsLittleEndianHost) {
+        // Two 16-bit elements per 32-bit store (the first in the low half): the vectorizer sizes its vectors by the stored
+        // type, and 16-bit stores would make it widen the i64 Philox arithmetic to 16 lanes
+        // (4 ymm registers a value, spilling) instead of 8.
+        Type i16 = b.getI16Type(), i32 = b.getI32Type();
+        Value sixteen = b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(16));
+        auto word = [&](Value v) -> Value {
+          if (v.getType() != i16)
+            v = b.create<arith::BitcastOp>(loc, i16, v);
+          return b.create<arith::ExtUIOp>(loc, i32, v);
+        };
+        for (int64_t pair = 0; pair < 4; pair += 2) {
+          Value packed = b.create<arith::OrIOp>(
+              loc, word(values[pair]),
+              b.create<arith::ShLIOp>(loc, word(values[pair + 1]), sixteen));
+          b.create<LLVM::StoreOp>(loc, packed, addressOf(b, cols[pair]), /*alignment=*/2);
+        }
+      } else {
+        for (int64_t lane = 0; lane < 4; ++lane)
+          b.create<LLVM::StoreOp>(loc, values[lane], addressOf(b, cols[lane]));
       }
     }
     scalarLoop(tailBegin, colHi);

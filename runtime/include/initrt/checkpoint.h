@@ -2,7 +2,13 @@
 #pragma once
 
 #include "initrt/program.h"
+#include "initrt/safetensors.h"
 #include "initrt/sharding.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 #include <cstdint>
 #include <string>
@@ -28,6 +34,46 @@ struct ShardTensor {
 /// `error` (naming the file and what to do) on failure; nothing is left under the final name then.
 bool writeShardFile(const std::string &dir, const Program &program, int64_t rank,
                     const std::vector<ShardTensor> &tensors, std::string &error);
+
+/// Writes a rank's shard file while its tensors are still being computed: open() lays out the
+/// file (the header's length does not depend on the checksums) and starts a writer thread;
+/// tensorDone() hands it a finished tensor, which it checksums and writes at its offset at
+/// once, in any order; finish() waits for the writer, writes the header with the checksums and
+/// commits the file as writeShardFile does (fsync, rename). Destroying an unfinished stream
+/// leaves nothing under the final name.
+class ShardFileStream {
+public:
+  ShardFileStream() = default;
+  ~ShardFileStream();
+  ShardFileStream(const ShardFileStream &) = delete;
+  ShardFileStream &operator=(const ShardFileStream &) = delete;
+
+  /// `layout`: the rank's tensors (param, slice, bytes; no data yet), indexed as tensorDone's
+  /// `index`.
+  bool open(const std::string &dir, const Program &program, int64_t rank,
+            const std::vector<ShardTensor> &layout, std::string &error);
+  /// Thread-safe; `data` must stay valid until finish().
+  void tensorDone(size_t index, const void *data);
+  /// Every tensor must have been reported. `checksums`: one per layout tensor (empty for
+  /// tensors that are not persistent).
+  bool finish(std::vector<std::string> &checksums, std::string &error);
+
+private:
+  void writeLoop();
+
+  const Program *program = nullptr;
+  int64_t rank = 0;
+  std::string path, header;
+  std::vector<ShardTensor> tensors;
+  std::vector<uint64_t> offsets; // in the file, per layout tensor
+  AtomicFile file;
+  std::thread writer;
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<size_t> ready;
+  bool closing = false, failed = false;
+  std::string writeError;
+};
 
 /// True when dir/shardFileName(rank, world) exists, belongs to `program` (same program id), holds
 /// exactly the expected tensors and every tensor's bytes match its recorded checksum. Fills

@@ -52,10 +52,15 @@ struct ShardJob {
 /// Called on the thread that runs the jobs with the bytes computed so far and the total.
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 
+/// Called, on a worker thread, once job `job` (an index into the jobs passed) is complete.
+using ShardDoneFn = std::function<void(size_t job, const void *data, uint64_t bytes)>;
+
 struct RunOptions {
   int threads = 0;                       // 0: std::thread::hardware_concurrency()
   ProgressFn progress;                   // optional
   double progressIntervalSeconds = 0.1;  // at most this often
+  ShardDoneFn shardDone;                 // optional: e.g. to write shards while others compute
+  bool checksums = true;                 // computeRank: checksum every shard after computing
 };
 
 /// Bytes of output per unit of work handed to a thread.

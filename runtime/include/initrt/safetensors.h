@@ -62,6 +62,12 @@ public:
   bool open(const std::string &path, uint64_t expectedBytes, std::string &error);
   /// Writes all of `bytes`, in large pieces, retrying short writes and EINTR.
   bool write(const void *data, uint64_t bytes, std::string &error);
+  /// Writes all of `bytes` at `offset` (pwrite), leaving the file position alone; safe to call
+  /// from one thread while no other writes. The file then ends at least at offset + bytes.
+  bool writeAt(uint64_t offset, const void *data, uint64_t bytes, std::string &error);
+  /// Starts writing [offset, offset + bytes) back to the device without waiting, so that
+  /// commit's fsync finds little left to do (Linux sync_file_range; a no-op elsewhere).
+  void startWriteback(uint64_t offset, uint64_t bytes);
   bool commit(std::string &error);
   /// Removes the temporary file; called by the destructor when not committed.
   void discard();
@@ -69,6 +75,7 @@ public:
 private:
   std::string finalPath, tempPath;
   int fd = -1;
+  uint64_t writtenEnd = 0; // end of the furthest writeAt
 };
 
 /// Writes `contents` to `path` atomically.

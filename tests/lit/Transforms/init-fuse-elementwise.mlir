@@ -11,7 +11,7 @@ init.seed 42
 // CHECK-NEXT:    %[[E:.+]] = init.elementwise {args = array<i64: {{-?[0-9]+}}>} : tensor<8x4xf32> {
 // CHECK-NEXT:    ^bb0(%[[LIN:[^:]+]]: i64, %[[I:[^:]+]]: i64, %[[J:[^:]+]]: i64, %[[KEY:[^:]+]]: i64):
 // CHECK-NOT:       init.
-// CHECK:           arith.trunci %[[KEY]] : i64 to i32
+// CHECK:           arith.xori %{{.+}}, %[[KEY]] : i64
 // CHECK-NOT:       init.
 // CHECK:           arith.mulf
 // CHECK-NOT:       init.

@@ -67,8 +67,8 @@ mlir::Value emitErfinv(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value
 mlir::Value emitSin2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value u);
 mlir::Value emitCos2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value u);
 
-// Rule 8: f32 -> i16 bits of the rounded bf16 / f16 value (integer ops only, so every backend
-// rounds, and treats NaN, identically).
+// Rule 8: f32 -> i16 bits of the rounded bf16 / f16 value. bf16 in integer ops; f16 by the IEEE
+// conversion (arith.truncf), which rounds, and treats NaN, as the rule's integer form does.
 mlir::Value emitRoundToBF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 mlir::Value emitRoundToF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 

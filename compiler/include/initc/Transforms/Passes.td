@@ -106,10 +106,11 @@ def Partition : Pass<"init-partition", "mlir::ModuleOp"> {
     func.func @initc_kernel_0(%out: !llvm.ptr, ..., %args: !llvm.ptr) { scf.for ... }
     ```
   }];
-  // math: the normal matrix of an init.orthogonal parameter (Box-Muller's sqrt).
+  // math: the normal matrix of an init.orthogonal parameter (Box-Muller's sqrt); vector: the
+  // explicitly vectorized block loop.
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::scf::SCFDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
-                           "mlir::LLVM::LLVMDialect"];
+                           "mlir::LLVM::LLVMDialect", "mlir::vector::VectorDialect"];
 }
 
 #endif // INITC_TRANSFORMS_PASSES_TD
