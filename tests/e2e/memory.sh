@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # No rank holds more than its shards: for a model of ~470 MB on 2 ranks (~235 MB of shards each),
 # every rank's peak RSS stays below its shard bytes + 64 MiB.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/common.bash"
 
 "$INITC" import hf "$ROOT/tests/e2e/configs/llama_memory.json" -o "$WORK/model.mlir"
 "$INITC" compile "$WORK/model.mlir" --mesh dp=2 --shard fsdp -o "$WORK/prog" >/dev/null

@@ -3,7 +3,7 @@
 # 176) compiled for 1, 2 (dp=2), 3 (dp=3) and 4 ranks (dp=2,tp=2 and tp=4) assembles to the same
 # bytes; each rank's file equals what `prog/init --rank K` writes alone; every checkpoint verifies;
 # and the assembled file is valid safetensors.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/common.bash"
 
 for dtype in f32 bf16; do
   "$INITC" import hf "$ROOT/tests/e2e/configs/llama_uneven.json" --dtype "$dtype" --seed 7 \

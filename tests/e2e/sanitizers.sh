@@ -3,7 +3,7 @@
 # alone, assemble, and a few bad inputs) under AddressSanitizer + UndefinedBehaviorSanitizer.
 # Builds into $BUILD_DIR/asan (-DINITC_SANITIZE=ON). Any sanitizer report fails the test.
 # Leak checking is off for the MPI processes only: OpenMPI's own allocations are never freed.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/common.bash"
 ASAN_BUILD="$BUILD_DIR/asan"
 start=$(date +%s)
 cmake -G Ninja -S "$ROOT" -B "$ASAN_BUILD" -DCMAKE_BUILD_TYPE=Release -DINITC_SANITIZE=ON \

@@ -1,4 +1,5 @@
-# Shared by the end-to-end scripts: paths, mpirun, failure reporting, a scratch directory.
+# Sourced by the end-to-end scripts (not a test itself): paths, mpirun, failure reporting, a
+# scratch directory.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD_DIR=$(cd "${BUILD_DIR:-$ROOT/build}" && pwd)
