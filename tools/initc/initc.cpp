@@ -21,6 +21,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -119,6 +120,15 @@ std::string humanBytes(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
   return buf;
+}
+
+/// A name as one table cell: control characters (NUL, newline, ...) escaped as \XX so that a
+/// hostile name can neither cut the row short nor break it.
+std::string printableName(const std::string &name) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  llvm::printEscapedString(name, os);
+  return os.str();
 }
 
 std::string shapeText(const std::vector<int64_t> &shape) {
@@ -307,9 +317,9 @@ int runInspect(const InspectArgs &args) {
               "sharding", "bytes/rank");
   for (size_t i = 0; i < program.params.size(); ++i) {
     const initrt::Param &p = program.params[i];
-    std::string name = p.name;
+    std::string name = printableName(p.name);
     if (!p.aliases.empty())
-      name += " (= " + p.aliases[0] + (p.aliases.size() > 1 ? ", ..." : "") + ")";
+      name += " (= " + printableName(p.aliases[0]) + (p.aliases.size() > 1 ? ", ..." : "") + ")";
     std::printf("%-*s  %-5s  %-22s  %-18s  %12s%s\n", (int)nameWidth, name.c_str(),
                 initrt::dtypeName(p.dtype), shapeText(p.shape).c_str(),
                 shardingText(program, p).c_str(), humanBytes(maxSliceBytes[i]).c_str(),
