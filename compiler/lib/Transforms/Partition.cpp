@@ -11,7 +11,9 @@
 // block in one iteration: LLVM sees the four Philox evaluations are the same and keeps one.
 // The main loop takes 8 blocks at a time on explicit vectors (each op of the region given a
 // vector<8> type, one vector per lane of a block, the four interleaved into one store), so the
-// vector width does not depend on LLVM's cost model (ir-spec/lowering.md says why); the blocks
+// vector width does not depend on LLVM's cost model (ir-spec/lowering.md says why); with more
+// vector registers (AVX-512) it takes several such groups, cloned op by op so that their
+// independent dependency chains interleave (the `targets` option, one kernel per CPU); the blocks
 // left over run in a scalar block loop that LLVM may vectorize, and scalar loops cover the
 // partial blocks at either end of a row. The region's trailing arguments (Philox keys) are read from the kernel's `args`, so
 // parameters that differ only in their keys share a kernel.
@@ -25,6 +27,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/SwapByteOrder.h"
 
 namespace initc {
@@ -38,9 +41,11 @@ using namespace initc::init;
 
 namespace {
 
-/// Blocks per iteration of the explicitly vectorized block loop: 8 lanes of i64 Philox
-/// arithmetic fill two AVX2 registers, and 8 x f32 one.
+/// Blocks per vector of the explicitly vectorized block loop: 8 lanes of i64 Philox arithmetic
+/// fill two AVX2 registers, and 8 x f32 one.
 constexpr int64_t kVectorBlocks = 8;
+/// At most this many groups of kVectorBlocks blocks per iteration.
+constexpr int64_t kMaxGroups = 4;
 
 /// Whether every op of `region` is an arith or math op on scalars, so that it can be evaluated
 /// on vectors by giving each result a vector type.
@@ -56,8 +61,9 @@ bool isVectorizable(Block &region) {
 }
 
 /// Builds `func.func @name(out, globalShape, offset, localShape, begin, end, args)` evaluating
-/// `fused`.
-func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, ElementwiseOp fused) {
+/// `fused`, `groups` vectors of kVectorBlocks blocks per iteration of its main loop.
+func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, ElementwiseOp fused,
+                         int64_t groups) {
   MLIRContext *ctx = builder.getContext();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   Type i64 = builder.getI64Type();
@@ -166,52 +172,56 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       Value col = cols.getInductionVar();
       emitElement(b, col, b.create<arith::AddIOp>(loc, base, col));
     };
-    // Evaluates the region for the 4 * kVectorBlocks elements of blocks [firstBlock,
-    // firstBlock + kVectorBlocks) on vectors (one vector per lane of a block, each op of the
-    // region given a vector type), interleaves the four lanes into element order and stores them
-    // with one store. Every op is elementwise, so each vector lane computes exactly what the
-    // scalar code computes for its element.
-    auto emitBlockGroup = [&](OpBuilder &b, Value firstBlock) {
+    // Evaluates the region for the 4 * kVectorBlocks * groups elements of blocks [firstBlock,
+    // firstBlock + kVectorBlocks * groups) on vectors (one vector per lane of a block and group,
+    // each op of the region given a vector type), interleaves the four lanes of a group into
+    // element order and stores them with one store. Every op is elementwise, so each vector lane
+    // computes exactly what the scalar code computes for its element.
+    auto emitBlockGroups = [&](OpBuilder &b, Value firstBlock) {
       auto vectorOf = [&](Type t) { return VectorType::get({kVectorBlocks}, t); };
       auto splat = [&](Value scalar) -> Value {
         return b.create<vector::BroadcastOp>(loc, vectorOf(scalar.getType()), scalar);
       };
-      SmallVector<int64_t> steps;
-      for (int64_t k = 0; k < kVectorBlocks; ++k)
-        steps.push_back(k);
-      Value blockIndex = b.create<arith::AddIOp>(
-          loc, splat(firstBlock),
-          b.create<arith::ConstantOp>(loc, b.getI64VectorAttr(steps)));
-      Value first = b.create<arith::ShLIOp>(
-          loc, blockIndex,
-          b.create<arith::ConstantOp>(
-              loc, DenseElementsAttr::get(vectorOf(b.getI64Type()), b.getI64IntegerAttr(2))));
+      auto i64s = [&](int64_t v) -> Value {
+        return b.create<arith::ConstantOp>(
+            loc, DenseElementsAttr::get(vectorOf(b.getI64Type()), b.getI64IntegerAttr(v)));
+      };
       Value baseVector = splat(base);
       SmallVector<Value> fixed; // region arguments that do not depend on the element
       for (int64_t d = 0; d + 1 < rank; ++d)
         fixed.push_back(splat(globalIndex[d]));
       SmallVector<Value> keys = llvm::map_to_vector(kernelArgs, splat);
       Value offLast = rank ? splat(off.back()) : Value();
-      SmallVector<Value, 4> lanes;
-      for (int64_t lane = 0; lane < 4; ++lane) {
-        Value linear = first;
-        if (lane)
-          linear = b.create<arith::OrIOp>(
-              loc, first,
-              b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(
-                                                   vectorOf(b.getI64Type()),
-                                                   b.getI64IntegerAttr(lane))));
-        IRMapping mapping;
-        mapping.map(region.getArgument(0), linear);
-        for (int64_t d = 0; d + 1 < rank; ++d)
-          mapping.map(region.getArgument(d + 1), fixed[d]);
-        if (rank)
-          mapping.map(region.getArgument(rank),
-                      b.create<arith::AddIOp>(loc, offLast,
-                                              b.create<arith::SubIOp>(loc, linear, baseVector)));
-        for (auto [a, value] : llvm::enumerate(keys))
-          mapping.map(region.getArgument(rank + 1 + a), value);
-        for (Operation &op : region.without_terminator()) {
+      // One mapping per lane of a block and group; the region is cloned op by op across all of
+      // them, so that the instruction stream alternates between independent dependency chains
+      // (out-of-order cores dispatch in order into small schedulers: one long chain at a time
+      // leaves them waiting on latency).
+      SmallVector<IRMapping, 4 * kMaxGroups> mappings(4 * groups);
+      for (int64_t group = 0; group < groups; ++group) {
+        SmallVector<int64_t> steps;
+        for (int64_t k = 0; k < kVectorBlocks; ++k)
+          steps.push_back(group * kVectorBlocks + k);
+        Value blockIndex = b.create<arith::AddIOp>(
+            loc, splat(firstBlock), b.create<arith::ConstantOp>(loc, b.getI64VectorAttr(steps)));
+        Value first = b.create<arith::ShLIOp>(loc, blockIndex, i64s(2));
+        for (int64_t lane = 0; lane < 4; ++lane) {
+          // `or`, not `add`: LLVM then knows `linear >> 2` is the block for every lane.
+          Value linear =
+              lane ? b.create<arith::OrIOp>(loc, first, i64s(lane)).getResult() : first;
+          IRMapping &mapping = mappings[group * 4 + lane];
+          mapping.map(region.getArgument(0), linear);
+          for (int64_t d = 0; d + 1 < rank; ++d)
+            mapping.map(region.getArgument(d + 1), fixed[d]);
+          if (rank)
+            mapping.map(region.getArgument(rank),
+                        b.create<arith::AddIOp>(
+                            loc, offLast, b.create<arith::SubIOp>(loc, linear, baseVector)));
+          for (auto [a, value] : llvm::enumerate(keys))
+            mapping.map(region.getArgument(rank + 1 + a), value);
+        }
+      }
+      for (Operation &op : region.without_terminator()) {
+        for (IRMapping &mapping : mappings) {
           if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
             auto type = vectorOf(constant.getType());
             mapping.map(constant.getResult(),
@@ -223,14 +233,6 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
           for (Value result : clone->getResults())
             result.setType(vectorOf(result.getType()));
         }
-        Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
-        // Shuffle integers: every element type has an integer of its width.
-        Type bits = b.getIntegerType(storeType.getIntOrFloatBitWidth());
-        if (element.isInteger(1))
-          value = b.create<arith::ExtUIOp>(loc, vectorOf(bits), value);
-        else if (value.getType() != vectorOf(bits))
-          value = b.create<arith::BitcastOp>(loc, vectorOf(bits), value);
-        lanes.push_back(value);
       }
       // [a0 b0 a1 b1 ...]
       auto interleave = [&](Value x, Value y) -> Value {
@@ -240,11 +242,29 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
           mask.append({k, n + k});
         return b.create<vector::ShuffleOp>(loc, x, y, mask);
       };
-      Value all = interleave(interleave(lanes[0], lanes[2]), interleave(lanes[1], lanes[3]));
-      Value col = b.create<arith::SubIOp>(
-          loc, b.create<arith::ShLIOp>(loc, firstBlock, cst(2)), base);
-      unsigned align = std::max(1u, storeType.getIntOrFloatBitWidth() / 8);
-      b.create<LLVM::StoreOp>(loc, all, addressOf(b, col), align);
+      for (int64_t group = 0; group < groups; ++group) {
+        SmallVector<Value, 4> lanes;
+        for (int64_t lane = 0; lane < 4; ++lane) {
+          IRMapping &mapping = mappings[group * 4 + lane];
+          Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
+          // Shuffle integers: every element type has an integer of its width.
+          Type bits = b.getIntegerType(storeType.getIntOrFloatBitWidth());
+          if (element.isInteger(1))
+            value = b.create<arith::ExtUIOp>(loc, vectorOf(bits), value);
+          else if (value.getType() != vectorOf(bits))
+            value = b.create<arith::BitcastOp>(loc, vectorOf(bits), value);
+          lanes.push_back(value);
+        }
+        Value all = interleave(interleave(lanes[0], lanes[2]), interleave(lanes[1], lanes[3]));
+        Value col = b.create<arith::SubIOp>(
+            loc,
+            b.create<arith::ShLIOp>(
+                loc, b.create<arith::AddIOp>(loc, firstBlock, cst(group * kVectorBlocks)),
+                cst(2)),
+            base);
+        unsigned align = std::max(1u, storeType.getIntOrFloatBitWidth() / 8);
+        b.create<LLVM::StoreOp>(loc, all, addressOf(b, col), align);
+      }
     };
     // Whole Philox blocks [blockBegin, blockEnd) of the row's linear range [lin0, lin1); the
     // columns before and after them (fewer than 4 each) are the head and the tail.
@@ -265,7 +285,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     // Whole groups of kVectorBlocks blocks on vectors, then the remaining blocks one by one.
     Value vectorEnd = blockBegin;
     if (vectorizable) {
-      Value group = cst(kVectorBlocks);
+      Value group = cst(kVectorBlocks * groups);
       Value count = b.create<arith::SubIOp>(loc, blockEnd, blockBegin);
       vectorEnd = b.create<arith::AddIOp>(
           loc, blockBegin,
@@ -273,7 +293,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       auto groups = b.create<scf::ForOp>(loc, blockBegin, vectorEnd, group);
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(groups.getBody());
-      emitBlockGroup(b, groups.getInductionVar());
+      emitBlockGroups(b, groups.getInductionVar());
     }
     {
       auto blocks = b.create<scf::ForOp>(loc, vectorEnd, blockEnd, one);
@@ -339,9 +359,47 @@ ElementwiseOp buildOrthogonalSource(OrthogonalOp op, uint64_t seed, StringRef pa
   return source;
 }
 
+/// One entry of the pass's `targets` option: `CPU` or `CPU:GROUPS`.
+struct KernelTarget {
+  std::string cpu;
+  int64_t groups = 1;
+  std::string suffix; // appended to the kernel name; empty for the first target
+};
+
 struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
+  using PartitionBase::PartitionBase;
+
+  LogicalResult parseTargets(SmallVectorImpl<KernelTarget> &out) {
+    llvm::StringSet<> cpus, suffixes;
+    for (const std::string &entry : targets) {
+      auto [cpu, count] = StringRef(entry).split(':');
+      KernelTarget target;
+      target.cpu = cpu.str();
+      if (cpu.empty() || (!count.empty() && (count.getAsInteger(10, target.groups) ||
+                                             target.groups < 1 || target.groups > kMaxGroups)))
+        return getOperation().emitError()
+               << "init-partition: target '" << entry << "' is not CPU or CPU:GROUPS with GROUPS in 1.."
+               << kMaxGroups;
+      if (!out.empty()) {
+        target.suffix = ".";
+        for (char c : target.cpu)
+          target.suffix += llvm::isAlnum(c) ? c : '_';
+      }
+      if (!cpus.insert(target.cpu).second || !suffixes.insert(target.suffix).second)
+        return getOperation().emitError()
+               << "init-partition: target '" << target.cpu << "' is listed twice";
+      out.push_back(std::move(target));
+    }
+    if (out.empty())
+      out.push_back(KernelTarget{});
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    SmallVector<KernelTarget> kernelTargets;
+    if (failed(parseTargets(kernelTargets)))
+      return signalPassFailure();
     uint64_t seed = getModelSeed(module);
     OpBuilder builder(module.getBodyRegion());
     builder.setInsertionPointToEnd(module.getBody());
@@ -384,7 +442,12 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       auto [it, inserted] = kernelByRegion.try_emplace(os.str(), "");
       if (inserted) {
         it->second = "initc_kernel_" + std::to_string(next++);
-        buildKernel(builder, fused.getLoc(), it->second, fused);
+        for (const KernelTarget &target : kernelTargets) {
+          func::FuncOp kernel = buildKernel(builder, fused.getLoc(), it->second + target.suffix,
+                                            fused, target.groups);
+          if (!target.cpu.empty())
+            kernel->setAttr("initc.target_cpu", builder.getStringAttr(target.cpu));
+        }
       }
       param.setKernelAttr(FlatSymbolRefAttr::get(&getContext(), it->second));
       if (args)

@@ -106,6 +106,13 @@ def Partition : Pass<"init-partition", "mlir::ModuleOp"> {
     func.func @initc_kernel_0(%out: !llvm.ptr, ..., %args: !llvm.ptr) { scf.for ... }
     ```
   }];
+  let options = [
+    ListOption<"targets", "targets", "std::string",
+               "CPUs to build each kernel for, as CPU or CPU:GROUPS (groups of 8 Philox blocks "
+               "per iteration; more for CPUs with more vector registers). The first keeps the "
+               "kernel's name, the others add '.CPU' (non-alphanumerics as '_'); each kernel "
+               "carries initc.target_cpu. Empty: one kernel per recipe, one group">
+  ];
   // math: the normal matrix of an init.orthogonal parameter (Box-Muller's sqrt); vector: the
   // explicitly vectorized block loop.
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::scf::SCFDialect",
