@@ -1,16 +1,20 @@
 // Kernel throughput: bytes written per second into resident memory, one thread.
 //
 // Compiles a small init module (uniform, normal, trunc_normal in f32, bf16, f16) through the
-// real pipeline for x86-64-v3, loads kernels.so and times each kernel over a 4M-element shard
-// whose pages are already resident, so the number is the kernel's own speed. The per-core rates
-// `initc inspect` quotes come from here.
+// real pipeline for the CPUs `initc compile` targets by default (x86-64-v4,x86-64-v3; or
+// --target-cpu=LIST), loads kernels.so, picks the variant prog/init would run on this CPU
+// (INITRT_TARGET_CPU forces one) and times each kernel over a 4M-element shard whose pages are
+// already resident, so the number is the kernel's own speed. The per-core rates `initc inspect`
+// quotes come from here.
 #include "initc/Pipeline/Pipeline.h"
 #include "initc/Registration.h"
 #include "initc/Target/SharedObject.h"
+#include "initrt/executor.h"
 #include "initrt/program.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 
 #include <benchmark/benchmark.h>
@@ -29,6 +33,7 @@ constexpr int64_t kRows = 2048, kCols = 2048;
 struct Loaded {
   initrt::Program program;
   void *handle = nullptr;
+  std::string suffix; // of the variant that runs
 };
 
 const char *kRecipes[][2] = {
@@ -37,6 +42,12 @@ const char *kRecipes[][2] = {
     {"trunc_normal", "init.trunc_normal mean 0.0 std 0.02 bounds [-0.04, 0.04] stream 0"},
 };
 const char *kDtypes[] = {"f32", "bf16", "f16"};
+
+/// --target-cpu=LIST, taken out of argv before Google Benchmark reads it.
+std::string &targetCpus() {
+  static std::string cpus = "x86-64-v4,x86-64-v3";
+  return cpus;
+}
 
 Loaded &kernels() {
   static Loaded loaded = [] {
@@ -56,20 +67,32 @@ Loaded &kernels() {
     auto module = mlir::parseSourceString<mlir::ModuleOp>(text, &context);
     std::string error;
     llvm::SmallString<128> dir;
-    if (!module ||
-        failed(initc::runPipeline(*module, {}, initc::Stage::Partitioned)) ||
+    auto fail = [&] {
+      std::fprintf(stderr, "compiling the benchmark kernels failed: %s\n", error.c_str());
+      std::exit(1);
+    };
+    initc::target::TargetOptions target;
+    initc::PipelineOptions options;
+    std::vector<std::string> cpus;
+    for (llvm::StringRef cpu : llvm::split(targetCpus(), ','))
+      cpus.push_back(cpu.str());
+    target.cpu = cpus.back();
+    if (!module || failed(initc::kernelTargets(cpus, target, options.kernelTargets, error)) ||
+        failed(initc::runPipeline(*module, options, initc::Stage::Partitioned)) ||
         failed(initc::buildProgram(*module, "bench", l.program, error)) ||
-        llvm::sys::fs::createUniqueDirectory("initc-kernel-bench", dir)) {
-      std::fprintf(stderr, "compiling the benchmark kernels failed: %s\n", error.c_str());
-      std::exit(1);
-    }
+        llvm::sys::fs::createUniqueDirectory("initc-kernel-bench", dir))
+      fail();
     auto kernelModule = initc::extractKernels(*module);
+    l.program.kernelVariants = initc::kernelVariants(*kernelModule, target);
+    int variant = initrt::selectKernelVariant(l.program, "", error);
+    if (variant < 0)
+      fail();
+    l.suffix = l.program.kernelVariants[size_t(variant)].suffix;
+    std::printf("kernels compiled for %s; running the %s variant\n", targetCpus().c_str(),
+                l.program.kernelVariants[size_t(variant)].targetCpu.c_str());
     std::string so = (dir + "/kernels.so").str();
-    initc::target::TargetOptions target; // x86-64-v3, as initc compile's default
-    if (failed(initc::target::emitSharedObject(*kernelModule, so, target, error))) {
-      std::fprintf(stderr, "compiling the benchmark kernels failed: %s\n", error.c_str());
-      std::exit(1);
-    }
+    if (failed(initc::target::emitSharedObject(*kernelModule, so, target, error)))
+      fail();
     l.handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
     llvm::sys::fs::remove_directories(dir);
     if (!l.handle) {
@@ -87,7 +110,8 @@ void runKernel(benchmark::State &state, const std::string &name) {
   for (const initrt::Param &p : l.program.params)
     if (p.name == name)
       param = &p;
-  auto kernel = reinterpret_cast<initrt::KernelFn>(dlsym(l.handle, param->kernel.c_str()));
+  auto kernel = reinterpret_cast<initrt::KernelFn>(
+      dlsym(l.handle, (param->kernel + l.suffix).c_str()));
   const int64_t n = kRows * kCols;
   const size_t width = size_t(initrt::dtypeBytes(param->dtype));
   std::vector<char> out(size_t(n) * width, 1); // resident
@@ -116,4 +140,20 @@ const int registered = registerAll();
 
 } // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char **argv) {
+  const std::string flag = "--target-cpu=";
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]).rfind(flag, 0) == 0)
+      targetCpus() = argv[i] + flag.size();
+    else
+      argv[kept++] = argv[i];
+  }
+  argc = kept;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -89,7 +89,7 @@ initrt_status initrt_program_open(const char *prog_dir, initrt_program **out, ch
     std::string error;
     if (!initrt::readProgram(prog_dir, prog->program, error))
       return report(INITRT_BAD_PROGRAM, error, err, errlen);
-    if (!initrt::checkTargetCpu(prog->program.targetCpu, error))
+    if (initrt::selectKernelVariant(prog->program, "", error) < 0)
       return report(INITRT_UNSUPPORTED_CPU, error, err, errlen);
     prog->kernels = initrt::KernelLibrary::load(prog_dir, prog->program, error);
     if (!prog->kernels)

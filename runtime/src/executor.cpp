@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <mutex>
+#include <cstdlib>
 #include <system_error>
 #include <thread>
 #include <unistd.h>
@@ -246,15 +247,50 @@ bool checkTargetCpu(const std::string &targetCpu, std::string &error) {
   return false;
 }
 
+int selectKernelVariant(const Program &program, const std::string &requested,
+                        std::string &error) {
+  std::string wanted = requested;
+  const char *fromEnvironment = "";
+  if (wanted.empty())
+    if (const char *env = std::getenv("INITRT_TARGET_CPU"); env && *env) {
+      wanted = env;
+      fromEnvironment = " (from INITRT_TARGET_CPU)";
+    }
+  std::string listed;
+  for (const KernelVariant &variant : program.kernelVariants)
+    listed += (listed.empty() ? "" : ", ") + variant.targetCpu;
+  if (!wanted.empty()) {
+    for (size_t v = 0; v < program.kernelVariants.size(); ++v)
+      if (program.kernelVariants[v].targetCpu == wanted)
+        return checkTargetCpu(wanted, error) ? int(v) : -1;
+    error = "no kernels were compiled for " + wanted + fromEnvironment + "; this program has " +
+            listed + ": pick one of them, or recompile with --target-cpu=" + wanted;
+    return -1;
+  }
+  std::string why;
+  for (size_t v = 0; v < program.kernelVariants.size(); ++v)
+    if (checkTargetCpu(program.kernelVariants[v].targetCpu, why))
+      return int(v);
+  if (program.kernelVariants.size() == 1)
+    error = why;
+  else
+    error = "this CPU can run none of the kernels' targets (" + listed +
+            "): recompile with --target-cpu=x86-64";
+  return -1;
+}
+
 KernelLibrary::~KernelLibrary() {
   if (handle)
     dlclose(handle);
 }
 
 std::unique_ptr<KernelLibrary> KernelLibrary::load(const std::string &progDir,
-                                                   const Program &program, std::string &error) {
-  if (!checkTargetCpu(program.targetCpu, error))
+                                                   const Program &program, std::string &error,
+                                                   const std::string &requestedCpu) {
+  int variant = selectKernelVariant(program, requestedCpu, error);
+  if (variant < 0)
     return nullptr;
+  const KernelVariant &chosen = program.kernelVariants[size_t(variant)];
   const std::string path = progDir + "/" + program.kernelsFile;
   const std::string corrupt = ": " + progDir + " is corrupt or from another compile: recompile";
 
@@ -294,13 +330,14 @@ std::unique_ptr<KernelLibrary> KernelLibrary::load(const std::string &progDir,
     error = "cannot load " + path + ": " + (why ? why : "unknown error") + corrupt;
     return nullptr;
   }
+  library->cpu = chosen.targetCpu;
   library->kernels.reserve(program.params.size());
   for (const Param &param : program.params) {
     dlerror();
-    void *symbol = dlsym(library->handle, param.kernel.c_str());
+    const std::string name = param.kernel + chosen.suffix;
+    void *symbol = dlsym(library->handle, name.c_str());
     if (!symbol) {
-      error = "kernel " + param.kernel + " of " + param.name + " is missing from " + path +
-              corrupt;
+      error = "kernel " + name + " of " + param.name + " is missing from " + path + corrupt;
       return nullptr;
     }
     library->kernels.push_back(reinterpret_cast<KernelFn>(symbol));

@@ -318,12 +318,31 @@ private:
     if (!getMember(root, "kernels", "", value))
       return false;
     if (!value->is_object())
-      return fail("kernels", "must be an object with \"file\", \"checksum\", \"target_cpu\"");
-    if (!checkKeys(*value, "kernels", {"file", "checksum", "target_cpu"}))
+      return fail("kernels", "must be an object with \"file\", \"checksum\", \"variants\"");
+    if (!checkKeys(*value, "kernels", {"file", "checksum", "variants"}))
       return false;
-    return getString(*value, "file", "kernels", out.kernelsFile) &&
-           getString(*value, "checksum", "kernels", out.kernelsChecksum) &&
-           getString(*value, "target_cpu", "kernels", out.targetCpu);
+    if (!getString(*value, "file", "kernels", out.kernelsFile) ||
+        !getString(*value, "checksum", "kernels", out.kernelsChecksum))
+      return false;
+    const json *variants;
+    if (!getMember(*value, "variants", "kernels", variants))
+      return false;
+    if (!variants->is_array() || variants->empty())
+      return fail("kernels.variants", "must be a non-empty array");
+    out.kernelVariants.clear();
+    for (size_t i = 0; i < variants->size(); ++i) {
+      std::string where = "kernels.variants[" + std::to_string(i) + "]";
+      const json &entry = (*variants)[i];
+      KernelVariant variant;
+      if (!entry.is_object())
+        return fail(where, "must be an object with \"target_cpu\" and \"suffix\"");
+      if (!checkKeys(entry, where, {"target_cpu", "suffix"}) ||
+          !getString(entry, "target_cpu", where, variant.targetCpu) ||
+          !getString(entry, "suffix", where, variant.suffix))
+        return false;
+      out.kernelVariants.push_back(std::move(variant));
+    }
+    return true;
   }
 
   bool readParam(const json &value, size_t index, Param &param) {
@@ -590,7 +609,10 @@ std::string programToJson(const Program &program) {
   root["mesh"]["shape"] = program.mesh.shape;
   root["kernels"]["file"] = program.kernelsFile;
   root["kernels"]["checksum"] = program.kernelsChecksum;
-  root["kernels"]["target_cpu"] = program.targetCpu;
+  root["kernels"]["variants"] = nlohmann::ordered_json::array();
+  for (const KernelVariant &variant : program.kernelVariants)
+    root["kernels"]["variants"].push_back(
+        {{"target_cpu", variant.targetCpu}, {"suffix", variant.suffix}});
   root["program_id"] = program.programId;
   nlohmann::ordered_json params = nlohmann::ordered_json::array();
   for (const Param &param : program.params) {

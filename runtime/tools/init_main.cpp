@@ -28,6 +28,7 @@ struct Options {
   std::string programDir;
   int64_t rank = -1;
   int threads = 0;
+  std::string targetCpu; // the kernel variant to run; empty: the best this CPU supports
   bool overwrite = false;
   bool discard = false;
   bool quiet = false;
@@ -263,7 +264,7 @@ private:
 constexpr size_t kChecksumWidth = 16;
 
 void printSummary(const Program &program, const Options &options, const std::vector<double> &stats,
-                  int ranks, double wallSeconds) {
+                  int ranks, double wallSeconds, const std::string &kernelCpu) {
   double bytes = 0, written = 0, elements = 0, slowest = 0, maxRss = 0, maxShardBytes = 0;
   int slowestRank = 0, maxRssRank = 0, skipped = 0;
   for (int r = 0; r < ranks; ++r) {
@@ -299,6 +300,7 @@ void printSummary(const Program &program, const Options &options, const std::vec
     rankText += ", " + std::to_string(skipped) + " already complete";
   row("ranks", rankText);
   row("parameters", std::to_string(program.params.size()));
+  row("kernels", "compiled for " + kernelCpu + " (rank 0)");
   row("elements", formatCount(modelElements) + " in the model, " + formatCount(elements) +
                       " computed (replicas included)");
   if (options.discard)
@@ -353,7 +355,8 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
     return kExitUsage;
   }
 
-  std::unique_ptr<KernelLibrary> kernels = KernelLibrary::load(progDir, program, error);
+  std::unique_ptr<KernelLibrary> kernels =
+      KernelLibrary::load(progDir, program, error, options.targetCpu);
   if (int agreed = agreement.settle(kernels ? kExitOk : kExitFailure, error))
     return agreed;
 
@@ -471,7 +474,8 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   std::vector<double> allStats = world.gatherStats(stats);
   if (root && !options.quiet)
     printSummary(program, options, allStats, world.size(),
-                 std::chrono::duration<double>(Clock::now() - start).count());
+                 std::chrono::duration<double>(Clock::now() - start).count(),
+                 kernels->targetCpu());
   return kExitOk;
 }
 
@@ -524,6 +528,11 @@ int main(int argc, char **argv) {
                  "Worker threads per rank (default: all hardware threads)")
       ->type_name("N")
       ->check(CLI::Range(1, 65536));
+  app.add_option("--target-cpu", options.targetCpu,
+                 "Run the kernels compiled for this CPU (one of program.json's "
+                 "kernels.variants; default: the first this CPU supports, or $INITRT_TARGET_CPU). "
+                 "The bits are the same for every variant")
+      ->type_name("CPU");
   app.add_option("--program", options.programDir,
                  "Program directory (default: the directory of this executable)")
       ->type_name("DIR");

@@ -96,6 +96,13 @@ expect_error "compile deep_nesting" "deep_nesting.mlir:1:0: error: brackets nest
   "$INITC" compile "$IR/deep_nesting.mlir" -o "$IR/prog-deep"
 expect_error "compile missing file" "cannot read '.*missing.mlir'" \
   "$INITC" compile "$IR/missing.mlir" -o "$IR/prog-missing"
+expect_error "compile --target-cpu twice" "error: target CPU 'x86-64-v3' is listed twice" \
+  "$INITC" compile "$IR/good.mlir" -o "$IR/prog-cpu" --target-cpu x86-64-v3,x86-64-v3
+expect_error "compile --target-cpu empty entry" "error: --target-cpu 'x86-64-v4,' has an empty entry" \
+  "$INITC" compile "$IR/good.mlir" -o "$IR/prog-cpu" --target-cpu x86-64-v4,
+expect_error "compile --target-cpu unknown" "error: unknown target CPU 'pentium9'" \
+  "$INITC" compile "$IR/good.mlir" -o "$IR/prog-cpu" --target-cpu x86-64-v3,pentium9
+no_output "$IR/prog-cpu"
 expect_error "compile bad --stage" "unknown --stage 'nope'" \
   "$INITC" compile "$IR/good.mlir" --emit=mlir --stage=nope
 # An output that cannot be written: under a regular file.

@@ -185,8 +185,14 @@ expect_error "--rank huge" "is outside the mesh dp=2,tp=2 of 4 devices" \
   "$WORK/prog/init" --rank 99999999999999999999 --out "$WORK/rank"
 expect_error "--rank -1" "--rank must be >= 0, got -1" "$WORK/prog/init" --rank -1 --out "$WORK/rank"
 expect_error "--rank not a number" "--rank" "$WORK/prog/init" --rank x --out "$WORK/rank"
-[[ ! -e $WORK/rank ]] || fail "files written for a bad --rank"
-echo "ok launcher and rank"
+expect_error "--target-cpu not compiled" \
+  "no kernels were compiled for znver9; this program has x86-64-v4, x86-64-v3: pick one of them, or recompile with --target-cpu=znver9" \
+  "$WORK/prog/init" --rank 0 --target-cpu znver9 --out "$WORK/rank"
+expect_error "INITRT_TARGET_CPU not compiled" \
+  "no kernels were compiled for x86-64-v2 \(from INITRT_TARGET_CPU\)" \
+  env INITRT_TARGET_CPU=x86-64-v2 "$WORK/prog/init" --rank 0 --out "$WORK/rank"
+[[ ! -e $WORK/rank ]] || fail "files written for a bad --rank or --target-cpu"
+echo "ok launcher, rank and kernel variant"
 
 #===------------------------------------------------------------------------===#
 # A damaged program directory
@@ -204,8 +210,8 @@ p=$(damaged nochecksum); sed -i '/"checksum": "[0-9a-f]*"$/d; s/^ \],$/ ]/' "$p/
 expect_error "program.json without checksum" "program.json: (no \"checksum\"|not valid JSON)" run4 "$p"
 p=$(damaged truncated); truncate -s 3000 "$p/program.json"
 expect_error "program.json truncated" "program.json: not valid JSON .*recompile the program" run4 "$p"
-p=$(damaged version); sed -i 's/"version": 1/"version": 9/' "$p/program.json"
-expect_error "program.json version" "field \"version\" is 9 but this runtime reads version 1: recompile" run4 "$p"
+p=$(damaged version); sed -i 's/"version": 2/"version": 9/' "$p/program.json"
+expect_error "program.json version" "field \"version\" is 9 but this runtime reads version 2: recompile" run4 "$p"
 p=$(damaged noprogram); rm "$p/program.json"
 expect_error "program.json missing" "cannot open .*program.json: No such file or directory \(is .* a directory written by .initc compile.\?\)" run4 "$p"
 p=$(damaged sotruncated); truncate -s 20000 "$p/kernels.so"

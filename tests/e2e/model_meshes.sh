@@ -2,7 +2,8 @@
 # The RNG contract across meshes: a llama-family model with uneven dims (vocab 1001, intermediate
 # 176) compiled for 1, 2 (dp=2), 3 (dp=3) and 4 ranks (dp=2,tp=2 and tp=4) assembles to the same
 # bytes; each rank's file equals what `prog/init --rank K` writes alone; every checkpoint verifies;
-# and the assembled file is valid safetensors.
+# and the assembled file is valid safetensors. A program with kernels for several CPUs gives the
+# same bytes whichever variant runs.
 source "$(dirname "$0")/common.bash"
 
 for dtype in f32 bf16; do
@@ -35,4 +36,23 @@ for dtype in f32 bf16; do
     echo "ok $tag"
   done
 done
+# Kernels for three CPUs in one kernels.so: each variant this CPU can run writes the same files.
+"$INITC" compile "$WORK/model-f32.mlir" --mesh dp=2 --shard fsdp -o "$WORK/prog-variants" \
+  --target-cpu x86-64-v4,x86-64-v3,x86-64 >/dev/null || fail "compile for three CPUs"
+for cpu in x86-64-v4 x86-64-v3 x86-64; do
+  if ! out=$("${MPIRUN[@]}" -np 2 "$WORK/prog-variants/init" --target-cpu $cpu \
+    --out "$WORK/variant-$cpu" --quiet 2>&1); then
+    [[ $out == *"this CPU lacks it"* ]] || fail "--target-cpu $cpu: $out"
+    echo "skip $cpu (this CPU cannot run it)"
+    continue
+  fi
+  "$INITC" assemble "$WORK/variant-$cpu" -o "$WORK/variant-$cpu.safetensors" >/dev/null \
+    || fail "assemble $cpu"
+  cmp "$WORK/f32-dp_1.safetensors" "$WORK/variant-$cpu.safetensors" || fail "$cpu kernels differ"
+  echo "ok kernels for $cpu"
+done
+INITRT_TARGET_CPU=x86-64 "$WORK/prog-variants/init" --rank 1 --out "$WORK/variant-env" --quiet \
+  || fail "INITRT_TARGET_CPU=x86-64"
+cmp "$WORK/variant-x86-64/rank-00001-of-00002.safetensors" \
+  "$WORK/variant-env/rank-00001-of-00002.safetensors" || fail "INITRT_TARGET_CPU=x86-64 differs"
 echo "PASS $TEST_NAME"

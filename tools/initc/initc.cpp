@@ -345,9 +345,17 @@ int runInspect(const InspectArgs &args) {
 
 struct CompileArgs {
   std::string model, mesh, shard, output, emit, stage = "partitioned";
-  std::string targetCpu = "x86-64-v3", linker;
+  std::string targetCpu = "x86-64-v4,x86-64-v3", linker;
   bool timing = false;
 };
+
+/// "x86-64-v4, x86-64-v3" for a program with kernels for both.
+std::string targetsText(const initrt::Program &program) {
+  std::string text;
+  for (const initrt::KernelVariant &variant : program.kernelVariants)
+    text += (text.empty() ? "" : ", ") + variant.targetCpu;
+  return text;
+}
 
 std::string runtimePath() {
   std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
@@ -364,8 +372,23 @@ int runCompile(const CompileArgs &args) {
     return 1;
   initc::PipelineOptions options{args.mesh, args.shard, args.timing};
   initc::target::TargetOptions targetOptions;
-  targetOptions.cpu = args.targetCpu;
   targetOptions.linker = args.linker;
+  llvm::SmallVector<llvm::StringRef> cpuList;
+  llvm::StringRef(args.targetCpu).split(cpuList, ',');
+  std::vector<std::string> cpus;
+  for (llvm::StringRef cpu : cpuList) {
+    if (cpu.trim().empty())
+      return fail("--target-cpu '" + args.targetCpu +
+                  "' has an empty entry: list CPUs separated by commas, e.g. x86-64-v4,x86-64-v3");
+    cpus.push_back(cpu.trim().str());
+  }
+  // The target machine's own CPU: the last, most portable one (every kernel names its own).
+  targetOptions.cpu = cpus.back();
+  {
+    std::string error;
+    if (failed(initc::kernelTargets(cpus, targetOptions, options.kernelTargets, error)))
+      return fail(error);
+  }
 
   if (!args.emit.empty()) {
     initc::Stage stage;
@@ -413,15 +436,17 @@ int runCompile(const CompileArgs &args) {
     return fail(error);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  size_t kernels = 0;
-  for (auto func : module->getOps<mlir::func::FuncOp>())
-    kernels += func->hasAttr("initc.kernel");
+  std::set<std::string> kernelNames; // one per recipe, whatever the number of targets
+  for (const auto &param : program.params)
+    if (!param.kernel.empty())
+      kernelNames.insert(param.kernel);
+  size_t kernels = kernelNames.size();
   uint64_t bytes = 0;
   for (auto &p : program.params)
     bytes += p.numElements() * initrt::dtypeBytes(p.dtype);
   llvm::outs() << "compiled " << program.modelName << ": " << program.params.size()
                << " tensors (" << humanBytes(bytes) << "), " << kernels << " kernels, "
-               << program.mesh.size() << " ranks, target " << program.targetCpu << ", in "
+               << program.mesh.size() << " ranks, target " << targetsText(program) << ", in "
                << llvm::format("%.2f", seconds) << " s -> " << args.output << "\n"
                << "run it: mpirun -np " << program.mesh.size() << " " << args.output
                << "/init --out CKPT_DIR   (or " << args.output
@@ -491,8 +516,10 @@ int main(int argc, char **argv) {
   compile->add_option("--stage", compileArgs.stage, "with --emit=mlir, the stage: " + stages)
       ->capture_default_str();
   compile->add_option("--target-cpu", compileArgs.targetCpu,
-                      "CPU the kernels are compiled for: x86-64, x86-64-v2/v3/v4, native, ... "
-                      "(bits never depend on it)")
+                      "CPUs the kernels are compiled for, best first, comma-separated: x86-64, "
+                      "x86-64-v2/v3/v4, native, znver4, ... kernels.so holds code for each and "
+                      "prog/init runs the first the CPU it runs on supports (bits never depend "
+                      "on it)")
       ->capture_default_str();
   compile->add_option("--linker", compileArgs.linker, "C compiler used to link kernels.so");
   compile->add_flag("--timing", compileArgs.timing, "print the time of each pass");

@@ -11,6 +11,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -62,6 +63,24 @@ OwningOpRef<ModuleOp> initc::loadModel(MLIRContext &context, llvm::StringRef pat
   return module;
 }
 
+LogicalResult initc::kernelTargets(llvm::ArrayRef<std::string> cpus,
+                                   const target::TargetOptions &options,
+                                   std::vector<std::string> &targets, std::string &error) {
+  targets.clear();
+  llvm::StringSet<> seen;
+  for (const std::string &cpu : cpus) {
+    if (!seen.insert(cpu).second) {
+      error = "target CPU '" + cpu + "' is listed twice";
+      return failure();
+    }
+    std::optional<unsigned> registers = target::vectorRegisters(cpu, options, error);
+    if (!registers)
+      return failure();
+    targets.push_back(cpu + (*registers >= 32 ? ":2" : ":1"));
+  }
+  return success();
+}
+
 LogicalResult initc::runPipeline(ModuleOp module, const PipelineOptions &options, Stage last) {
   MLIRContext *context = module.getContext();
   auto runStage = [&](Stage stage) -> LogicalResult {
@@ -89,9 +108,12 @@ LogicalResult initc::runPipeline(ModuleOp module, const PipelineOptions &options
     case Stage::Fused:
       pm.addPass(createFuseElementwise());
       break;
-    case Stage::Partitioned:
-      pm.addPass(createPartition());
+    case Stage::Partitioned: {
+      PartitionOptions partition;
+      partition.targets = options.kernelTargets;
+      pm.addPass(createPartition(partition));
       break;
+    }
     }
     return pm.run(module);
   };
@@ -192,6 +214,29 @@ OwningOpRef<ModuleOp> initc::extractKernels(ModuleOp module) {
   return kernels;
 }
 
+std::vector<initrt::KernelVariant>
+initc::kernelVariants(ModuleOp kernels, const target::TargetOptions &options) {
+  std::vector<initrt::KernelVariant> variants;
+  llvm::StringRef first;
+  for (auto func : kernels.getOps<func::FuncOp>()) {
+    auto cpu = func->getAttrOfType<StringAttr>("initc.target_cpu");
+    if (!cpu)
+      continue;
+    llvm::StringRef name = func.getSymName();
+    if (first.empty())
+      first = name;
+    if (name != first && !(name.starts_with(first) && name[first.size()] == '.'))
+      break;
+    target::TargetOptions variant = options;
+    variant.cpu = cpu.getValue().str();
+    variants.push_back({target::resolveTargetCpu(variant),
+                        func.getSymName().drop_front(first.size()).str()});
+  }
+  if (variants.empty())
+    variants.push_back({target::resolveTargetCpu(options), ""});
+  return variants;
+}
+
 LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef modelName,
                                      llvm::StringRef dir, llvm::StringRef runtimePath,
                                      const target::TargetOptions &targetOptions,
@@ -229,6 +274,7 @@ LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef model
   };
 
   OwningOpRef<ModuleOp> kernels = extractKernels(partitioned);
+  program.kernelVariants = kernelVariants(*kernels, targetOptions);
   std::string soPath = tmp + "/" + program.kernelsFile;
   std::string targetError;
   if (failed(target::emitSharedObject(*kernels, soPath, targetOptions, targetError)))
@@ -238,7 +284,6 @@ LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef model
     return fail("cannot read back '" + soPath + "': " + so.getError().message());
   program.kernelsChecksum =
       initrt::checksumHex((*so)->getBufferStart(), (*so)->getBufferSize());
-  program.targetCpu = target::resolveTargetCpu(targetOptions);
   // The id covers everything that decides the bytes: model, seed, mesh, shardings, kernels.
   program.programId.clear();
   std::string identity = initrt::programToJson(program);

@@ -122,14 +122,14 @@ void initializeNativeTarget() {
   });
 }
 
-/// The feature string for the target machine: the host's features for "native", then the
-/// user's extra features. Every named feature must exist for the target, or LLVM would only
-/// print a warning on stderr and ignore it.
-std::optional<std::string> resolveFeatures(const TargetOptions &options,
+/// The feature string for code compiled for `cpu` (as the user wrote it): the host's features
+/// for "native", then the user's extra features. Every named feature must exist for the
+/// target, or LLVM would only print a warning on stderr and ignore it.
+std::optional<std::string> resolveFeatures(llvm::StringRef cpu, const TargetOptions &options,
                                            const llvm::MCSubtargetInfo &subtarget,
                                            std::string &error) {
   llvm::SmallVector<std::string> features;
-  if (options.cpu == "native")
+  if (cpu == "native")
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
       features.push_back((feature.second ? "+" : "-") + feature.first().str());
   llvm::SmallVector<llvm::StringRef> extra;
@@ -156,12 +156,36 @@ std::optional<std::string> resolveFeatures(const TargetOptions &options,
   return llvm::join(features, ",");
 }
 
+/// A CPU and feature string a function is compiled for.
+struct CpuTarget {
+  std::string cpu;
+  std::string features;
+};
+
 struct ResolvedTarget {
   std::string triple;
   std::string cpu;
   std::string features;
   std::unique_ptr<llvm::TargetMachine> machine;
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget; // to resolve the kernels' own CPUs
 };
+
+/// `cpu` (as the user wrote it, "native" allowed) resolved and checked against `target`.
+std::optional<CpuTarget> resolveCpu(llvm::StringRef cpu, const TargetOptions &options,
+                                    const ResolvedTarget &target, std::string &error) {
+  CpuTarget resolved;
+  resolved.cpu = cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu.str();
+  if (!target.subtarget->isCPUStringValid(resolved.cpu)) {
+    error = "unknown target CPU '" + resolved.cpu +
+            "' (use x86-64-v3, x86-64-v4, native, or a name from `llc -mcpu=help`)";
+    return std::nullopt;
+  }
+  std::optional<std::string> features = resolveFeatures(cpu, options, *target.subtarget, error);
+  if (!features)
+    return std::nullopt;
+  resolved.features = *features;
+  return resolved;
+}
 
 std::optional<ResolvedTarget> createTargetMachine(const TargetOptions &options,
                                                   std::string &error) {
@@ -179,18 +203,16 @@ std::optional<ResolvedTarget> createTargetMachine(const TargetOptions &options,
     error = "no LLVM code generator for '" + target.triple + "': " + error;
     return std::nullopt;
   }
-  target.cpu = resolveTargetCpu(options);
-  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
-      llvmTarget->createMCSubtargetInfo(target.triple, "", ""));
-  if (!subtarget || !subtarget->isCPUStringValid(target.cpu)) {
-    error = "unknown target CPU '" + target.cpu +
-            "' (use x86-64-v3, x86-64-v4, native, or a name from `llc -mcpu=help`)";
+  target.subtarget.reset(llvmTarget->createMCSubtargetInfo(target.triple, "", ""));
+  if (!target.subtarget) {
+    error = "no LLVM subtarget information for '" + target.triple + "'";
     return std::nullopt;
   }
-  std::optional<std::string> features = resolveFeatures(options, *subtarget, error);
-  if (!features)
+  std::optional<CpuTarget> cpu = resolveCpu(options.cpu, options, target, error);
+  if (!cpu)
     return std::nullopt;
-  target.features = *features;
+  target.cpu = cpu->cpu;
+  target.features = cpu->features;
 
   llvm::TargetOptions targetOptions;
   // Bits must not depend on the CPU or the vector width: never fuse a*b+c into an FMA, never
@@ -242,7 +264,9 @@ LogicalResult checkSymbolName(llvm::StringRef name, std::string &error) {
 }
 
 /// Everything that makes the optimized code independent of the compiling machine's defaults.
-void prepareForTarget(llvm::Module &module, const ResolvedTarget &target) {
+/// A function listed in `kernelCpus` is compiled for its own CPU, the others for the target's.
+void prepareForTarget(llvm::Module &module, const ResolvedTarget &target,
+                      const llvm::StringMap<CpuTarget> &kernelCpus) {
   module.setTargetTriple(target.triple);
   module.setDataLayout(target.machine->createDataLayout());
   static const char *const relaxedMathAttributes[] = {
@@ -256,11 +280,14 @@ void prepareForTarget(llvm::Module &module, const ResolvedTarget &target) {
       function.setVisibility(llvm::GlobalValue::DefaultVisibility);
     else if (!function.hasLocalLinkage())
       function.setLinkage(llvm::GlobalValue::InternalLinkage);
-    function.addFnAttr("target-cpu", target.cpu);
-    if (target.features.empty())
+    auto own = kernelCpus.find(function.getName());
+    const CpuTarget cpu = own != kernelCpus.end() ? own->second
+                                                  : CpuTarget{target.cpu, target.features};
+    function.addFnAttr("target-cpu", cpu.cpu);
+    if (cpu.features.empty())
       function.removeFnAttr("target-features");
     else
-      function.addFnAttr("target-features", target.features);
+      function.addFnAttr("target-features", cpu.features);
     // No libcall may be invented (a zero-fill loop turned into memset): kernels.so links no libc.
     function.addFnAttr("no-builtins");
     function.addFnAttr(llvm::Attribute::NoUnwind);
@@ -321,9 +348,19 @@ LogicalResult checkSelfContained(llvm::Module &module, const llvm::StringSet<> &
   return success();
 }
 
-/// MLIR module -> LLVM IR prepared for the target, not yet optimized.
+/// MLIR module -> LLVM IR prepared for the target, not yet optimized. Kernels that carry
+/// `initc.target_cpu` (init-partition's targets option) are compiled for that CPU.
 std::unique_ptr<llvm::Module> translate(ModuleOp module, llvm::LLVMContext &ctx,
+                                        const TargetOptions &options,
                                         const ResolvedTarget &target, std::string &error) {
+  llvm::StringMap<CpuTarget> kernelCpus;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (auto cpu = func->getAttrOfType<StringAttr>("initc.target_cpu")) {
+      std::optional<CpuTarget> resolved = resolveCpu(cpu.getValue(), options, target, error);
+      if (!resolved)
+        return nullptr;
+      kernelCpus[func.getSymName()] = *resolved;
+    }
   if (!isInLLVMDialect(module) && failed(lowerToLLVMDialect(module, error)))
     return nullptr;
   MLIRContext *mlirContext = module->getContext();
@@ -335,7 +372,7 @@ std::unique_ptr<llvm::Module> translate(ModuleOp module, llvm::LLVMContext &ctx,
     error = "translation to LLVM IR failed: " + diagnostics.take("no diagnostic");
     return nullptr;
   }
-  prepareForTarget(*llvmModule, target);
+  prepareForTarget(*llvmModule, target, kernelCpus);
   std::string verifierMessages;
   llvm::raw_string_ostream verifierStream(verifierMessages);
   if (llvm::verifyModule(*llvmModule, &verifierStream)) {
@@ -566,6 +603,23 @@ std::string resolveTargetCpu(const TargetOptions &options) {
   return options.cpu;
 }
 
+std::optional<unsigned> vectorRegisters(llvm::StringRef cpu, const TargetOptions &options,
+                                        std::string &error) {
+  std::optional<ResolvedTarget> target = createTargetMachine(options, error);
+  if (!target)
+    return std::nullopt;
+  std::optional<CpuTarget> resolved = resolveCpu(cpu, options, *target, error);
+  if (!resolved)
+    return std::nullopt;
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(target->machine->getTarget().createMCSubtargetInfo(
+      target->triple, resolved->cpu, resolved->features));
+  if (subtarget->checkFeatures("+avx512f"))
+    return 32;
+  if (subtarget->checkFeatures("+avx"))
+    return 16;
+  return 16; // SSE: 16 xmm registers
+}
+
 LogicalResult lowerToLLVMDialect(ModuleOp module, std::string &error) {
   MLIRContext *ctx = module->getContext();
   DiagnosticCollector diagnostics(ctx);
@@ -615,7 +669,7 @@ std::unique_ptr<llvm::Module> translateAndOptimize(ModuleOp module, llvm::LLVMCo
   std::optional<ResolvedTarget> target = createTargetMachine(options, error);
   if (!target)
     return nullptr;
-  std::unique_ptr<llvm::Module> llvmModule = translate(module, ctx, *target, error);
+  std::unique_ptr<llvm::Module> llvmModule = translate(module, ctx, options, *target, error);
   if (!llvmModule)
     return nullptr;
   llvm::StringSet<> kernelNames;
@@ -671,7 +725,8 @@ LogicalResult emitSharedObject(ModuleOp module, llvm::StringRef soPath,
   TemporaryDirectory work(workPath);
 
   llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule = translate(module, llvmContext, *target, error);
+  std::unique_ptr<llvm::Module> llvmModule =
+      translate(module, llvmContext, options, *target, error);
   if (!llvmModule)
     return failure();
   llvm::SmallVector<std::string> exported;

@@ -13,10 +13,18 @@
 
 namespace initrt {
 
-/// Checks that this CPU can run code compiled for `targetCpu` (program.json's kernels.target_cpu):
-/// x86-64-v3 and the CPUs it stands for need AVX2, BMI2 and FMA; x86-64-v4 needs AVX-512.
-/// Names it does not know are accepted.
+/// Checks that this CPU can run code compiled for `targetCpu` (a kernels.variants[].target_cpu
+/// of program.json): x86-64-v3 and the CPUs it stands for need AVX2, BMI2 and FMA; x86-64-v4
+/// and its CPUs need AVX-512. Names it does not know are accepted.
 bool checkTargetCpu(const std::string &targetCpu, std::string &error);
+
+/// The index in program.kernelVariants of the kernels to run: the variant compiled for
+/// `requested` when it is not empty (else for the INITRT_TARGET_CPU environment variable, when
+/// set), or the first variant this CPU supports. Every variant computes the same bits; this
+/// only picks the fastest the CPU can run. Returns -1 and sets `error` when the requested
+/// variant is absent or unsupported, or no variant is supported.
+int selectKernelVariant(const Program &program, const std::string &requested,
+                        std::string &error);
 
 /// A program's kernels.so, verified and loaded, with every parameter's kernel resolved.
 class KernelLibrary {
@@ -25,19 +33,24 @@ public:
   KernelLibrary(const KernelLibrary &) = delete;
   KernelLibrary &operator=(const KernelLibrary &) = delete;
 
-  /// Checks the CPU, checks that progDir/<kernels.file> has the checksum program.json records,
-  /// dlopens it (RTLD_NOW | RTLD_LOCAL) and looks up each parameter's kernel. Returns null and
-  /// sets `error` on failure.
+  /// Picks the variant (selectKernelVariant with `requestedCpu`), checks that
+  /// progDir/<kernels.file> has the checksum program.json records, dlopens it
+  /// (RTLD_NOW | RTLD_LOCAL) and looks up each parameter's kernel. Returns null and sets `error`
+  /// on failure.
   static std::unique_ptr<KernelLibrary> load(const std::string &progDir, const Program &program,
-                                             std::string &error);
+                                             std::string &error,
+                                             const std::string &requestedCpu = "");
 
   /// The kernel of program.params[paramIndex].
   KernelFn kernel(size_t paramIndex) const { return kernels[paramIndex]; }
+  /// The CPU the loaded kernels were compiled for.
+  const std::string &targetCpu() const { return cpu; }
 
 private:
   KernelLibrary() = default;
   void *handle = nullptr;
   std::vector<KernelFn> kernels;
+  std::string cpu;
 };
 
 /// One shard to compute: `kernel` writes the `slice` of `param` into `out` (`bytes` long).

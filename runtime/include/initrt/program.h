@@ -12,7 +12,7 @@
 namespace initrt {
 
 /// Version of program.json; bumped on any incompatible change.
-inline constexpr int kProgramFormatVersion = 1;
+inline constexpr int kProgramFormatVersion = 2;
 
 /// Element types a parameter can have, named as safetensors names them.
 enum class DType { F32, BF16, F16, F64, BOOL, I64 };
@@ -52,6 +52,12 @@ struct Param {
   int64_t numElements() const;
 };
 
+/// The kernels compiled for one CPU: parameter p's symbol is params[p].kernel + suffix.
+struct KernelVariant {
+  std::string targetCpu; // LLVM CPU name
+  std::string suffix;    // "" for the first variant, ".<cpu>" for the others
+};
+
 /// The whole of program.json.
 struct Program {
   int formatVersion = kProgramFormatVersion;
@@ -61,7 +67,8 @@ struct Program {
   std::vector<Param> params;
   std::string kernelsFile = "kernels.so";
   std::string kernelsChecksum;                   // XXH3-64 of kernels.so, 16 hex digits
-  std::string targetCpu;                         // the CPU the kernels were compiled for
+  /// The CPUs kernels.so has code for, best first; the runtime runs the first this CPU supports.
+  std::vector<KernelVariant> kernelVariants;
   std::string programId;                         // identifies model + seed + mesh + shardings
 };
 

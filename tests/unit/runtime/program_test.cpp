@@ -21,7 +21,7 @@ Program sampleProgram() {
   program.mesh.axisNames = {"dp", "tp"};
   program.mesh.shape = {2, 4};
   program.kernelsChecksum = "0123456789abcdef";
-  program.targetCpu = "x86-64-v3";
+  program.kernelVariants = {{"x86-64-v4", ""}, {"x86-64-v3", ".x86_64_v3"}};
   program.programId = "p-1";
   Param embed;
   embed.name = "model.embed_tokens.weight";
@@ -62,7 +62,11 @@ void expectEqual(const Program &a, const Program &b) {
   EXPECT_EQ(a.mesh.shape, b.mesh.shape);
   EXPECT_EQ(a.kernelsFile, b.kernelsFile);
   EXPECT_EQ(a.kernelsChecksum, b.kernelsChecksum);
-  EXPECT_EQ(a.targetCpu, b.targetCpu);
+  ASSERT_EQ(a.kernelVariants.size(), b.kernelVariants.size());
+  for (size_t v = 0; v < a.kernelVariants.size(); ++v) {
+    EXPECT_EQ(a.kernelVariants[v].targetCpu, b.kernelVariants[v].targetCpu);
+    EXPECT_EQ(a.kernelVariants[v].suffix, b.kernelVariants[v].suffix);
+  }
   EXPECT_EQ(a.programId, b.programId);
   ASSERT_EQ(a.params.size(), b.params.size());
   for (size_t i = 0; i < a.params.size(); ++i) {
@@ -157,7 +161,7 @@ TEST(ProgramJson, EachValidationErrorNamesFieldAndParam) {
   std::vector<InvalidCase> cases = {
       {"top level", [](json &d) { d = json::array(); }, "the top level must be a JSON object"},
       {"format", [](json &d) { d["format"] = "other"; }, "field \"format\" is \"other\""},
-      {"version", [](json &d) { d["version"] = 2; }, "field \"version\" is 2"},
+      {"version", [](json &d) { d["version"] = 1; }, "field \"version\" is 1"},
       {"version type", [](json &d) { d["version"] = "1"; }, "\"version\" must be an integer"},
       {"model missing", [](json &d) { d.erase("model"); }, "field \"model\" is missing"},
       {"model type", [](json &d) { d["model"] = 3; }, "\"model\" must be a string"},
@@ -186,8 +190,16 @@ TEST(ProgramJson, EachValidationErrorNamesFieldAndParam) {
        "\"kernels.file\" must be a file name inside the program directory"},
       {"kernels checksum", [](json &d) { d["kernels"]["checksum"] = "ABC"; },
        "\"kernels.checksum\" must be 16 lowercase hex digits"},
-      {"target cpu", [](json &d) { d["kernels"]["target_cpu"] = false; },
-       "\"kernels.target_cpu\" must be a string"},
+      {"variants missing", [](json &d) { d["kernels"].erase("variants"); },
+       "\"kernels.variants\" is missing"},
+      {"variants empty", [](json &d) { d["kernels"]["variants"] = json::array(); },
+       "\"kernels.variants\" must be a non-empty array"},
+      {"variant type", [](json &d) { d["kernels"]["variants"][1] = "x86-64"; },
+       "\"kernels.variants[1]\" must be an object"},
+      {"target cpu", [](json &d) { d["kernels"]["variants"][0]["target_cpu"] = false; },
+       "\"kernels.variants[0].target_cpu\" must be a string"},
+      {"old target_cpu", [](json &d) { d["kernels"]["target_cpu"] = "x86-64"; },
+       "target_cpu"},
       {"program id", [](json &d) { d["program_id"] = ""; }, "\"program_id\" must not be empty"},
       {"params type", [](json &d) { d["params"] = json::object(); }, "\"params\" must be an array"},
       {"param type", [](json &d) { d["params"][0] = 1; }, "\"params[0]\" must be an object"},

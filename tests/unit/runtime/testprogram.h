@@ -33,7 +33,7 @@ inline Program makeProgram(const Mesh &mesh, const std::string &kernelsChecksum)
   program.seed = 1234;
   program.mesh = mesh;
   program.kernelsChecksum = kernelsChecksum;
-  program.targetCpu = "x86-64";
+  program.kernelVariants = {{"x86-64", ""}};
   std::ostringstream id;
   id << "runtime-test";
   for (size_t i = 0; i < mesh.shape.size(); ++i)

@@ -17,6 +17,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <string>
+#include <vector>
 
 namespace initc {
 
@@ -29,7 +30,17 @@ struct PipelineOptions {
   std::string mesh;   // `dp=2,tp=2`; empty keeps the module's mesh
   std::string shard;  // preset or rules file; empty keeps the module's shardings
   bool printTiming = false;
+  /// init-partition's targets: `CPU:GROUPS` per CPU each kernel is built for, best first
+  /// (kernelTargets() makes them); empty: one kernel per recipe for TargetOptions::cpu.
+  std::vector<std::string> kernelTargets;
 };
+
+/// init-partition targets for `cpus` (best first, "native" allowed): one block group per
+/// iteration with 16 vector registers, two with AVX-512's 32 (independent chains to hide
+/// latency without spilling). Fails with a message for an unknown CPU or one listed twice.
+mlir::LogicalResult kernelTargets(llvm::ArrayRef<std::string> cpus,
+                                  const target::TargetOptions &options,
+                                  std::vector<std::string> &targets, std::string &error);
 
 /// Reads and verifies a module (syntax, op verifiers, and the model-level checks), reporting
 /// errors with file and line through the context's diagnostics.
@@ -46,6 +57,12 @@ mlir::LogicalResult buildProgram(mlir::ModuleOp module, llvm::StringRef modelNam
 
 /// Moves the kernels of a partitioned module into a module of their own, for the target.
 mlir::OwningOpRef<mlir::ModuleOp> extractKernels(mlir::ModuleOp module);
+
+/// The CPUs the kernels of `kernels` (from extractKernels, before lowering) were built for, in
+/// init-partition's order (best first), with each one's symbol suffix; kernels partitioned
+/// without targets make one variant, for options.cpu.
+std::vector<initrt::KernelVariant> kernelVariants(mlir::ModuleOp kernels,
+                                                  const target::TargetOptions &options);
 
 /// Writes a complete program directory at `dir` (kernels.so, program.json, the `init` runtime
 /// copied from `runtimePath`), built under a temporary name next to it and renamed into place.

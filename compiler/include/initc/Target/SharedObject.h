@@ -10,6 +10,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace llvm {
@@ -21,6 +22,8 @@ class raw_pwrite_stream;
 namespace initc::target {
 
 struct TargetOptions {
+  // Kernels carrying `initc.target_cpu` (init-partition's targets option) are compiled for that
+  // CPU; the others, and the target machine, for `cpu`.
   std::string cpu = "x86-64-v3";   // portable default with AVX2; "native" resolves to the host
   std::string features;            // extra "+feature,-feature" list, optional
   unsigned optLevel = 3;           // 0..3
@@ -31,6 +34,11 @@ struct TargetOptions {
 /// The CPU name the kernels are compiled for: `options.cpu`, with "native" resolved to the host
 /// CPU. Recorded in program.json as `targetCpu`.
 std::string resolveTargetCpu(const TargetOptions &options);
+
+/// The number of vector registers code for `cpu` ("native" allowed) may use: 32 with AVX-512,
+/// else 16. Fails with a message for a CPU LLVM does not know.
+std::optional<unsigned> vectorRegisters(llvm::StringRef cpu, const TargetOptions &options,
+                                        std::string &error);
 
 /// Lowers `module` (func/arith/math/scf/cf/memref/vector/index/ub/llvm ops) in place to the LLVM
 /// dialect. Private functions get internal linkage; public ones stay external (the kernels).
