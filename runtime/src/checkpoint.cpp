@@ -473,15 +473,8 @@ bool writeShardFile(const std::string &dir, const Program &program, int64_t rank
 // Writing a shard file while its tensors are computed
 //===----------------------------------------------------------------------===//
 
-ShardFileStream::~ShardFileStream() {
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    closing = true;
-  }
-  wake.notify_all();
-  if (writer.joinable())
-    writer.join();
-}
+ShardFileStream::ShardFileStream() = default;
+ShardFileStream::~ShardFileStream() = default;
 
 bool ShardFileStream::open(const std::string &dir, const Program &program, int64_t rank,
                            const std::vector<ShardTensor> &layout, std::string &error) {
@@ -508,65 +501,35 @@ bool ShardFileStream::open(const std::string &dir, const Program &program, int64
     offsets[persistent[index]] = at;
     at += contents[index].bytes;
   }
-  if (!file.open(path, at, error))
+  return file.open(path, at, error);
+}
+
+bool ShardFileStream::writePiece(size_t index, uint64_t offset, const void *data,
+                                 uint64_t bytes, std::string &error) {
+  if (index >= tensors.size() || offset != (index == current ? currentEnd : 0) ||
+      offset + bytes > tensors[index].bytes) {
+    error = "cannot write " + path + ": pieces out of order (internal error; run again)";
     return false;
-  writer = std::thread([this] { writeLoop(); });
+  }
+  ShardTensor &tensor = tensors[index];
+  if (!tensor.param || !tensor.param->persistent)
+    return true;
+  if (offset == 0)
+    checksum.reset();
+  current = index;
+  currentEnd = offset + bytes;
+  // Checksummed here, while the piece is still in cache, not in a pass of its own.
+  checksum.update(data, bytes);
+  if (!file.writeAt(offsets[index] + offset, data, bytes, error))
+    return false;
+  // To the device now, while the next pieces compute, not all at the final fsync.
+  file.startWriteback(offsets[index] + offset, bytes);
+  if (currentEnd == tensor.bytes)
+    tensor.checksum = checksum.hex();
   return true;
 }
 
-void ShardFileStream::tensorDone(size_t index, const void *data) {
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    tensors[index].data = data;
-    ready.push_back(index);
-  }
-  wake.notify_all();
-}
-
-void ShardFileStream::writeLoop() {
-  for (;;) {
-    size_t index;
-    {
-      std::unique_lock<std::mutex> lock(mutex);
-      wake.wait(lock, [&] { return !ready.empty() || closing; });
-      if (ready.empty())
-        return;
-      index = ready.front();
-      ready.pop_front();
-      if (failed)
-        continue;
-    }
-    ShardTensor &tensor = tensors[index];
-    if (!tensor.param || !tensor.param->persistent)
-      continue;
-    // Checksummed here, while the tensor is likely still in cache, not in a pass of its own.
-    std::string checksum = checksumHex(tensor.data, tensor.bytes);
-    std::string why;
-    bool ok = file.writeAt(offsets[index], tensor.data, tensor.bytes, why);
-    if (ok) // to the device now, while the next tensors compute, not all at the final fsync
-      file.startWriteback(offsets[index], tensor.bytes);
-    std::lock_guard<std::mutex> lock(mutex);
-    tensor.checksum = std::move(checksum);
-    if (!ok && !failed) {
-      failed = true;
-      writeError = why;
-    }
-    wake.notify_all();
-  }
-}
-
 bool ShardFileStream::finish(std::vector<std::string> &checksums, std::string &error) {
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    closing = true;
-    wake.notify_all();
-  }
-  if (writer.joinable())
-    writer.join();
-  if (failed) {
-    error = writeError;
-    return false;
-  }
   for (const ShardTensor &tensor : tensors)
     if (tensor.param && tensor.param->persistent && tensor.checksum.empty()) {
       error = "cannot write " + path + ": " + tensor.param->name + " was never computed";
@@ -577,7 +540,8 @@ bool ShardFileStream::finish(std::vector<std::string> &checksums, std::string &e
   SafetensorsMetadata metadata;
   std::vector<size_t> order;
   std::string final;
-  if (!shardFileContents(path, *program, rank, tensors, false, contents, metadata, error) ||
+  // Placeholders stand in for the data (written already); every checksum is real by now.
+  if (!shardFileContents(path, *program, rank, tensors, true, contents, metadata, error) ||
       !buildSafetensorsHeader(contents, metadata, final, order, error)) {
     file.discard();
     return false;

@@ -355,22 +355,16 @@ int resolveThreads(int requested) {
 void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &options) {
   // Jobs with a whole-tensor transform are computed one per thread, the others in chunks.
   std::vector<ShardJob> jobs;
-  std::vector<size_t> jobIndex; // jobs[j] is allJobs[jobIndex[j]]
   std::vector<const ShardJob *> transformed;
   uint64_t transformedBytes = 0;
   for (const ShardJob &job : allJobs) {
     if (job.param->transform.empty()) {
-      jobIndex.push_back(size_t(&job - allJobs.data()));
       jobs.push_back(job);
     } else {
       transformed.push_back(&job);
       transformedBytes += job.bytes;
     }
   }
-  auto finished = [&](const ShardJob &job) {
-    if (options.shardDone)
-      options.shardDone(size_t(&job - allJobs.data()), job.out, job.bytes);
-  };
   if (!transformed.empty()) {
     std::atomic<size_t> next{0};
     auto work = [&] {
@@ -379,7 +373,6 @@ void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &option
         if (i >= transformed.size())
           return;
         computeOrthogonalShard(*transformed[i]);
-        finished(*transformed[i]);
       }
     };
     int workers = int(std::min<size_t>(size_t(resolveThreads(options.threads)),
@@ -399,13 +392,6 @@ void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &option
   }
   totalBytes += transformedBytes;
   const uint64_t totalChunks = firstChunk.back();
-  // Chunks of each job still to finish: the worker that finishes the last one reports the job.
-  std::unique_ptr<std::atomic<uint64_t>[]> pending(new std::atomic<uint64_t>[jobs.size()]);
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    pending[j].store(firstChunk[j + 1] - firstChunk[j], std::memory_order_relaxed);
-    if (firstChunk[j + 1] == firstChunk[j])
-      finished(allJobs[jobIndex[j]]); // empty shard
-  }
   std::atomic<uint64_t> nextChunk{0};
   std::atomic<uint64_t> bytesDone{transformedBytes};
 
@@ -424,9 +410,6 @@ void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &option
                  dimsOrDummy(job.slice.shape), begin, end, argsOf(*job.param));
       bytesDone.fetch_add(uint64_t(end - begin) * uint64_t(dtypeBytes(job.param->dtype)),
                           std::memory_order_relaxed);
-      // acq_rel: the reporting worker sees every other worker's chunk of the job written.
-      if (pending[j].fetch_sub(1, std::memory_order_acq_rel) == 1)
-        finished(allJobs[jobIndex[j]]);
     }
   };
   int threads = int(std::min<uint64_t>(uint64_t(resolveThreads(options.threads)),
@@ -437,6 +420,150 @@ void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &option
   runOnThreads(threads, work, monitor, options.progressIntervalSeconds);
   if (options.progress)
     options.progress(totalBytes, totalBytes);
+}
+
+bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &options,
+                     const PieceSink &sink, std::string &error) {
+  uint64_t totalBytes = 0, bytesDone = 0;
+  for (const ShardJob &job : jobs)
+    totalBytes += job.bytes;
+  Clock::time_point lastProgress = Clock::now();
+  auto progress = [&](bool force) {
+    if (!options.progress)
+      return;
+    if (force || secondsSince(lastProgress) >= options.progressIntervalSeconds) {
+      options.progress(bytesDone, totalBytes);
+      lastProgress = Clock::now();
+    }
+  };
+
+  // Whole-tensor steps need the whole tensor: computed first, each handed over in one piece.
+  std::vector<ShardJob> transformed;
+  std::vector<size_t> transformedIndex;
+  std::vector<uint64_t> transformedSizes;
+  for (size_t j = 0; j < jobs.size(); ++j)
+    if (!jobs[j].param->transform.empty()) {
+      transformed.push_back(jobs[j]);
+      transformedIndex.push_back(j);
+      transformedSizes.push_back(jobs[j].bytes);
+    }
+  if (!transformed.empty()) {
+    Arena arena;
+    if (!arena.allocate(transformedSizes, error))
+      return false;
+    for (size_t t = 0; t < transformed.size(); ++t)
+      transformed[t].out = arena.shard(t);
+    RunOptions whole = options;
+    whole.progress = nullptr;
+    runShardJobs(transformed, whole);
+    for (size_t t = 0; t < transformed.size(); ++t) {
+      if (!sink(transformedIndex[t], 0, transformed[t].out, transformed[t].bytes, error))
+        return false;
+      bytesDone += transformed[t].bytes;
+      progress(false);
+    }
+  }
+
+  // The other jobs in pieces: piece p is elements [begin, end) of job `job`.
+  struct Piece {
+    size_t job;
+    int64_t begin, end;
+  };
+  std::vector<Piece> pieces;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    if (!jobs[j].param->transform.empty())
+      continue;
+    int64_t width = dtypeBytes(jobs[j].param->dtype);
+    // A multiple of 64 elements: pieces start 64-byte aligned relative to the shard.
+    int64_t step = std::max<int64_t>(64, int64_t(kPieceBytes) / width / 64 * 64);
+    int64_t elements = jobs[j].slice.numElements();
+    if (elements == 0)
+      pieces.push_back({j, 0, 0});
+    for (int64_t begin = 0; begin < elements; begin += step)
+      pieces.push_back({j, begin, std::min(elements, begin + step)});
+  }
+  const int threads = int(std::min<size_t>(size_t(resolveThreads(options.threads)),
+                                           std::max<size_t>(pieces.size(), 1)));
+  const size_t slots = std::min<size_t>(2 * size_t(threads) + 2, std::max<size_t>(pieces.size(), 1));
+  uint64_t slotBytes = 64;
+  for (const Piece &piece : pieces)
+    slotBytes = std::max<uint64_t>(
+        slotBytes, uint64_t(piece.end - piece.begin) * uint64_t(dtypeBytes(jobs[piece.job].param->dtype)));
+  Arena ring;
+  if (!ring.allocate(std::vector<uint64_t>(slots, slotBytes), error))
+    return false;
+
+  // Worker: takes the next piece, waits for its slot to be free (the sink is done with the
+  // piece `slots` earlier), computes it. The calling thread hands finished pieces to the sink
+  // in order and frees their slots.
+  std::mutex mutex;
+  std::condition_variable changed;
+  size_t next = 0, released = 0;
+  bool stop = false;
+  std::vector<char> ready(pieces.size(), 0);
+  auto work = [&] {
+    for (;;) {
+      size_t p;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        if (stop || next >= pieces.size())
+          return;
+        p = next++;
+        changed.wait(lock, [&] { return stop || p < released + slots; });
+        if (stop)
+          return;
+      }
+      const Piece &piece = pieces[p];
+      const ShardJob &job = jobs[piece.job];
+      const uint64_t width = uint64_t(dtypeBytes(job.param->dtype));
+      // The kernel writes element i at out + i * width: point `out` so that element `begin`
+      // lands at the start of the slot.
+      auto out = reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(ring.shard(p % slots)) -
+                                          uint64_t(piece.begin) * width);
+      if (piece.end > piece.begin)
+        job.kernel(out, dimsOrDummy(job.param->shape), dimsOrDummy(job.slice.offset),
+                   dimsOrDummy(job.slice.shape), piece.begin, piece.end, argsOf(*job.param));
+      std::lock_guard<std::mutex> lock(mutex);
+      ready[p] = 1;
+      changed.notify_all();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    try {
+      workers.emplace_back(work);
+    } catch (const std::system_error &) {
+      if (workers.empty()) {
+        error = "cannot start a worker thread";
+        return false;
+      }
+      break; // fewer threads than asked for is slower, not wrong
+    }
+  }
+  bool ok = true;
+  for (size_t p = 0; p < pieces.size() && ok; ++p) {
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      while (!ready[p])
+        changed.wait_for(lock, std::chrono::duration<double>(
+                                   std::max(options.progressIntervalSeconds, 0.01)));
+    }
+    const Piece &piece = pieces[p];
+    const uint64_t width = uint64_t(dtypeBytes(jobs[piece.job].param->dtype));
+    const uint64_t bytes = uint64_t(piece.end - piece.begin) * width;
+    ok = sink(piece.job, uint64_t(piece.begin) * width, ring.shard(p % slots), bytes, error);
+    bytesDone += bytes;
+    progress(false);
+    std::lock_guard<std::mutex> lock(mutex);
+    released = p + 1;
+    stop = !ok;
+    changed.notify_all();
+  }
+  for (std::thread &worker : workers)
+    worker.join();
+  if (ok)
+    progress(true);
+  return ok;
 }
 
 std::vector<std::string> checksumShardJobs(const std::vector<ShardJob> &jobs, int threads) {

@@ -398,50 +398,46 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
       bar.reset(new ProgressBar());
       runOptions.progress = [&](uint64_t done, uint64_t total) { bar->update(done, total); };
     }
-    // Writing overlaps computing: each finished shard is checksummed and written at its place
-    // in the file by a writer thread while the workers compute the next ones.
-    std::unique_ptr<ShardFileStream> stream;
-    if (!options.discard) {
+    if (options.discard) {
+      // In memory, as the C API fills buffers: every shard in one arena, checksummed.
+      RankShards shards;
+      if (!computeRank(program, *kernels, myRank, /*persistentOnly=*/true, runOptions, shards,
+                       error)) {
+        code = kExitFailure;
+      } else {
+        stats.bytes = double(shards.bytes);
+        stats.elements = double(shards.elements);
+      }
+    } else {
+      // Writing overlaps computing: workers compute pieces into a small ring of buffers while
+      // this thread checksums and writes each at its place in the file, so memory stays small
+      // and no page is faulted in twice.
+      std::vector<ShardJob> jobs = planRank(program, *kernels, myRank, /*persistentOnly=*/true);
       std::vector<ShardTensor> layout;
-      for (const ShardJob &job : planRank(program, *kernels, myRank, /*persistentOnly=*/true)) {
+      for (const ShardJob &job : jobs) {
         ShardTensor tensor;
         tensor.param = job.param;
         tensor.slice = job.slice;
         tensor.bytes = job.bytes;
         layout.push_back(std::move(tensor));
+        stats.bytes += double(job.bytes);
+        stats.elements += double(job.slice.numElements());
       }
-      stream.reset(new ShardFileStream());
-      if (!stream->open(options.out, program, myRank, layout, error)) {
-        stream.reset();
-        code = kExitFailure;
-      } else {
-        ShardFileStream *to = stream.get();
-        runOptions.shardDone = [to](size_t job, const void *data, uint64_t) {
-          to->tensorDone(job, data);
-        };
-        runOptions.checksums = false;
-      }
-    }
-    RankShards shards;
-    if (code != kExitOk) {
-      // the stream could not be opened; error says why
-    } else if (!computeRank(program, *kernels, myRank, /*persistentOnly=*/true, runOptions,
-                            shards, error)) {
-      code = kExitFailure;
-    } else {
-      if (bar)
-        bar->finish();
-      stats.bytes = double(shards.bytes);
-      stats.elements = double(shards.elements);
+      ShardFileStream stream;
       std::vector<std::string> written;
-      if (stream && !stream->finish(written, error)) {
+      auto sink = [&](size_t job, uint64_t offset, const void *data, uint64_t bytes,
+                      std::string &why) { return stream.writePiece(job, offset, data, bytes, why); };
+      if (!stream.open(options.out, program, myRank, layout, error) ||
+          !streamShardJobs(jobs, runOptions, sink, error) || !stream.finish(written, error)) {
         code = kExitFailure;
       } else {
         checksums.assign(program.params.size(), std::string());
-        for (size_t t = 0; t < shards.tensors.size(); ++t)
-          checksums[shards.paramIndices[t]] = stream ? written[t] : shards.tensors[t].checksum;
+        for (size_t t = 0; t < jobs.size(); ++t)
+          checksums[size_t(jobs[t].param - program.params.data())] = written[t];
       }
     }
+    if (bar && code == kExitOk)
+      bar->finish();
   }
   stats.seconds = std::chrono::duration<double>(Clock::now() - rankStart).count();
   stats.peakRssBytes = peakRssBytes();

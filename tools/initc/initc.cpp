@@ -10,6 +10,7 @@
 #include "initc/Registration.h"
 #include "initc/Target/SharedObject.h"
 #include "initrt/checkpoint.h"
+#include "initrt/executor.h"
 #include "initrt/program_io.h"
 #include "initrt/sharding.h"
 
@@ -189,17 +190,22 @@ struct InspectArgs {
 };
 
 // Per-core generation rates, elements per second, from the kernel benchmark on the build
-// machine (one core of an AMD EPYC, 2 vCPUs, x86-64-v3 kernels, bf16/f16 within 10% of f32):
-//   ninja -C build initc-kernel-bench && build/bin/initc-kernel-bench --benchmark_min_time=0.2
+// machine (one core of an AMD EPYC, 2 vCPUs), for the AVX2 variant: the slower of the default
+// two, so that the estimate bounds the time on any x86-64-v3 host (AVX-512 runs 1.3-1.4x faster):
+//   ninja -C build initc-kernel-bench && INITRT_TARGET_CPU=x86-64-v3 \
+//     build/bin/initc-kernel-bench --benchmark_min_time=0.2
 // (items_per_second of kernel/<distribution>_f32). Elementwise recipes without randomness
 // (fills, iota, masks) are counted at the uniform rate, an upper bound on their time.
-constexpr double kUniformPerSecond = 1.08e9;
-constexpr double kNormalPerSecond = 0.45e9;      // Box-Muller; also variance scaling, orthogonal
-constexpr double kTruncNormalPerSecond = 0.28e9; // erfinv
+constexpr double kUniformPerSecond = 1.2e9;
+constexpr double kNormalPerSecond = 0.55e9;      // Box-Muller; also variance scaling, orthogonal
+constexpr double kTruncNormalPerSecond = 0.40e9; // erfinv
 // prog/init's resident memory besides the shards (binary, MPI, kernels.so, the program):
 // measured with `/usr/bin/time -f %M prog/init --rank K --discard` as 9.8 MiB for a 1-layer
 // model and 11.2 MiB above its 94.5 MiB of shards for a Llama-3.1-405B rank (dp=512,tp=32).
 constexpr double kRuntimeOverheadBytes = 12.0 * (1 << 20);
+// Writing a checkpoint streams pieces through a ring of 2 * threads + 2 buffers (initrt's
+// kPieceBytes each), so its memory is the overhead plus this much per thread and once more.
+constexpr double kStreamBytesPerThread = 2.0 * double(initrt::kPieceBytes);
 
 // Elements per second one core generates for a parameter, by the costliest random op of its
 // recipe.
@@ -296,11 +302,14 @@ int runInspect(const InspectArgs &args) {
                      {"largest_rank", largestRank},
                      {"largest_rank_bytes", largest}};
     out["estimate"] = {
-        {"note", "an estimate, not a measurement: shard bytes plus the runtime's measured "
-                 "overhead; time at the kernel benchmark's one-core rates, without page faults "
-                 "or writing the checkpoint"},
+        {"note", "an estimate, not a measurement: in memory (--discard, the C API) shard bytes "
+                 "plus the runtime's measured overhead; writing a checkpoint the overhead plus "
+                 "the streaming buffers (and whole orthogonal shards); time at the kernel "
+                 "benchmark's one-core rates, without page faults or writing the checkpoint"},
         {"runtime_overhead_bytes", uint64_t(kRuntimeOverheadBytes)},
         {"largest_rank_memory_bytes", uint64_t(largestMemory)},
+        {"writing_memory_bytes_per_thread", uint64_t(kStreamBytesPerThread)},
+        {"writing_memory_bytes_one_thread", uint64_t(kRuntimeOverheadBytes + 2 * kStreamBytesPerThread)},
         {"slowest_rank", slowestRank},
         {"slowest_rank_seconds_one_core", slowest},
         {"rates_elements_per_second", {{"uniform", kUniformPerSecond},
@@ -330,11 +339,14 @@ int runInspect(const InspectArgs &args) {
   std::printf("%llu parameters in %zu tensors, %s in all; largest rank: %lld with %s\n",
               (unsigned long long)paramCount, program.params.size(), humanBytes(totalBytes).c_str(),
               (long long)largestRank, humanBytes(largest).c_str());
-  std::printf("estimate per rank (not measured): memory up to %s (shards + %s runtime), time up "
-              "to %.3g s on one core (rank %lld; divide by --threads; page faults and writing "
-              "the checkpoint not included)\n",
+  std::printf("estimate per rank (not measured): memory up to %s in memory (--discard, C API: "
+              "shards + %s runtime), %s + %s per thread writing a checkpoint (streamed); time "
+              "up to %.3g s on one core (rank %lld; divide by --threads; page faults and "
+              "writing the checkpoint not included)\n",
               humanBytes(uint64_t(largestMemory)).c_str(),
-              humanBytes(uint64_t(kRuntimeOverheadBytes)).c_str(), slowest,
+              humanBytes(uint64_t(kRuntimeOverheadBytes)).c_str(),
+              humanBytes(uint64_t(kRuntimeOverheadBytes + kStreamBytesPerThread)).c_str(),
+              humanBytes(uint64_t(kStreamBytesPerThread)).c_str(), slowest,
               (long long)slowestRank);
   return 0;
 }

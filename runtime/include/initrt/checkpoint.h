@@ -1,6 +1,7 @@
 // The checkpoint directory: one safetensors file per rank plus index.json (ir-spec/checkpoint.md).
 #pragma once
 
+#include "initrt/checksum.h"
 #include "initrt/program.h"
 #include "initrt/safetensors.h"
 #include "initrt/sharding.h"
@@ -36,43 +37,40 @@ bool writeShardFile(const std::string &dir, const Program &program, int64_t rank
                     const std::vector<ShardTensor> &tensors, std::string &error);
 
 /// Writes a rank's shard file while its tensors are still being computed: open() lays out the
-/// file (the header's length does not depend on the checksums) and starts a writer thread;
-/// tensorDone() hands it a finished tensor, which it checksums and writes at its offset at
-/// once, in any order; finish() waits for the writer, writes the header with the checksums and
-/// commits the file as writeShardFile does (fsync, rename). Destroying an unfinished stream
-/// leaves nothing under the final name.
+/// file (the header's length does not depend on the checksums) and reserves its space;
+/// writePiece() writes a piece of a tensor at its place and starts its writeback, checksumming
+/// the tensor as its pieces pass (they come in order, as streamShardJobs hands them over);
+/// finish() writes the header with the checksums and commits the file as writeShardFile does
+/// (fsync, rename). Destroying an unfinished stream leaves nothing under the final name.
 class ShardFileStream {
 public:
-  ShardFileStream() = default;
+  ShardFileStream();
   ~ShardFileStream();
   ShardFileStream(const ShardFileStream &) = delete;
   ShardFileStream &operator=(const ShardFileStream &) = delete;
 
-  /// `layout`: the rank's tensors (param, slice, bytes; no data yet), indexed as tensorDone's
+  /// `layout`: the rank's tensors (param, slice, bytes; no data yet), indexed as writePiece's
   /// `index`.
   bool open(const std::string &dir, const Program &program, int64_t rank,
             const std::vector<ShardTensor> &layout, std::string &error);
-  /// Thread-safe; `data` must stay valid until finish().
-  void tensorDone(size_t index, const void *data);
-  /// Every tensor must have been reported. `checksums`: one per layout tensor (empty for
+  /// Bytes [offset, offset + bytes) of layout tensor `index`. A tensor's pieces come in order,
+  /// starting at 0; tensors one after another. One thread at a time.
+  bool writePiece(size_t index, uint64_t offset, const void *data, uint64_t bytes,
+                  std::string &error);
+  /// Every tensor must have been written whole. `checksums`: one per layout tensor (empty for
   /// tensors that are not persistent).
   bool finish(std::vector<std::string> &checksums, std::string &error);
 
 private:
-  void writeLoop();
-
   const Program *program = nullptr;
   int64_t rank = 0;
   std::string path, header;
   std::vector<ShardTensor> tensors;
   std::vector<uint64_t> offsets; // in the file, per layout tensor
   AtomicFile file;
-  std::thread writer;
-  std::mutex mutex;
-  std::condition_variable wake;
-  std::deque<size_t> ready;
-  bool closing = false, failed = false;
-  std::string writeError;
+  StreamingChecksum checksum; // of the tensor being written
+  size_t current = 0;         // its layout index
+  uint64_t currentEnd = 0;    // bytes of it written so far
 };
 
 /// True when dir/shardFileName(rank, world) exists, belongs to `program` (same program id), holds

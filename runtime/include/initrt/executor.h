@@ -65,14 +65,10 @@ struct ShardJob {
 /// Called on the thread that runs the jobs with the bytes computed so far and the total.
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 
-/// Called, on a worker thread, once job `job` (an index into the jobs passed) is complete.
-using ShardDoneFn = std::function<void(size_t job, const void *data, uint64_t bytes)>;
-
 struct RunOptions {
   int threads = 0;                       // 0: std::thread::hardware_concurrency()
   ProgressFn progress;                   // optional
   double progressIntervalSeconds = 0.1;  // at most this often
-  ShardDoneFn shardDone;                 // optional: e.g. to write shards while others compute
   bool checksums = true;                 // computeRank: checksum every shard after computing
 };
 
@@ -86,6 +82,24 @@ int resolveThreads(int requested);
 /// kChunkBytes of output (so chunk starts are 64-byte aligned relative to the shard and no two
 /// threads write one cache line); workers take chunks from a shared counter.
 void runShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &options);
+
+/// Receives piece [offset, offset + bytes) of job `job`'s shard; returns false with `error` to
+/// stop the run.
+using PieceSink = std::function<bool(size_t job, uint64_t offset, const void *data,
+                                     uint64_t bytes, std::string &error)>;
+
+/// Bytes of output per piece of streamShardJobs: large writes, a few per thread in flight.
+inline constexpr uint64_t kPieceBytes = uint64_t(4) << 20;
+
+/// Computes every job's shard in pieces of about kPieceBytes into a small ring of reusable
+/// buffers (2 * threads + 2 pieces, touched once), and hands each piece to `sink` on the calling
+/// thread, in job order and in offset order within a job (so a streaming checksum can follow),
+/// while the worker threads compute the next pieces. Memory stays a few MiB per thread whatever
+/// the shard sizes, and no page is faulted in more than once: for writing a checkpoint. Jobs with
+/// a whole-tensor transform are computed whole first and handed over as one piece. Returns
+/// false with `error` when the sink fails or memory cannot be mapped.
+bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &options,
+                     const PieceSink &sink, std::string &error);
 
 /// torch.nn.init.orthogonal_ on a rows x cols matrix `normal` (row-major N(0, 1) samples):
 /// factored, when rows < cols, as its transpose, by Householder QR in double precision with a
