@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end comparison on the TinyLlama-1.1B config (f32), all in one run so the ratios are
-# fair on a noisy machine: initc (one rank, output discarded) against a memset of the same bytes
+# fair on a noisy machine (each timing the best of RUNS=3 runs, after a sync): initc (one rank,
+# output discarded; hf init, and torch init for the PyTorch stack) against a memset of the same bytes
 # into fresh huge pages, PyTorch eager construction of the same module stack, numpy's
 # default_rng; two ranks against one; writing the checkpoint against dd.
 #
@@ -39,12 +40,16 @@ best_of() {
   done
   echo "$best"
 }
-runs=${RUNS:-2}
+runs=${RUNS:-3}
 ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}')" "$1" "$2"; }
 gbps() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]) / 1e9:.3f}')" "$1" "$2"; }
 
 "$bin/initc" import hf "$config" -o "$work/model.mlir" --dtype f32
 "$bin/initc" compile "$work/model.mlir" -o "$work/prog1" >/dev/null
+# The PyTorch stack draws torch's own defaults (kaiming_uniform_ for Linear, normal_ for
+# Embedding, ones for norms): initc with --init-style torch computes those same distributions.
+"$bin/initc" import hf "$config" -o "$work/model-torch.mlir" --dtype f32 --init-style torch
+"$bin/initc" compile "$work/model-torch.mlir" -o "$work/prog1t" >/dev/null
 "$bin/initc" compile "$work/model.mlir" --mesh dp=2 --shard fsdp -o "$work/prog2" >/dev/null
 bytes=$(python3 - "$work/prog1/program.json" <<'PY'
 import json, sys, math
@@ -58,6 +63,8 @@ printf '%-44s %10s %10s %10s\n' "run" "seconds" "GB/s" "initc is"
 
 initc_s=$(best_of $runs "$work/prog1/init" --rank 0 --discard --quiet --threads $threads)
 printf '%-44s %10.3f %10s %10s\n' "initc prog/init --rank 0 --discard" "$initc_s" "$(gbps $bytes $initc_s)" ""
+torch_style_s=$(best_of $runs "$work/prog1t/init" --rank 0 --discard --quiet --threads $threads)
+printf '%-44s %10.3f %10s %10s\n' "  the same, --init-style torch" "$torch_style_s" "$(gbps $bytes $torch_style_s)" ""
 
 memset_best() { # memset_best MODE: the shortest of $runs runs of initc-memset-fresh
   local best="" s
@@ -93,6 +100,7 @@ print(time.perf_counter() - start)
 PY
 )
   printf '%-44s %10.3f %10s %10sx\n' "PyTorch eager construction (1 thread)" "$torch_s" "$(gbps $bytes $torch_s)" "$(ratio $torch_s $initc_s)"
+  printf '%-44s %10s %10s %10sx\n' "  vs initc --init-style torch" "" "" "$(ratio $torch_s $torch_style_s)"
 else
   echo "PyTorch: not installed (apt-get install python3-torch), skipped"
 fi
