@@ -24,7 +24,7 @@ typedef enum initrt_status {
   INITRT_OK = 0,
   INITRT_INVALID_ARGUMENT = 1, /* a null pointer, a rank outside the mesh, an index out of range */
   INITRT_BAD_PROGRAM = 2,      /* program.json or kernels.so missing, invalid or mismatched */
-  INITRT_UNSUPPORTED_CPU = 3,  /* the kernels need instructions this CPU lacks */
+  INITRT_UNSUPPORTED_CPU = 3,  /* no kernel variant this CPU can run (or the one named is absent) */
   INITRT_NOT_FOUND = 4,        /* no parameter (or alias) of that name */
   INITRT_SIZE_MISMATCH = 5,    /* the buffer size differs from the rank's shard */
   INITRT_OUT_OF_MEMORY = 6,
@@ -54,8 +54,10 @@ struct initrt_param_info {
   uint64_t bytes;          /* bytes of the rank's slice: the buffer size initrt_fill wants */
 };
 
-/* Opens prog_dir (program.json + kernels.so): validates the program, checks the CPU and the
- * kernels' checksum, loads them. On failure *out is NULL and err holds the reason. */
+/* Opens prog_dir (program.json + kernels.so): validates the program, picks the kernels compiled
+ * for the best CPU of program.json's variants this CPU supports (the environment variable
+ * INITRT_TARGET_CPU names one instead), checks the kernels' checksum, loads them. The values do
+ * not depend on the variant. On failure *out is NULL and err holds the reason. */
 initrt_status initrt_program_open(const char *prog_dir, initrt_program **out, char *err,
                                   size_t errlen);
 
