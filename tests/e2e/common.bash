@@ -20,3 +20,20 @@ trap 'rm -rf "$WORK"' EXIT
 
 # The number of devices of a mesh text such as dp=2,tp=2.
 mesh_size() { echo "$1" | tr ',' '\n' | awk -F= 'BEGIN { n = 1 } { n *= $2 } END { print n }'; }
+
+# fails_cleanly NAME PATTERN CMD...: CMD exits non-zero without a signal or a crash report, and
+# its stderr (left in $WORK/err.txt for the caller's own checks) holds PATTERN (grep -E).
+fails_cleanly() {
+  local name=$1 pattern=$2
+  shift 2
+  local rc=0
+  "$@" >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
+  ((rc != 0)) || fail "$name: succeeded: $*"
+  ((rc < 128)) || fail "$name: killed by signal $((rc - 128)): $(head -c 800 "$WORK/err.txt")"
+  if grep -qE "Sanitizer|runtime error:|LLVM ERROR|Stack dump|PLEASE submit|terminate called|core dumped" \
+    "$WORK/err.txt"; then
+    fail "$name: crashed: $(head -c 800 "$WORK/err.txt")"
+  fi
+  grep -qE -- "$pattern" "$WORK/err.txt" ||
+    fail "$name: expected /$pattern/ in: $(head -c 800 "$WORK/err.txt")"
+}

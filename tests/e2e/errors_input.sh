@@ -11,18 +11,8 @@ cases=0
 
 # expect_error NAME PATTERN CMD...: CMD fails cleanly and its stderr holds PATTERN (grep -E).
 expect_error() {
-  local name=$1 pattern=$2
-  shift 2
-  local rc=0
-  "$@" >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
-  ((rc != 0)) || fail "$name: succeeded: $*"
-  ((rc < 128)) || fail "$name: killed by signal $((rc - 128)): $(head -c 800 "$WORK/err.txt")"
-  if grep -qE "Sanitizer|runtime error:|LLVM ERROR|Stack dump|PLEASE submit|terminate called" \
-    "$WORK/err.txt"; then
-    fail "$name: crashed: $(head -c 800 "$WORK/err.txt")"
-  fi
-  grep -qE -- "$pattern" "$WORK/err.txt" ||
-    fail "$name: expected /$pattern/ in: $(head -c 800 "$WORK/err.txt")"
+  fails_cleanly "$@"
+  local name=$1
   local errors
   errors=$(grep -c "error: " "$WORK/err.txt" || true)
   ((errors <= 1)) || fail "$name: $errors error lines, expected one: $(head -c 800 "$WORK/err.txt")"
