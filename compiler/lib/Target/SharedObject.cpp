@@ -613,11 +613,8 @@ std::optional<unsigned> vectorRegisters(llvm::StringRef cpu, const TargetOptions
     return std::nullopt;
   std::unique_ptr<llvm::MCSubtargetInfo> subtarget(target->machine->getTarget().createMCSubtargetInfo(
       target->triple, resolved->cpu, resolved->features));
-  if (subtarget->checkFeatures("+avx512f"))
-    return 32;
-  if (subtarget->checkFeatures("+avx"))
-    return 16;
-  return 16; // SSE: 16 xmm registers
+  // AVX-512 has 32 vector registers; AVX and SSE on x86-64 have 16.
+  return subtarget->checkFeatures("+avx512f") ? 32u : 16u;
 }
 
 LogicalResult lowerToLLVMDialect(ModuleOp module, std::string &error) {
