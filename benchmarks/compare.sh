@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # End-to-end comparison on the TinyLlama-1.1B config (f32), all in one run so the ratios are
-# fair on a noisy machine (each timing the best of RUNS=3 runs, after a sync): initc (one rank,
-# output discarded; hf init, and torch init for the PyTorch stack) against a memset of the same bytes
-# into fresh huge pages, PyTorch eager construction of the same module stack, numpy's
-# default_rng; two ranks against one; writing the checkpoint against dd.
+# fair on a noisy machine (each timing the best of RUNS=3 runs, after a sync): initc in memory
+# (one rank: prog/init with the output discarded, and the C API filling a process's own fresh
+# buffers; hf init, and torch init for the PyTorch stack) against a memset of the same bytes into
+# fresh huge pages, PyTorch eager construction of the same module stack, numpy's default_rng; two
+# ranks against one; writing the checkpoint against dd.
 #
 #   BUILD_DIR=build benchmarks/compare.sh [WORK_DIR]
 #
-# Needs a build with INITC_BUILD_BENCHMARKS=ON (initc-memset-fresh), mpirun for the two-rank
+# Needs a build with INITC_BUILD_BENCHMARKS=ON (initc-memset-fresh, initc-fill-bench), mpirun for the two-rank
 # run, and /usr/bin/python3 with torch and numpy (apt-get install python3-torch python3-numpy);
 # a missing peer is reported and skipped. No number here is a pass/fail criterion.
 set -euo pipefail
@@ -15,7 +16,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD_DIR:-$here/../build}
 bin=$build/bin
-[ -x "$bin/initc" ] || { echo "no $bin/initc: build first (or set BUILD_DIR)" >&2; exit 2; }
+for tool in initc initc-fill-bench; do
+  [ -x "$bin/$tool" ] || { echo "no $bin/$tool: build first (or set BUILD_DIR)" >&2; exit 2; }
+done
 work=${1:-$(mktemp -d /tmp/initc-compare.XXXXXX)}
 mkdir -p "$work"
 memset_tool=$bin/initc-memset-fresh
@@ -66,18 +69,27 @@ printf '%-44s %10.3f %10s %10s\n' "initc prog/init --rank 0 --discard" "$initc_s
 torch_style_s=$(best_of $runs "$work/prog1t/init" --rank 0 --discard --quiet --threads $threads)
 printf '%-44s %10.3f %10s %10s\n' "  the same, --init-style torch" "$torch_style_s" "$(gbps $bytes $torch_style_s)" ""
 
-memset_best() { # memset_best MODE: the shortest of $runs runs of initc-memset-fresh
+# best_value CMD...: the smallest number CMD prints over $runs runs, each after a sync.
+best_value() {
   local best="" s
   for ((i = 0; i < runs; i++)); do
-    read -r s _ < <("$memset_tool" "$bytes" "$1")
+    sync
+    s=$("$@")
     best=$(python3 -c "import sys; b = sys.argv[1]; print($s if not b else min($s, float(b)))" "$best")
   done
   echo "$best"
 }
-memset_s=$(memset_best huge)
-printf '%-44s %10.3f %10s %10sx\n' "memset, fresh huge pages" "$memset_s" "$(gbps $bytes $memset_s)" "$(ratio $memset_s $initc_s)"
-small_s=$(memset_best small)
-printf '%-44s %10.3f %10s %10sx\n' "memset, fresh 4 KiB pages" "$small_s" "$(gbps $bytes $small_s)" "$(ratio $small_s $initc_s)"
+column() { local k=$1; shift; "$@" | awk -v k="$k" '{ print $k }'; }
+fill_s=$(best_value column 1 "$bin/initc-fill-bench" "$work/prog1" 0 $threads fresh)
+printf '%-44s %10.3f %10s %10s\n' "initc C API, fresh malloc buffers" "$fill_s" "$(gbps $bytes $fill_s)" ""
+resident_s=$(best_value column 1 "$bin/initc-fill-bench" "$work/prog1" 0 $threads resident)
+printf '%-44s %10.3f %10s %10s\n' "initc C API, resident buffers" "$resident_s" "$(gbps $bytes $resident_s)" ""
+
+memset_s=$(best_value column 1 "$memset_tool" "$bytes" huge)
+printf '%-44s %10.3f %10s %10sx\n' "memset, fresh huge pages (vs --discard)" "$memset_s" "$(gbps $bytes $memset_s)" "$(ratio $memset_s $initc_s)"
+printf '%-44s %10s %10s %10sx\n' "  vs the C API, fresh buffers" "" "" "$(ratio $memset_s $fill_s)"
+small_s=$(best_value column 1 "$memset_tool" "$bytes" small)
+printf '%-44s %10.3f %10s %10sx\n' "memset, fresh 4 KiB pages (vs --discard)" "$small_s" "$(gbps $bytes $small_s)" "$(ratio $small_s $initc_s)"
 
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
   torch_s=$(/usr/bin/python3 - "$config" <<'PY'
@@ -123,10 +135,19 @@ else
 fi
 
 if command -v mpirun >/dev/null; then
-  mpi=(mpirun -np 2 --oversubscribe)
+  mpi=(mpirun --oversubscribe)
   [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  two_s=$(best_of $runs "${mpi[@]}" "$work/prog2/init" --discard --quiet --threads $threads)
-  printf '%-44s %10.3f %10s %10s\n' "2 ranks (mpirun, 1 thread each), speedup" "$two_s" "$(gbps $bytes $two_s)" "$(ratio $initc_s $two_s)x"
+  # The runs' own time (prog/init's summary, from after MPI start-up), and the wall time of
+  # the whole launch, for one rank and for two.
+  summary_time() { "$@" 2>&1 >/dev/null | awk '$1 == "time" { print $2 }'; }
+  one_s=$(best_value summary_time "${mpi[@]}" -np 1 "$work/prog1/init" --discard --threads $threads)
+  two_s=$(best_value summary_time "${mpi[@]}" -np 2 "$work/prog2/init" --discard --threads $threads)
+  one_wall_s=$(best_of $runs "${mpi[@]}" -np 1 "$work/prog1/init" --discard --quiet --threads $threads)
+  two_wall_s=$(best_of $runs "${mpi[@]}" -np 2 "$work/prog2/init" --discard --quiet --threads $threads)
+  printf '%-44s %10.3f %10s %10s\n' "mpirun, 1 rank (the run's own time)" "$one_s" "$(gbps $bytes $one_s)" ""
+  printf '%-44s %10.3f %10s %10s\n' "mpirun, 2 ranks (1 thread each), speedup" "$two_s" "$(gbps $bytes $two_s)" "$(ratio $one_s $two_s)x"
+  printf '%-44s %10.3f %10s %10s\n' "  with MPI start-up: 1 rank" "$one_wall_s" "$(gbps $bytes $one_wall_s)" ""
+  printf '%-44s %10.3f %10s %10s\n' "  with MPI start-up: 2 ranks, speedup" "$two_wall_s" "$(gbps $bytes $two_wall_s)" "$(ratio $one_wall_s $two_wall_s)x"
 fi
 
 write_ckpt() { rm -rf "$work/ckpt"; sync; "$work/prog1/init" --rank 0 --out "$work/ckpt" --quiet --threads $threads; }

@@ -88,7 +88,7 @@ bool Arena::allocate(const std::vector<uint64_t> &shardBytes, std::string &error
   if (raw + mapped > aligned + length)
     munmap(reinterpret_cast<void *>(aligned + length), raw + mapped - (aligned + length));
   base = reinterpret_cast<void *>(aligned);
-  madvise(base, length, MADV_HUGEPAGE); // advisory: fine to fail where THP is off
+  adviseHugePages(base, length);
   return true;
 }
 
@@ -96,6 +96,13 @@ void *Arena::shard(size_t index) const {
   if (!base || sizes[index] == 0)
     return emptyShard;
   return static_cast<char *>(base) + offsets[index];
+}
+
+void adviseHugePages(void *data, uint64_t bytes) {
+  uintptr_t start = alignUp(reinterpret_cast<uintptr_t>(data), Arena::kHugePage);
+  uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) / Arena::kHugePage * Arena::kHugePage;
+  if (end > start) // advisory: fine to fail where THP is off or the memory is not anonymous
+    madvise(reinterpret_cast<void *>(start), end - start, MADV_HUGEPAGE);
 }
 
 uint64_t Arena::payloadBytes() const {

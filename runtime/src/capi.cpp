@@ -171,6 +171,7 @@ initrt_status initrt_fill(const initrt_program *prog, int64_t rank, const char *
     if (!buf && job.bytes > 0)
       return report(INITRT_INVALID_ARGUMENT, "initrt_fill: buf must not be NULL", err, errlen);
     job.out = buf;
+    initrt::adviseHugePages(buf, job.bytes);
     initrt::RunOptions options;
     options.threads = threads;
     initrt::runShardJobs({job}, options);
@@ -194,6 +195,7 @@ initrt_status initrt_fill_all(const initrt_program *prog, int64_t rank, void *co
       if (!bufs[p])
         continue;
       jobs[p].out = bufs[p];
+      initrt::adviseHugePages(bufs[p], jobs[p].bytes);
       wanted.push_back(std::move(jobs[p]));
     }
     initrt::RunOptions options;

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Memory per rank, for a model of ~470 MB on 2 ranks (~235 MB of shards each): writing a
-# checkpoint streams pieces through a small ring of buffers (2 * threads + 2 pieces of 4 MiB), so
-# a rank's peak RSS stays below 96 MiB with 2 threads, whatever its shard bytes; computing in
-# memory (--discard, as the C API fills buffers) holds the shards, and stays below their bytes
-# + 64 MiB.
+# Memory per rank, for a model of ~470 MB on 2 ranks (~235 MB of shards each): prog/init, writing
+# a checkpoint or with --discard, streams pieces through a small ring of buffers (2 * threads + 2
+# pieces of 4 MiB), so a rank's peak RSS stays below 96 MiB with 2 threads, whatever its shard
+# bytes; the C API filling a process's own buffers (initc-fill-bench) holds the shards, and stays
+# below their bytes + 64 MiB.
 source "$(dirname "$0")/common.bash"
 
 "$INITC" import hf "$ROOT/tests/e2e/configs/llama_memory.json" -o "$WORK/model.mlir"
@@ -17,15 +17,25 @@ run() { # run TAG ARGS...: both ranks, peak RSS of rank R in $WORK/rss-TAG-R
 }
 run write --out "$WORK/ckpt"
 run discard --discard
+FILL="$BUILD_DIR/bin/initc-fill-bench"
+[ -x "$FILL" ] || fail "no $FILL: build with INITC_BUILD_BENCHMARKS=ON"
+for rank in 0 1; do
+  /usr/bin/time -f "%M" -o "$WORK/rss-fill-$rank" "$FILL" "$WORK/prog" $rank 2 >/dev/null ||
+    fail "the C API fill of rank $rank failed"
+done
 for rank in 0 1; do
   shard_bytes=$(stat -c %s "$WORK/ckpt/$(printf 'rank-%05d-of-00002.safetensors' $rank)")
   ((shard_bytes > 200 * 1024 * 1024)) || fail "rank $rank holds only $shard_bytes bytes: the model is too small to test"
   write_rss=$(( $(tail -1 "$WORK/rss-write-$rank") * 1024 ))
   discard_rss=$(( $(tail -1 "$WORK/rss-discard-$rank") * 1024 ))
-  echo "rank $rank: shards $((shard_bytes >> 20)) MiB; peak RSS writing $((write_rss >> 20)) MiB, in memory $((discard_rss >> 20)) MiB"
+  fill_rss=$(( $(tail -1 "$WORK/rss-fill-$rank") * 1024 ))
+  echo "rank $rank: shards $((shard_bytes >> 20)) MiB; peak RSS writing $((write_rss >> 20)) MiB," \
+    "--discard $((discard_rss >> 20)) MiB, C API in memory $((fill_rss >> 20)) MiB"
   ((write_rss < 96 * 1024 * 1024)) || fail "rank $rank peak RSS $write_rss while writing exceeds 96 MiB"
-  ((discard_rss < shard_bytes + 64 * 1024 * 1024)) ||
-    fail "rank $rank peak RSS $discard_rss in memory exceeds shards $shard_bytes + 64 MiB"
+  ((discard_rss < 96 * 1024 * 1024)) || fail "rank $rank peak RSS $discard_rss with --discard exceeds 96 MiB"
+  ((fill_rss > shard_bytes)) || fail "rank $rank: the C API fill peaked at $fill_rss bytes, below its shards"
+  ((fill_rss < shard_bytes + 64 * 1024 * 1024)) ||
+    fail "rank $rank peak RSS $fill_rss in memory exceeds shards $shard_bytes + 64 MiB"
 done
 "$INITC" verify "$WORK/ckpt" >/dev/null || fail "the checkpoint does not verify"
 # initc inspect's estimate, made before anything runs, is within a factor 1.5 of what ran.
@@ -40,7 +50,7 @@ estimates = {
     "writing": e["runtime_overhead_bytes"] + (threads + 1) * e["writing_memory_bytes_per_thread"],
 }
 bad = False
-for name, tag in (("in memory", "discard"), ("writing", "write")):
+for name, tag in (("in memory", "fill"), ("writing", "write"), ("writing", "discard")):
     measured = max(int(open(f"{work}/rss-{tag}-{r}").read().split()[-1]) * 1024 for r in (0, 1))
     ratio = estimates[name] / measured
     print(f"estimate {name}: {estimates[name] >> 20} MiB, measured {measured >> 20} MiB ({ratio:.2f}x)")

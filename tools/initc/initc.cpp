@@ -200,11 +200,13 @@ constexpr double kUniformPerSecond = 1.2e9;
 constexpr double kNormalPerSecond = 0.55e9;      // Box-Muller; also variance scaling, orthogonal
 constexpr double kTruncNormalPerSecond = 0.40e9; // erfinv
 // prog/init's resident memory besides the shards (binary, MPI, kernels.so, the program):
-// measured with `/usr/bin/time -f %M prog/init --rank K --discard` as 9.8 MiB for a 1-layer
-// model and 11.2 MiB above its 94.5 MiB of shards for a Llama-3.1-405B rank (dp=512,tp=32).
+// measured with `/usr/bin/time -f %M prog/init --rank K` when it still held a rank's shards, as
+// 9.8 MiB for a 1-layer model and 11.2 MiB above its 94.5 MiB of shards for a Llama-3.1-405B
+// rank (dp=512,tp=32); a process filling buffers through the C API needs less.
 constexpr double kRuntimeOverheadBytes = 12.0 * (1 << 20);
-// Writing a checkpoint streams pieces through a ring of 2 * threads + 2 buffers (initrt's
-// kPieceBytes each), so its memory is the overhead plus this much per thread and once more.
+// prog/init (writing a checkpoint, or --discard) streams pieces through a ring of
+// 2 * threads + 2 buffers (initrt's kPieceBytes each), so its memory is the overhead plus this
+// much per thread and once more.
 constexpr double kStreamBytesPerThread = 2.0 * double(initrt::kPieceBytes);
 
 // Elements per second one core generates for a parameter, by the costliest random op of its
@@ -302,9 +304,9 @@ int runInspect(const InspectArgs &args) {
                      {"largest_rank", largestRank},
                      {"largest_rank_bytes", largest}};
     out["estimate"] = {
-        {"note", "an estimate, not a measurement: in memory (--discard, the C API) shard bytes "
-                 "plus the runtime's measured overhead; writing a checkpoint the overhead plus "
-                 "the streaming buffers (and whole orthogonal shards); time at the kernel "
+        {"note", "an estimate, not a measurement: in memory (the C API) shard bytes plus the "
+                 "runtime's measured overhead; prog/init (writing, or --discard) the overhead "
+                 "plus the streaming buffers (and whole orthogonal shards); time at the kernel "
                  "benchmark's one-core rates, without page faults or writing the checkpoint"},
         {"runtime_overhead_bytes", uint64_t(kRuntimeOverheadBytes)},
         {"largest_rank_memory_bytes", uint64_t(largestMemory)},
@@ -339,8 +341,8 @@ int runInspect(const InspectArgs &args) {
   std::printf("%llu parameters in %zu tensors, %s in all; largest rank: %lld with %s\n",
               (unsigned long long)paramCount, program.params.size(), humanBytes(totalBytes).c_str(),
               (long long)largestRank, humanBytes(largest).c_str());
-  std::printf("estimate per rank (not measured): memory up to %s in memory (--discard, C API: "
-              "shards + %s runtime), %s + %s per thread writing a checkpoint (streamed); time "
+  std::printf("estimate per rank (not measured): memory up to %s in memory (C API: shards + %s "
+              "runtime), %s + %s per thread in prog/init (streamed, writing or --discard); time "
               "up to %.3g s on one core (rank %lld; divide by --threads; page faults and "
               "writing the checkpoint not included)\n",
               humanBytes(uint64_t(largestMemory)).c_str(),

@@ -76,7 +76,9 @@ initrt_status initrt_param_info(const initrt_program *prog, int64_t rank, int64_
 
 /* Fills `buf` with `rank`'s shard of the parameter (or alias) `name`, row-major. buf_bytes must
  * equal the shard's bytes. threads <= 0 uses every hardware thread. The bytes are the same as
- * those `prog/init` writes for that rank. */
+ * those `prog/init` writes for that rank. Transparent huge pages are asked for (MADV_HUGEPAGE) on
+ * every whole 2 MiB page of the buffer before it is written, so fresh memory faults in faster;
+ * advisory, and pages already present keep their size. */
 initrt_status initrt_fill(const initrt_program *prog, int64_t rank, const char *name, void *buf,
                           size_t buf_bytes, int threads, char *err, size_t errlen);
 
