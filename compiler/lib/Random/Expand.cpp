@@ -418,13 +418,36 @@ Value emitErfinv(OpBuilder &builder, Location loc, Value x) {
   return erfinvOf(builder, loc, x, ErfinvDomain{});
 }
 
-Value emitRoundToBF16Bits(OpBuilder &builder, Location loc, Value x) {
+bool uniformIsNeverNaN(double low, double high) {
+  // low + width * u is monotonic in u: finite at both ends, finite everywhere.
+  auto [a, b] = uniformRange(rng::uniformParams(low, high));
+  return std::isfinite(a) && std::isfinite(b);
+}
+
+bool normalIsNeverNaN(double mean, double stdev) {
+  // z = r * sin(...) is finite (|z| < 6: u1 >= 2^-24), so mean + stdev * z is finite or
+  // infinite when the f32 mean and std are finite.
+  return std::isfinite(static_cast<float>(mean)) && std::isfinite(static_cast<float>(stdev));
+}
+
+bool truncNormalIsNeverNaN(double mean, double stdev, double a, double b) {
+  // Strictly inside (-1, 1), erfinv(v) is finite (the domain truncNormalAt proves as well);
+  // times a finite scale plus a finite mean it is a number, and clamping keeps it one.
+  rng::TruncNormalParams p = rng::truncNormalParams(mean, stdev, a, b);
+  auto [vmin, vmax] = uniformRange(p.v);
+  return std::max(std::fabs(vmin), std::fabs(vmax)) < 1.0f && std::isfinite(p.scale) &&
+         std::isfinite(p.mean) && !std::isnan(p.a) && !std::isnan(p.b);
+}
+
+Value emitRoundToBF16Bits(OpBuilder &builder, Location loc, Value x, bool neverNaN) {
   ElementwiseBuilder e(builder, loc, x.getType());
   Value bits = e.bitsOf(x);
   Value hi = e.shru(bits, e.i32(16));
-  Value nan = e.ori(hi, e.i32(0x40));
   Value rounded = e.addi(bits, e.addi(e.i32(0x7fff), e.andi(hi, e.i32(1))));
   rounded = e.shru(rounded, e.i32(16));
+  if (neverNaN)
+    return e.trunc(rounded, 16);
+  Value nan = e.ori(hi, e.i32(0x40));
   Value isNan = e.cmpi(CmpIPredicate::ugt, e.andi(bits, e.i32(0x7fffffff)), e.i32(0x7f800000));
   return e.trunc(e.select(isNan, nan, rounded), 16);
 }

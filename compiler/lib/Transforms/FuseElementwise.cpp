@@ -62,6 +62,8 @@ private:
   // (the yield, a second cast) is skipped instead of left to LLVM, which cannot see that the
   // integer bf16 rounding of a widened bf16 is the identity.
   DenseMap<Value, Value> narrowOf;
+  // Samples that are never NaN, whose bf16 rounding needs no NaN case.
+  DenseSet<Value> neverNaN;
   SmallVector<int64_t> keyValues;
 
   Type computeType(Type element) {
@@ -113,7 +115,7 @@ Value ElementEmitter::toElement(Value scalar, Type element) {
   if (Value narrow = narrowOf.lookup(scalar); narrow && narrow.getType() == element)
     return narrow;
   if (element.isBF16()) {
-    Value bits = random::emitRoundToBF16Bits(b, loc, scalar);
+    Value bits = random::emitRoundToBF16Bits(b, loc, scalar, neverNaN.contains(scalar));
     return b.create<arith::BitcastOp>(loc, element, bits);
   }
   if (element.isF16()) {
@@ -169,26 +171,34 @@ Value ElementEmitter::convert(Value scalar, Type from, Type to) {
 
 Value ElementEmitter::random(Operation *op, Type element) {
   Value sample;
-  if (auto u = dyn_cast<UniformOp>(op))
-    sample = random::emitUniform(b, loc, linear, key(u.getStream()), u.getLow().convertToDouble(),
-                                 u.getHigh().convertToDouble());
-  else if (auto n = dyn_cast<NormalOp>(op))
-    sample = random::emitNormal(b, loc, linear, key(n.getStream()), n.getMean().convertToDouble(),
-                                n.getStd().convertToDouble());
-  else if (auto t = dyn_cast<TruncNormalOp>(op))
-    sample = random::emitTruncNormal(b, loc, linear, key(t.getStream()),
-                                     t.getMean().convertToDouble(), t.getStd().convertToDouble(),
-                                     t.getA().convertToDouble(), t.getB().convertToDouble());
-  else if (auto v = dyn_cast<VarianceScalingOp>(op)) {
+  bool number = false;
+  if (auto u = dyn_cast<UniformOp>(op)) {
+    double low = u.getLow().convertToDouble(), high = u.getHigh().convertToDouble();
+    sample = random::emitUniform(b, loc, linear, key(u.getStream()), low, high);
+    number = random::uniformIsNeverNaN(low, high);
+  } else if (auto n = dyn_cast<NormalOp>(op)) {
+    double mean = n.getMean().convertToDouble(), stdev = n.getStd().convertToDouble();
+    sample = random::emitNormal(b, loc, linear, key(n.getStream()), mean, stdev);
+    number = random::normalIsNeverNaN(mean, stdev);
+  } else if (auto t = dyn_cast<TruncNormalOp>(op)) {
+    double mean = t.getMean().convertToDouble(), stdev = t.getStd().convertToDouble();
+    double lo = t.getA().convertToDouble(), hi = t.getB().convertToDouble();
+    sample = random::emitTruncNormal(b, loc, linear, key(t.getStream()), mean, stdev, lo, hi);
+    number = random::truncNormalIsNeverNaN(mean, stdev, lo, hi);
+  } else if (auto v = dyn_cast<VarianceScalingOp>(op)) {
     // Same bits as the uniform/normal op canonicalization rewrites it to.
     double variance = v.getScale().convertToDouble() / v.getFan();
     if (v.getDistribution() == Distribution::uniform) {
       double bound = std::sqrt(3.0 * variance);
       sample = random::emitUniform(b, loc, linear, key(v.getStream()), -bound, bound);
+      number = random::uniformIsNeverNaN(-bound, bound);
     } else {
       sample = random::emitNormal(b, loc, linear, key(v.getStream()), 0.0, std::sqrt(variance));
+      number = random::normalIsNeverNaN(0.0, std::sqrt(variance));
     }
   }
+  if (number)
+    neverNaN.insert(sample);
   // Samples are f32 (ir-spec/rng.md); f64 parameters get their exact widening.
   if (element.isF64())
     return b.create<arith::ExtFOp>(loc, b.getF64Type(), sample);

@@ -117,3 +117,28 @@ init.param @orthogonal_times_two : tensor<8x8xf32> {
   %2 = init.mul %0, %1 : tensor<8x8xf32>
   init.yield %2 : tensor<8x8xf32>
 }
+
+// -----
+
+init.seed 42
+
+// Rounding to bf16 leaves out its NaN case for a sample that is never NaN (finite bounds), and
+// keeps it for a value that may be NaN (a quotient: 0/0).
+// CHECK-LABEL: init.param @sample_bf16 : tensor<8x4xbf16> {
+// CHECK-NOT:       arith.cmpi ugt
+// CHECK:           init.yield %{{.+}} : bf16
+init.param @sample_bf16 : tensor<8x4xbf16> {
+  %0 = init.uniform -0.1, 0.1 stream 0 : tensor<8x4xbf16>
+  init.yield %0 : tensor<8x4xbf16>
+}
+
+// CHECK-LABEL: init.param @quotient_bf16 : tensor<8x4xbf16> {
+// CHECK:           arith.divf
+// CHECK:           arith.cmpi ugt, %{{.+}}, %{{.+}} : i32
+// CHECK:           init.yield %{{.+}} : bf16
+init.param @quotient_bf16 : tensor<8x4xbf16> {
+  %0 = init.uniform -0.1, 0.1 stream 0 : tensor<8x4xbf16>
+  %1 = init.uniform -0.1, 0.1 stream 1 : tensor<8x4xbf16>
+  %2 = init.div %0, %1 : tensor<8x4xbf16>
+  init.yield %2 : tensor<8x4xbf16>
+}

@@ -96,7 +96,14 @@ std::vector<KernelSpec> kernelSpecs() {
       {"erfinv", f32, f32, one(emitErfinv)},
       {"sin2pi", f32, f32, one(emitSin2Pi)},
       {"cos2pi", f32, f32, one(emitCos2Pi)},
-      {"bf16", f32, i16, one(emitRoundToBF16Bits)},
+      {"bf16", f32, i16,
+       [](OpBuilder &b, Location loc, Value x) {
+         return SmallVector<Value>{emitRoundToBF16Bits(b, loc, x)};
+       }},
+      {"bf16_never_nan", f32, i16,
+       [](OpBuilder &b, Location loc, Value x) {
+         return SmallVector<Value>{emitRoundToBF16Bits(b, loc, x, /*neverNaN=*/true)};
+       }},
       {"f16", f32, i16, one(emitRoundToF16Bits)},
   };
 }
@@ -361,7 +368,32 @@ TEST_F(RandomExpandTest, RoundToHalfPrecisions) {
   std::vector<float> x = allKindsOfFloats(100000);
   compare<float, uint16_t>("bf16", x, 1,
                            [](float v, uint16_t *out) { *out = rng::toBF16Bits(v); });
+  // Without the NaN case: every number, infinities and the largest finite floats included.
+  std::vector<float> numbers;
+  for (float v : x)
+    if (!std::isnan(v))
+      numbers.push_back(v);
+  for (float v : {INFINITY, -INFINITY, 3.4028235e38f, -3.4028235e38f, 3.39e38f, 0.0f, -0.0f})
+    numbers.push_back(v);
+  numbers.resize(numbers.size() / kWidth * kWidth);
+  ASSERT_GT(numbers.size(), 90000u);
+  compare<float, uint16_t>("bf16_never_nan", numbers, 1,
+                           [](float v, uint16_t *out) { *out = rng::toBF16Bits(v); });
   compare<float, uint16_t>("f16", x, 1, [](float v, uint16_t *out) { *out = rng::toF16Bits(v); });
+}
+
+TEST(NeverNaN, FromTheParameters) {
+  using namespace initc::random;
+  EXPECT_TRUE(uniformIsNeverNaN(-0.1, 0.1));
+  EXPECT_FALSE(uniformIsNeverNaN(-1e39, 1e39)); // infinite in f32
+  EXPECT_TRUE(normalIsNeverNaN(0.0, 0.02));
+  EXPECT_TRUE(normalIsNeverNaN(1e38, 1e38)); // overflows to infinity, not NaN
+  EXPECT_FALSE(normalIsNeverNaN(0.0, 1e39));
+  EXPECT_FALSE(normalIsNeverNaN(NAN, 1.0));
+  EXPECT_TRUE(truncNormalIsNeverNaN(0.0, 0.02, -0.04, 0.04));
+  EXPECT_TRUE(truncNormalIsNeverNaN(0.0, 1.0, -20.0, 20.0)); // v stays inside (-1, 1)
+  EXPECT_FALSE(truncNormalIsNeverNaN(NAN, 1.0, -2.0, 2.0));
+  EXPECT_FALSE(truncNormalIsNeverNaN(0.0, 1e39, -2.0, 2.0));
 }
 
 TEST_F(RandomExpandTest, KeyDerivationMatchesRuntime) {

@@ -60,6 +60,12 @@ mlir::Value emitNormal(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value
 mlir::Value emitTruncNormal(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
                             mlir::Value key, double mean, double stdev, double a, double b);
 
+// Whether every sample of the distribution is a number (finite or infinite, never NaN), from
+// its parameters alone: what the code the builders above emit computes, for every word.
+bool uniformIsNeverNaN(double low, double high);
+bool normalIsNeverNaN(double mean, double stdev);
+bool truncNormalIsNeverNaN(double mean, double stdev, double a, double b);
+
 // Elementary functions of rule 7, f32 -> f32.
 mlir::Value emitLog(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 mlir::Value emitExp(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
@@ -69,7 +75,10 @@ mlir::Value emitCos2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value
 
 // Rule 8: f32 -> i16 bits of the rounded bf16 / f16 value. bf16 in integer ops; f16 by the IEEE
 // conversion (arith.truncf), which rounds, and treats NaN, as the rule's integer form does.
-mlir::Value emitRoundToBF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+// With neverNaN the caller promises x is never NaN and the NaN case is left out (the rounding
+// gives infinities their own bits without it).
+mlir::Value emitRoundToBF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x,
+                                bool neverNaN = false);
 mlir::Value emitRoundToF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 
 } // namespace initc::random
