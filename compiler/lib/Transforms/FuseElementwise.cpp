@@ -19,6 +19,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <cmath>
+#include <limits>
 
 namespace initc {
 #define GEN_PASS_DEF_FUSEELEMENTWISE
@@ -87,6 +88,7 @@ private:
     return scalar;
   }
   Value fromElement(Value scalar, Type element);
+  Value toI64(Value scalar);
   Value random(Operation *op, Type element);
   /// The region argument holding the key of `stream` (k1 << 32 | k0), added on first use.
   Value key(int64_t stream) {
@@ -142,6 +144,21 @@ Value ElementEmitter::fromElement(Value scalar, Type element) {
   return wide;
 }
 
+Value ElementEmitter::toI64(Value scalar) {
+  // Toward zero; NaN, infinities and values outside [-2^63, 2^63) give INT64_MIN, as x86's
+  // conversion instructions (and so torch on x86) do. fptosi alone is poison there, which LLVM
+  // may fold differently from one kernel variant to another.
+  Type type = scalar.getType();
+  Value inRange = b.create<arith::AndIOp>(
+      loc,
+      b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGE, scalar, constant(-0x1p63, type)),
+      b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, scalar, constant(0x1p63, type)));
+  Value safe = b.create<arith::SelectOp>(loc, inRange, scalar, constant(0, type));
+  Value converted = b.create<arith::FPToSIOp>(loc, b.getI64Type(), safe);
+  return b.create<arith::SelectOp>(loc, inRange, converted,
+                                   i64(std::numeric_limits<int64_t>::min()));
+}
+
 Value ElementEmitter::convert(Value scalar, Type from, Type to) {
   Type src = computeType(from), dst = computeType(to);
   if (isa<FloatType>(src) && isa<FloatType>(dst)) {
@@ -155,7 +172,7 @@ Value ElementEmitter::convert(Value scalar, Type from, Type to) {
   if (isa<FloatType>(src)) {
     if (dst.isInteger(1)) // nonzero -> true, as torch's bool cast
       return b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNE, scalar, constant(0, src));
-    return b.create<arith::FPToSIOp>(loc, dst, scalar);
+    return toI64(scalar);
   }
   if (isa<FloatType>(dst)) {
     Value v = src.isInteger(1) ? b.create<arith::UIToFPOp>(loc, dst, scalar).getResult()
@@ -228,8 +245,7 @@ FailureOr<Value> ElementEmitter::emit(Value value) {
         loc, constant(iota.getStart().convertToDouble(), b.getF64Type()),
         b.create<arith::MulFOp>(loc, constant(iota.getStep().convertToDouble(), b.getF64Type()),
                                 index));
-    result = element.isInteger(64) ? b.create<arith::FPToSIOp>(loc, compute, v).getResult()
-                                   : convert(v, b.getF64Type(), element);
+    result = element.isInteger(64) ? toI64(v) : convert(v, b.getF64Type(), element);
   } else if (isa<EyeOp, TrilOp, TriuOp, IndexMaskOp>(op)) {
     Value cond;
     int64_t rank = type.getRank();

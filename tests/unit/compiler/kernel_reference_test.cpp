@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -241,8 +242,11 @@ protected:
   // per iteration); returns the program (kernel names and args) and the library.
   void *compile(const std::vector<Case> &cases, const std::string &spec,
                 initrt::Program &program) {
+    return compile(moduleText(cases), spec, program);
+  }
+  void *compile(const std::string &text, const std::string &spec, initrt::Program &program) {
     std::string cpu = llvm::StringRef(spec).split(':').first.str();
-    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(moduleText(cases), &context);
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
     EXPECT_TRUE(module);
     if (!module)
       return nullptr;
@@ -360,6 +364,64 @@ TEST_F(KernelReferenceTest, VectorWidthsGiveTheSameBytes) {
     specs.push_back("x86-64-v4:2");
   for (const std::string &spec : specs)
     EXPECT_TRUE(portable == runAll(cases, spec)) << "x86-64 and " << spec << " kernels differ";
+}
+
+TEST_F(KernelReferenceTest, FloatToI64IsDefinedOutsideTheRange) {
+  // init.cast and init.iota to i64: toward zero, and INT64_MIN for NaN, infinities and values
+  // outside [-2^63, 2^63), on every vector width (LLVM's fptosi alone leaves those undefined).
+  const int64_t n = 64;
+  std::string type = "tensor<" + std::to_string(n) + "xf32>";
+  std::string text = "init.seed 1\n"
+                     "init.param @cast : tensor<64xi64> {\n"
+                     "  %a = init.iota dim 0 start -1.0e20 step 3.3e18 : " + type + "\n"
+                     "  %z = init.fill 0.0 : " + type + "\n"
+                     "  %m = init.index_mask dim 0 index 7 : tensor<64xi1>\n"
+                     "  %q = init.div %a, %z : " + type + "\n"
+                     "  %s = init.select %m, %q, %a : tensor<64xi1>, " + type + "\n"
+                     "  %0 = init.cast %s : " + type + " to tensor<64xi64>\n"
+                     "  init.yield %0 : tensor<64xi64>\n}\n"
+                     "init.param @iota : tensor<64xi64> {\n"
+                     "  %0 = init.iota dim 0 start -3.7 step 1.3e18 : tensor<64xi64>\n"
+                     "  init.yield %0 : tensor<64xi64>\n}\n"
+                     // A constant out of range: LLVM would fold a bare fptosi of it to poison.
+                     "init.param @constant : tensor<64xi64> {\n"
+                     "  %c = init.fill 1.0e30 : " + type + "\n"
+                     "  %0 = init.cast %c : " + type + " to tensor<64xi64>\n"
+                     "  init.yield %0 : tensor<64xi64>\n}\n";
+  auto convert = [](double x) {
+    return x >= -0x1p63 && x < 0x1p63 ? int64_t(x) : std::numeric_limits<int64_t>::min();
+  };
+  std::vector<int64_t> cast(n), iota(n);
+  for (int64_t k = 0; k < n; ++k) {
+    float a = float(-1.0e20 + 3.3e18 * double(k));
+    cast[size_t(k)] = convert(k == 7 ? double(a / 0.0f) : double(a));
+    iota[size_t(k)] = convert(-3.7 + 1.3e18 * double(k));
+  }
+  int edges = 0;
+  for (int64_t k = 0; k < n; ++k)
+    edges += cast[size_t(k)] == std::numeric_limits<int64_t>::min();
+  ASSERT_GT(edges, 10); // the test covers both sides of the range and infinity
+  std::vector<std::string> specs = {"x86-64", "x86-64-v3"};
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+    specs.push_back("x86-64-v4:2");
+  for (const std::string &spec : specs) {
+    initrt::Program program;
+    void *handle = compile(text, spec, program);
+    ASSERT_NE(handle, nullptr);
+    ASSERT_EQ(program.params.size(), 3u);
+    const std::vector<int64_t> constant(n, std::numeric_limits<int64_t>::min());
+    const std::vector<int64_t> *want[] = {&cast, &iota, &constant};
+    for (size_t p = 0; p < 3; ++p) {
+      auto kernel = reinterpret_cast<initrt::KernelFn>(
+          dlsym(handle, program.params[p].kernel.c_str()));
+      ASSERT_NE(kernel, nullptr);
+      std::vector<int64_t> out(n, 0);
+      Box whole{{0}, {n}};
+      callKernel(kernel, program.params[p], out.data(), {n}, whole, 0, n);
+      EXPECT_EQ(out, *want[p]) << spec << ": " << program.params[p].name;
+    }
+  }
 }
 
 } // namespace
