@@ -8,9 +8,9 @@
 #
 #   BUILD_DIR=build benchmarks/compare.sh [WORK_DIR]
 #
-# Needs a build with INITC_BUILD_BENCHMARKS=ON (initc-memset-fresh, initc-fill-bench), mpirun for the two-rank
-# run, and /usr/bin/python3 with torch and numpy (apt-get install python3-torch python3-numpy);
-# a missing peer is reported and skipped. No number here is a pass/fail criterion.
+# Needs a build with INITC_BUILD_BENCHMARKS=ON (initc-memset-fresh, initc-fill-bench), mpirun
+# for the two-rank run, and /usr/bin/python3 with torch and numpy (apt-get install
+# python3-torch python3-numpy); a missing peer is reported and skipped. No number here is a pass/fail criterion.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,20 +30,22 @@ config=$here/configs/tinyllama-1.1b.json
 threads=1
 
 now() { date +%s.%N; }
-# best_of N CMD...: the shortest wall time of N runs, in seconds. Memory freed by one run is
+runs=${RUNS:-3}
+# best_value CMD...: the smallest number CMD prints over $runs runs. Memory freed by one run is
 # slow to touch again for the next on a virtual machine (the host reclaims it), so a single run
 # measures the machine as much as the program; each run starts after a sync.
-best_of() {
-  local n=$1 best="" t0 t1
-  shift
-  for ((i = 0; i < n; i++)); do
+best_value() {
+  local best="" s
+  for ((i = 0; i < runs; i++)); do
     sync
-    t0=$(now); "$@" >/dev/null; t1=$(now)
-    best=$(python3 -c "import sys; t = $t1 - $t0; b = sys.argv[1]; print(t if not b else min(t, float(b)))" "$best")
+    s=$("$@")
+    best=$(python3 -c "import sys; b = sys.argv[1]; print($s if not b else min($s, float(b)))" "$best")
   done
   echo "$best"
 }
-runs=${RUNS:-3}
+# wall CMD...: CMD's wall time in seconds. column K CMD...: column K of CMD's output.
+wall() { local t0; t0=$(now); "$@" >/dev/null; python3 -c "print($(now) - $t0)"; }
+column() { local k=$1; shift; "$@" | awk -v k="$k" '{ print $k }'; }
 ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}')" "$1" "$2"; }
 gbps() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]) / 1e9:.3f}')" "$1" "$2"; }
 
@@ -64,22 +66,11 @@ PY
 echo "TinyLlama-1.1B f32: $bytes bytes, $threads thread(s) per rank, best of $runs runs (RUNS=N to change)"
 printf '%-44s %10s %10s %10s\n' "run" "seconds" "GB/s" "initc is"
 
-initc_s=$(best_of $runs "$work/prog1/init" --rank 0 --discard --quiet --threads $threads)
+initc_s=$(best_value wall "$work/prog1/init" --rank 0 --discard --quiet --threads $threads)
 printf '%-44s %10.3f %10s %10s\n' "initc prog/init --rank 0 --discard" "$initc_s" "$(gbps $bytes $initc_s)" ""
-torch_style_s=$(best_of $runs "$work/prog1t/init" --rank 0 --discard --quiet --threads $threads)
+torch_style_s=$(best_value wall "$work/prog1t/init" --rank 0 --discard --quiet --threads $threads)
 printf '%-44s %10.3f %10s %10s\n' "  the same, --init-style torch" "$torch_style_s" "$(gbps $bytes $torch_style_s)" ""
 
-# best_value CMD...: the smallest number CMD prints over $runs runs, each after a sync.
-best_value() {
-  local best="" s
-  for ((i = 0; i < runs; i++)); do
-    sync
-    s=$("$@")
-    best=$(python3 -c "import sys; b = sys.argv[1]; print($s if not b else min($s, float(b)))" "$best")
-  done
-  echo "$best"
-}
-column() { local k=$1; shift; "$@" | awk -v k="$k" '{ print $k }'; }
 fill_s=$(best_value column 1 "$bin/initc-fill-bench" "$work/prog1" 0 $threads fresh)
 printf '%-44s %10.3f %10s %10s\n' "initc C API, fresh malloc buffers" "$fill_s" "$(gbps $bytes $fill_s)" ""
 resident_s=$(best_value column 1 "$bin/initc-fill-bench" "$work/prog1" 0 $threads resident)
@@ -142,8 +133,8 @@ if command -v mpirun >/dev/null; then
   summary_time() { "$@" 2>&1 >/dev/null | awk '$1 == "time" { print $2 }'; }
   one_s=$(best_value summary_time "${mpi[@]}" -np 1 "$work/prog1/init" --discard --threads $threads)
   two_s=$(best_value summary_time "${mpi[@]}" -np 2 "$work/prog2/init" --discard --threads $threads)
-  one_wall_s=$(best_of $runs "${mpi[@]}" -np 1 "$work/prog1/init" --discard --quiet --threads $threads)
-  two_wall_s=$(best_of $runs "${mpi[@]}" -np 2 "$work/prog2/init" --discard --quiet --threads $threads)
+  one_wall_s=$(best_value wall "${mpi[@]}" -np 1 "$work/prog1/init" --discard --quiet --threads $threads)
+  two_wall_s=$(best_value wall "${mpi[@]}" -np 2 "$work/prog2/init" --discard --quiet --threads $threads)
   printf '%-44s %10.3f %10s %10s\n' "mpirun, 1 rank (the run's own time)" "$one_s" "$(gbps $bytes $one_s)" ""
   printf '%-44s %10.3f %10s %10s\n' "mpirun, 2 ranks (1 thread each), speedup" "$two_s" "$(gbps $bytes $two_s)" "$(ratio $one_s $two_s)x"
   printf '%-44s %10.3f %10s %10s\n' "  with MPI start-up: 1 rank" "$one_wall_s" "$(gbps $bytes $one_wall_s)" ""
@@ -155,8 +146,8 @@ write_dd() {
   rm -f "$work/dd.bin"; sync
   dd if=/dev/zero of="$work/dd.bin" bs=4M count=$((bytes / 4194304)) conv=fsync status=none
 }
-write_s=$(best_of $runs write_ckpt)
-dd_s=$(best_of $runs write_dd)
+write_s=$(best_value wall write_ckpt)
+dd_s=$(best_value wall write_dd)
 dd_s=$(python3 -c "print($dd_s * $bytes / ($bytes // 4194304 * 4194304))")
 rm -rf "$work/ckpt" "$work/dd.bin"
 printf '%-44s %10.3f %10s %10s\n' "initc writing the checkpoint" "$write_s" "$(gbps $bytes $write_s)" ""

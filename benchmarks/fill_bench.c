@@ -9,6 +9,7 @@
  * so only the computation is timed, not the page faults. */
 #include "initrt/initrt.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +21,28 @@ static double now(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* A whole decimal integer >= 0, or false. */
+static int parseCount(const char *text, long long *out) {
+  char *end = NULL;
+  errno = 0;
+  long long value = strtoll(text, &end, 10);
+  if (errno || end == text || *end || value < 0)
+    return 0;
+  *out = value;
+  return 1;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2 || argc > 5) {
     fprintf(stderr, "usage: %s PROG_DIR [RANK [THREADS [fresh|resident]]]\n", argv[0]);
     return 2;
   }
-  long long rank = argc > 2 ? atoll(argv[2]) : 0;
-  int threads = argc > 3 ? atoi(argv[3]) : 1;
+  long long rank = 0, threads = 1;
+  if ((argc > 2 && !parseCount(argv[2], &rank)) || (argc > 3 && !parseCount(argv[3], &threads)) ||
+      threads < 1 || threads > 65536) {
+    fprintf(stderr, "%s: RANK must be an integer >= 0 and THREADS one from 1 to 65536\n", argv[0]);
+    return 2;
+  }
   const char *mode = argc > 4 ? argv[4] : "fresh";
   if (strcmp(mode, "fresh") != 0 && strcmp(mode, "resident") != 0) {
     fprintf(stderr, "%s: the mode is fresh or resident, not %s\n", argv[0], mode);
@@ -64,7 +80,7 @@ int main(int argc, char **argv) {
   }
   if (status == 0) {
     double start = now();
-    if (initrt_fill_all(prog, rank, bufs, threads, err, sizeof err) != INITRT_OK) {
+    if (initrt_fill_all(prog, rank, bufs, (int)threads, err, sizeof err) != INITRT_OK) {
       fprintf(stderr, "%s: %s\n", argv[0], err);
       status = 1;
     } else {

@@ -402,13 +402,7 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
     // writing it at its place in the file (checksummed as it passes), or, with --discard,
     // dropping it. Memory stays a few MiB per thread and no page is faulted in twice.
     std::vector<ShardJob> jobs = planRank(program, *kernels, myRank, /*persistentOnly=*/true);
-    std::vector<ShardTensor> layout;
     for (const ShardJob &job : jobs) {
-      ShardTensor tensor;
-      tensor.param = job.param;
-      tensor.slice = job.slice;
-      tensor.bytes = job.bytes;
-      layout.push_back(std::move(tensor));
       stats.bytes += double(job.bytes);
       stats.elements += double(job.slice.numElements());
     }
@@ -417,6 +411,14 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
       if (!streamShardJobs(jobs, runOptions, drop, error))
         code = kExitFailure;
     } else {
+      std::vector<ShardTensor> layout;
+      for (const ShardJob &job : jobs) {
+        ShardTensor tensor;
+        tensor.param = job.param;
+        tensor.slice = job.slice;
+        tensor.bytes = job.bytes;
+        layout.push_back(std::move(tensor));
+      }
       ShardFileStream stream;
       std::vector<std::string> written;
       auto sink = [&](size_t job, uint64_t offset, const void *data, uint64_t bytes,
