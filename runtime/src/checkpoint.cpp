@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,9 +27,14 @@ using Json = nlohmann::json;
 
 constexpr const char *kIndexFile = "index.json";
 constexpr const char *kIndexFormat = "initc-checkpoint";
-constexpr int kIndexVersion = 1;
+constexpr int kIndexVersion = 2;
 // Bounded scratch for streaming tensor bytes out of shard files.
 constexpr uint64_t kReadChunk = 8ull << 20;
+// A shard file whose tensors match their own checksums, but not the digest index.json recorded
+// for the rank: the file was replaced or edited after the job wrote it.
+constexpr const char *kNotThisJobsFile =
+    "its tensors' checksums are not those index.json recorded for this rank (the file changed "
+    "after the job wrote it)";
 
 std::string joinPath(const std::string &dir, const std::string &name) {
   if (dir.empty())
@@ -194,27 +200,17 @@ private:
 // index.json, as read back
 //===----------------------------------------------------------------------===//
 
-struct IndexSlice {
-  int64_t rank = 0;
-  std::string file;
-  std::vector<int64_t> offset, shape;
-  std::string checksum;
-  std::vector<int64_t> replicas;
-};
-
 struct IndexParam {
-  std::string name;
-  std::vector<std::string> aliases;
-  std::string dtype;
-  std::vector<int64_t> shape;
-  bool buffer = false;
-  std::vector<IndexSlice> slices;
+  Param param;       // name, aliases, shape, splitAxes, buffer
+  std::string dtype; // as safetensors names it
 };
 
 struct Index {
   std::string programId;
+  Mesh mesh;
   int64_t worldSize = 0;
   std::vector<std::string> files;
+  std::vector<uint64_t> digests; // shardDigest per rank
   std::vector<IndexParam> params;
 };
 
@@ -238,6 +234,46 @@ bool readTextFile(const std::string &path, std::string &text, std::string &error
   return true;
 }
 
+/// Mesh axes that split none of the param's dims: its copies differ only in them.
+std::vector<bool> replicatingAxes(const Mesh &mesh, const Param &param) {
+  std::vector<bool> replicating(mesh.shape.size(), true);
+  for (size_t d = 0; d < param.splitAxes.size() && d < param.shape.size(); ++d)
+    for (int axis : param.splitAxes[d])
+      replicating[size_t(axis)] = false;
+  return replicating;
+}
+
+bool isReplicated(const Mesh &mesh, const Param &param) {
+  std::vector<bool> replicating = replicatingAxes(mesh, param);
+  for (size_t axis = 0; axis < mesh.shape.size(); ++axis)
+    if (replicating[axis] && mesh.shape[axis] > 1)
+      return true;
+  return false;
+}
+
+/// For each rank, the rank with coordinate 0 on every replicating axis: it holds the same slice.
+std::vector<int64_t> replicaRoots(const Mesh &mesh, const Param &param) {
+  std::vector<bool> replicating = replicatingAxes(mesh, param);
+  std::vector<int64_t> roots(size_t(mesh.size()));
+  for (int64_t rank = 0; rank < int64_t(roots.size()); ++rank) {
+    int64_t root = rank, stride = 1;
+    for (size_t axis = mesh.shape.size(); axis-- > 0;) {
+      if (replicating[axis])
+        root -= (rank / stride) % mesh.shape[axis] * stride;
+      stride *= mesh.shape[axis];
+    }
+    roots[size_t(rank)] = root;
+  }
+  return roots;
+}
+
+std::string replicaMismatch(const std::string &name, int64_t root, int64_t rank, uint64_t a,
+                            uint64_t b) {
+  return name + ": ranks " + std::to_string(root) + " and " + std::to_string(rank) +
+         " hold the same slice with different bytes (checksums " + checksumToHex(a) + ", " +
+         checksumToHex(b) + "): the result depends on the rank, which is a bug; report it";
+}
+
 bool readIndex(const std::string &dir, Index &index, std::string &error) {
   std::string path = joinPath(dir, kIndexFile);
   std::string text;
@@ -256,46 +292,65 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
                                std::to_string(kIndexVersion) + ")");
     index.programId = json.at("program_id").get<std::string>();
     index.worldSize = json.at("world_size").get<int64_t>();
-    index.files = json.at("files").get<std::vector<std::string>>();
-    if (index.worldSize <= 0 || int64_t(index.files.size()) != index.worldSize)
-      throw std::runtime_error("files does not list world_size files");
-    for (const Json &param : json.at("params")) {
-      IndexParam entry;
-      entry.name = param.at("name").get<std::string>();
-      entry.aliases = param.at("aliases").get<std::vector<std::string>>();
-      entry.dtype = param.at("dtype").get<std::string>();
-      entry.shape = param.at("shape").get<std::vector<int64_t>>();
-      entry.buffer = param.at("buffer").get<bool>();
-      if (!safetensorsDTypeBits(entry.dtype))
-        throw std::runtime_error(entry.name + ": unknown dtype " + entry.dtype);
-      for (int64_t dim : entry.shape)
-        if (dim < 0)
-          throw std::runtime_error(entry.name + ": negative dimension");
-      for (const Json &slice : param.at("slices")) {
-        IndexSlice s;
-        s.rank = slice.at("rank").get<int64_t>();
-        s.file = slice.at("file").get<std::string>();
-        s.offset = slice.at("offset").get<std::vector<int64_t>>();
-        s.shape = slice.at("shape").get<std::vector<int64_t>>();
-        s.checksum = slice.at("checksum").get<std::string>();
-        s.replicas = slice.at("replicas").get<std::vector<int64_t>>();
-        if (s.rank < 0 || s.rank >= index.worldSize || s.file != index.files[size_t(s.rank)])
-          throw std::runtime_error(entry.name + ": slice of rank " + std::to_string(s.rank) +
-                                   " names file " + s.file);
-        for (int64_t replica : s.replicas)
-          if (replica < 0 || replica >= index.worldSize)
-            throw std::runtime_error(entry.name + ": replica rank " + std::to_string(replica) +
-                                     " out of range");
-        if (s.offset.size() != entry.shape.size() || s.shape.size() != entry.shape.size())
-          throw std::runtime_error(entry.name + ": slice rank differs from the tensor's");
-        for (size_t d = 0; d < s.shape.size(); ++d)
-          if (s.offset[d] < 0 || s.shape[d] < 0 || s.offset[d] + s.shape[d] > entry.shape[d])
-            throw std::runtime_error(entry.name + ": slice " + shapeText(s.offset) + "+" +
-                                     shapeText(s.shape) + " lies outside " +
-                                     shapeText(entry.shape));
-        entry.slices.push_back(std::move(s));
+    index.mesh.axisNames = json.at("mesh").at("axes").get<std::vector<std::string>>();
+    index.mesh.shape = json.at("mesh").at("shape").get<std::vector<int64_t>>();
+    if (index.mesh.axisNames.size() != index.mesh.shape.size())
+      throw std::runtime_error("mesh axes and shape differ in length");
+    int64_t meshSize = 1;
+    for (int64_t size : index.mesh.shape) {
+      if (size <= 0)
+        throw std::runtime_error("mesh axis of size " + std::to_string(size));
+      if (size > index.worldSize / meshSize) { // more ranks than world_size, without overflow
+        meshSize = 0;
+        break;
       }
-      index.params.push_back(std::move(entry));
+      meshSize *= size;
+    }
+    if (index.worldSize <= 0 || meshSize != index.worldSize)
+      throw std::runtime_error("the mesh does not have world_size ranks");
+    index.files = json.at("files").get<std::vector<std::string>>();
+    if (int64_t(index.files.size()) != index.worldSize)
+      throw std::runtime_error("files does not list world_size files");
+    for (const Json &digest : json.at("shard_digests")) {
+      uint64_t value;
+      if (!parseChecksumHex(digest.get<std::string>(), value))
+        throw std::runtime_error("shard digest " + digest.dump() + " is not 16 hex digits");
+      index.digests.push_back(value);
+    }
+    if (int64_t(index.digests.size()) != index.worldSize)
+      throw std::runtime_error("shard_digests does not list world_size digests");
+    for (const Json &entry : json.at("params")) {
+      IndexParam item;
+      Param &param = item.param;
+      param.name = entry.at("name").get<std::string>();
+      param.aliases = entry.at("aliases").get<std::vector<std::string>>();
+      item.dtype = entry.at("dtype").get<std::string>();
+      param.shape = entry.at("shape").get<std::vector<int64_t>>();
+      param.buffer = entry.at("buffer").get<bool>();
+      if (!safetensorsDTypeBits(item.dtype))
+        throw std::runtime_error(param.name + ": unknown dtype " + item.dtype);
+      for (int64_t dim : param.shape)
+        if (dim < 0)
+          throw std::runtime_error(param.name + ": negative dimension");
+      const Json &sharding = entry.at("sharding");
+      if (sharding.size() != param.shape.size())
+        throw std::runtime_error(param.name + ": sharding does not list every dim");
+      std::vector<bool> used(index.mesh.shape.size(), false);
+      for (const Json &dim : sharding) {
+        std::vector<int> axes;
+        for (const std::string &name : dim.get<std::vector<std::string>>()) {
+          auto found = std::find(index.mesh.axisNames.begin(), index.mesh.axisNames.end(), name);
+          if (found == index.mesh.axisNames.end())
+            throw std::runtime_error(param.name + ": sharding names unknown mesh axis " + name);
+          size_t axis = size_t(found - index.mesh.axisNames.begin());
+          if (used[axis])
+            throw std::runtime_error(param.name + ": mesh axis " + name + " splits two dims");
+          used[axis] = true;
+          axes.push_back(int(axis));
+        }
+        param.splitAxes.push_back(std::move(axes));
+      }
+      index.params.push_back(std::move(item));
     }
   } catch (const std::exception &e) {
     error = path + " is malformed (" + e.what() + "): " + rerunJobHint(dir, true);
@@ -304,61 +359,26 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
   return true;
 }
 
+/// A rank's shard digest from its file's records, in the index's param order; false when a
+/// listed tensor has no record (reported separately).
+bool recordsDigest(const Index &index, const std::map<std::string, ShardTensorRecord> &records,
+                   uint64_t &digest) {
+  StreamingChecksum sum;
+  for (const IndexParam &item : index.params) {
+    auto record = records.find(item.param.name);
+    if (record == records.end())
+      return false;
+    sum.update(record->second.checksum.data(), record->second.checksum.size());
+  }
+  digest = sum.value();
+  return true;
+}
+
 uint64_t elementCount(const std::vector<int64_t> &shape) {
   uint64_t count = 1;
   for (int64_t dim : shape)
     count *= uint64_t(dim);
   return count;
-}
-
-/// True when the distinct slices tile the global box exactly. Slices of a mesh sharding form a
-/// grid: along each dim their intervals tile [0, size), and every combination occurs once.
-bool slicesCoverExactly(const IndexParam &param, std::string &why) {
-  size_t rank = param.shape.size();
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> intervals(rank);
-  for (const IndexSlice &slice : param.slices)
-    for (size_t d = 0; d < rank; ++d)
-      intervals[d].emplace_back(slice.offset[d], slice.shape[d]);
-  uint64_t combinations = 1;
-  for (size_t d = 0; d < rank; ++d) {
-    auto &dim = intervals[d];
-    std::sort(dim.begin(), dim.end());
-    dim.erase(std::unique(dim.begin(), dim.end()), dim.end());
-    int64_t next = 0;
-    for (auto [begin, length] : dim) {
-      if (length == 0)
-        continue; // torch.chunk's empty trailing chunks
-      if (begin != next) {
-        why = "dim " + std::to_string(d) + " has " +
-              (begin > next ? "a gap" : "an overlap") + " at " + std::to_string(std::min(begin, next));
-        return false;
-      }
-      next = begin + length;
-    }
-    if (next != param.shape[d] && param.shape[d] != 0) {
-      why = "dim " + std::to_string(d) + " is covered up to " + std::to_string(next) + " of " +
-            std::to_string(param.shape[d]);
-      return false;
-    }
-    combinations *= dim.size();
-  }
-  std::vector<std::vector<int64_t>> keys;
-  for (const IndexSlice &slice : param.slices) {
-    std::vector<int64_t> key = slice.offset;
-    key.insert(key.end(), slice.shape.begin(), slice.shape.end());
-    keys.push_back(std::move(key));
-  }
-  std::sort(keys.begin(), keys.end());
-  if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) {
-    why = "a slice is listed twice";
-    return false;
-  }
-  if (keys.size() != combinations) {
-    why = std::to_string(keys.size()) + " slices do not form the grid of " +
-          std::to_string(combinations) + " blocks";
-    return false;
-  }
-  return true;
 }
 
 bool makeDirectories(const std::string &dir, std::string &error) {
@@ -618,32 +638,78 @@ bool shardIsComplete(const std::string &dir, const Program &program, int64_t ran
 // index.json
 //===----------------------------------------------------------------------===//
 
+std::vector<size_t> replicatedParams(const Program &program) {
+  std::vector<size_t> replicated;
+  for (size_t index = 0; index < program.params.size(); ++index)
+    if (program.params[index].persistent && isReplicated(program.mesh, program.params[index]))
+      replicated.push_back(index);
+  return replicated;
+}
+
+uint64_t shardDigest(const Program &program, const std::vector<std::string> &checksums) {
+  StreamingChecksum sum;
+  for (size_t index = 0; index < program.params.size() && index < checksums.size(); ++index)
+    if (program.params[index].persistent)
+      sum.update(checksums[index].data(), checksums[index].size());
+  return sum.value();
+}
+
+RankReport makeRankReport(const Program &program, const std::vector<std::string> &checksums) {
+  RankReport report;
+  report.digest = shardDigest(program, checksums);
+  for (size_t index : replicatedParams(program)) {
+    uint64_t value = 0;
+    if (index < checksums.size())
+      parseChecksumHex(checksums[index], value);
+    report.replicated.push_back(value);
+  }
+  return report;
+}
+
 bool writeIndex(const std::string &dir, const Program &program,
-                const std::vector<std::vector<std::string>> &checksums, std::string &error) {
+                const std::vector<RankReport> &reports, std::string &error) {
   std::string path = joinPath(dir, kIndexFile);
   const Mesh &mesh = program.mesh;
   int64_t worldSize = mesh.size();
-  if (int64_t(checksums.size()) != worldSize) {
-    error = "cannot write " + path + ": checksums of " + std::to_string(checksums.size()) +
+  if (int64_t(reports.size()) != worldSize) {
+    error = "cannot write " + path + ": reports of " + std::to_string(reports.size()) +
             " ranks given for a world of " + std::to_string(worldSize);
     return false;
   }
+  std::vector<size_t> replicated = replicatedParams(program);
   for (int64_t rank = 0; rank < worldSize; ++rank) {
-    if (checksums[size_t(rank)].size() != program.params.size()) {
+    if (reports[size_t(rank)].replicated.size() != replicated.size()) {
       error = "cannot write " + path + ": rank " + std::to_string(rank) + " reported " +
-              std::to_string(checksums[size_t(rank)].size()) + " checksums for " +
-              std::to_string(program.params.size()) + " parameters";
+              std::to_string(reports[size_t(rank)].replicated.size()) +
+              " replicated checksums for " + std::to_string(replicated.size()) + " parameters";
       return false;
+    }
+  }
+  // Every copy of a slice must hold the same bytes: a difference is a rank-dependent result.
+  for (size_t j = 0; j < replicated.size(); ++j) {
+    const Param &param = program.params[replicated[j]];
+    std::vector<int64_t> roots = replicaRoots(mesh, param);
+    for (int64_t rank = 0; rank < worldSize; ++rank) {
+      int64_t root = roots[size_t(rank)];
+      uint64_t expected = reports[size_t(root)].replicated[j];
+      uint64_t actual = reports[size_t(rank)].replicated[j];
+      if (actual != expected) {
+        error = "cannot write " + path + ": " +
+                replicaMismatch(param.name, root, rank, expected, actual);
+        return false;
+      }
     }
   }
 
   OrderedJson files = OrderedJson::array();
-  for (int64_t rank = 0; rank < worldSize; ++rank)
+  OrderedJson digests = OrderedJson::array();
+  for (int64_t rank = 0; rank < worldSize; ++rank) {
     files.push_back(shardFileName(rank, worldSize));
+    digests.push_back(checksumToHex(reports[size_t(rank)].digest));
+  }
   OrderedJson params = OrderedJson::array();
   uint64_t totalBytes = 0, parameterCount = 0;
-  for (size_t index = 0; index < program.params.size(); ++index) {
-    const Param &param = program.params[index];
+  for (const Param &param : program.params) {
     if (!param.persistent)
       continue;
     uint64_t elements = elementCount(param.shape);
@@ -661,52 +727,6 @@ bool writeIndex(const std::string &dir, const Program &program,
                              : std::to_string(axis));
       sharding.push_back(std::move(axes));
     }
-
-    // Group ranks by slice in one pass: the first rank of a group is its owner.
-    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, std::vector<int64_t>> groups;
-    std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> order;
-    for (int64_t rank = 0; rank < worldSize; ++rank) {
-      Slice slice = sliceForRank(mesh, param, rank);
-      auto key = std::make_pair(slice.offset, slice.shape);
-      auto [it, inserted] = groups.try_emplace(key);
-      if (inserted) {
-        order.push_back(key);
-        if (!isSliceOwner(mesh, param, rank)) {
-          error = "cannot write " + path + ": " + param.name + ": rank " + std::to_string(rank) +
-                  " holds a new slice but is not its owner (sharding rule inconsistency)";
-          return false;
-        }
-      }
-      it->second.push_back(rank);
-    }
-    OrderedJson slices = OrderedJson::array();
-    for (const auto &key : order) {
-      const std::vector<int64_t> &ranks = groups[key];
-      int64_t owner = ranks.front();
-      const std::string &checksum = checksums[size_t(owner)][index];
-      for (int64_t replica : ranks) {
-        const std::string &other = checksums[size_t(replica)][index];
-        if (other.empty()) {
-          error = "cannot write " + path + ": " + param.name + ": rank " +
-                  std::to_string(replica) + " reported no checksum: rerun that rank";
-          return false;
-        }
-        if (other != checksum) {
-          error = "cannot write " + path + ": " + param.name + ": ranks " +
-                  std::to_string(owner) + " and " + std::to_string(replica) +
-                  " hold the same slice with different bytes (checksums " + checksum + ", " +
-                  other + "): the result depends on the rank, which is a bug; report it";
-          return false;
-        }
-      }
-      slices.push_back({{"rank", owner},
-                        {"file", shardFileName(owner, worldSize)},
-                        {"offset", key.first},
-                        {"shape", key.second},
-                        {"checksum", checksum},
-                        {"replicas", ranks}});
-    }
-
     OrderedJson entry = OrderedJson::object();
     entry["name"] = param.name;
     entry["aliases"] = param.aliases;
@@ -714,7 +734,6 @@ bool writeIndex(const std::string &dir, const Program &program,
     entry["shape"] = param.shape;
     entry["sharding"] = std::move(sharding);
     entry["buffer"] = param.buffer;
-    entry["slices"] = std::move(slices);
     params.push_back(std::move(entry));
   }
 
@@ -727,12 +746,13 @@ bool writeIndex(const std::string &dir, const Program &program,
   index["mesh"] = {{"axes", mesh.axisNames}, {"shape", mesh.shape}};
   index["world_size"] = worldSize;
   index["files"] = std::move(files);
+  index["shard_digests"] = std::move(digests);
   index["params"] = std::move(params);
   index["total_bytes"] = totalBytes;
   index["parameter_count"] = parameterCount;
   std::string text;
   try {
-    // Compact: an index of a large mesh lists millions of slices.
+    // Compact: a large mesh lists tens of thousands of files and digests.
     text = index.dump(-1, ' ', false, Json::error_handler_t::strict) + "\n";
   } catch (const Json::exception &e) {
     error = "cannot write " + path + ": a name is not valid UTF-8";
@@ -859,7 +879,8 @@ int removeStaleTemporaries(const std::string &dir, const Program &program, int64
 
 namespace {
 
-/// Opened shard files with their parsed initc.tensors metadata.
+/// Opened shard files with their parsed initc.tensors metadata, checked against the index:
+/// the file's program, rank and world size, and its records' digest.
 struct OpenShard {
   SafetensorsReader reader;
   std::map<std::string, ShardTensorRecord> records;
@@ -867,23 +888,34 @@ struct OpenShard {
 
 class ShardCache {
 public:
-  explicit ShardCache(std::string shardDir) : dir(std::move(shardDir)) {}
-  OpenShard *get(const std::string &file, std::string &error) {
-    auto it = shards.find(file);
+  ShardCache(std::string shardDir, const Index &index) : dir(std::move(shardDir)), index(index) {}
+  OpenShard *get(int64_t rank, std::string &error) {
+    auto it = shards.find(rank);
     if (it != shards.end())
       return it->second.get();
     if (shards.size() >= 256) // stay well below the open-file limit
       shards.clear();
     auto shard = std::make_unique<OpenShard>();
-    if (!shard->reader.open(joinPath(dir, file), error) ||
+    std::string why;
+    uint64_t digest = 0;
+    if (!shard->reader.open(joinPath(dir, index.files[size_t(rank)]), error) ||
         !parseShardTensors(shard->reader, shard->records, error))
       return nullptr;
-    return (shards[file] = std::move(shard)).get();
+    if (!shardMetadataMatches(shard->reader, index.programId, rank, index.worldSize, why)) {
+      error = why;
+      return nullptr;
+    }
+    if (!recordsDigest(index, shard->records, digest) || digest != index.digests[size_t(rank)]) {
+      error = kNotThisJobsFile;
+      return nullptr;
+    }
+    return (shards[rank] = std::move(shard)).get();
   }
 
 private:
   std::string dir;
-  std::map<std::string, std::unique_ptr<OpenShard>> shards;
+  const Index &index;
+  std::map<int64_t, std::unique_ptr<OpenShard>> shards;
 };
 
 } // namespace
@@ -892,20 +924,15 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
   Index index;
   if (!readIndex(dir, index, error))
     return false;
-  ShardCache cache(dir);
+  ShardCache cache(dir, index);
   std::vector<std::unique_ptr<char[]>> buffers;
   std::vector<SafetensorsTensor> tensors;
   nlohmann::ordered_json aliases = nlohmann::ordered_json::object();
   std::vector<char> scratch;
 
-  for (const IndexParam &param : index.params) {
-    std::string why;
-    if (!slicesCoverExactly(param, why)) {
-      error = param.name + ": the slices in index.json do not cover the tensor (" + why +
-              "): the index is damaged: " + rerunJobHint(dir, false);
-      return false;
-    }
-    uint64_t elementBits = uint64_t(safetensorsDTypeBits(param.dtype));
+  for (const IndexParam &item : index.params) {
+    const Param &param = item.param;
+    uint64_t elementBits = uint64_t(safetensorsDTypeBits(item.dtype));
     uint64_t bytes = elementCount(param.shape) * elementBits / 8;
     std::unique_ptr<char[]> global(new (std::nothrow) char[bytes ? bytes : 1]);
     if (!global) {
@@ -913,26 +940,30 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
               " bytes: assemble is for models that fit in memory";
       return false;
     }
-    for (const IndexSlice &slice : param.slices) {
-      std::string where = param.name + " on rank " + std::to_string(slice.rank) + " (" +
-                          slice.file + ")";
-      OpenShard *shard = cache.get(slice.file, error);
+    // Each distinct slice once, from its owner.
+    for (int64_t rank = 0; rank < index.worldSize; ++rank) {
+      if (!isSliceOwner(index.mesh, param, rank))
+        continue;
+      Slice slice = sliceForRank(index.mesh, param, rank);
+      std::string where = param.name + " on rank " + std::to_string(rank) + " (" +
+                          index.files[size_t(rank)] + ")";
+      OpenShard *shard = cache.get(rank, error);
       if (!shard) {
-        error = where + ": " + error + ": " + rerunHint(dir, slice.rank);
+        error = where + ": " + error + ": " + rerunHint(dir, rank);
         return false;
       }
       const SafetensorsEntry *entry = shard->reader.find(param.name);
       auto record = shard->records.find(param.name);
       if (!entry || record == shard->records.end()) {
-        error = where + ": missing from the file: " + rerunHint(dir, slice.rank);
+        error = where + ": missing from the file: " + rerunHint(dir, rank);
         return false;
       }
-      if (entry->dtype != param.dtype || entry->shape != slice.shape ||
+      if (entry->dtype != item.dtype || entry->shape != slice.shape ||
           record->second.offset != slice.offset) {
         error = where + ": the file holds " + entry->dtype + " " + shapeText(entry->shape) +
                 " at " + shapeText(record->second.offset) + ", the index expects " +
-                param.dtype + " " + shapeText(slice.shape) + " at " + shapeText(slice.offset) +
-                ": " + rerunHint(dir, slice.rank);
+                item.dtype + " " + shapeText(slice.shape) + " at " + shapeText(slice.offset) +
+                ": " + rerunHint(dir, rank);
         return false;
       }
       StreamingChecksum sum;
@@ -948,14 +979,14 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
         scatter.consume(scratch.data(), piece);
         done += piece;
       }
-      if (sum.hex() != slice.checksum || sum.hex() != record->second.checksum) {
-        error = where + ": checksum mismatch, the file is corrupt: " + rerunHint(dir, slice.rank);
+      if (sum.hex() != record->second.checksum) {
+        error = where + ": checksum mismatch, the file is corrupt: " + rerunHint(dir, rank);
         return false;
       }
     }
     SafetensorsTensor tensor;
     tensor.name = param.name;
-    tensor.dtype = param.dtype;
+    tensor.dtype = item.dtype;
     tensor.shape = param.shape;
     tensor.data = global.get();
     tensor.bytes = bytes;
@@ -978,17 +1009,14 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
   Index index;
   if (!readIndex(dir, index, error))
     return false;
+  std::vector<size_t> replicated;
+  for (size_t p = 0; p < index.params.size(); ++p)
+    if (isReplicated(index.mesh, index.params[p].param))
+      replicated.push_back(p);
+  // The replicated tensors' checksums of every readable rank, compared once all are read.
+  std::vector<std::vector<uint64_t>> replicaSums(size_t(index.worldSize));
 
-  // What each rank's file really holds: its bytes' checksum and what its metadata claims.
-  struct Found {
-    std::string dtype, actual;
-    std::vector<int64_t> shape;
-    ShardTensorRecord record;
-    bool hasRecord = false;
-    bool referenced = false;
-  };
-  std::vector<std::map<std::string, Found>> found(size_t(index.worldSize));
-  std::vector<bool> readable(size_t(index.worldSize), false);
+  // One rank at a time: memory stays that of one file's header, whatever the mesh.
   for (int64_t rank = 0; rank < index.worldSize; ++rank) {
     std::string file = shardFileName(rank, index.worldSize);
     std::string where = "rank " + std::to_string(rank) + " (" + file + ")";
@@ -1012,71 +1040,74 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
       problems.push_back(where + ": " + readError + ": " + rerunHint(dir, rank));
       continue;
     }
-    readable[size_t(rank)] = true;
-    for (const SafetensorsEntry &entry : reader.tensors()) {
-      Found item;
-      item.dtype = entry.dtype;
-      item.shape = entry.shape;
-      if (!reader.checksum(entry, item.actual, readError)) {
-        problems.push_back(entry.name + " on " + where + ": " + readError + ": " +
+
+    std::vector<uint64_t> sums(index.params.size(), 0);
+    std::set<std::string> listed;
+    bool intact = true; // every listed tensor is there as the index expects it
+    for (size_t p = 0; p < index.params.size(); ++p) {
+      const IndexParam &item = index.params[p];
+      const Param &param = item.param;
+      listed.insert(param.name);
+      std::string at = param.name + " on " + where;
+      const SafetensorsEntry *entry = reader.find(param.name);
+      auto record = records.find(param.name);
+      if (!entry) {
+        problems.push_back(at + ": missing from the file: " + rerunHint(dir, rank));
+        intact = false;
+        continue;
+      }
+      if (record == records.end()) {
+        problems.push_back(at + ": no initc.tensors entry: " + rerunHint(dir, rank));
+        intact = false;
+        continue;
+      }
+      Slice slice = sliceForRank(index.mesh, param, rank);
+      if (entry->dtype != item.dtype || entry->shape != slice.shape ||
+          record->second.offset != slice.offset || record->second.globalShape != param.shape) {
+        problems.push_back(at + ": the file holds " + entry->dtype + " " +
+                           shapeText(entry->shape) + " at " + shapeText(record->second.offset) +
+                           ", the index expects " + item.dtype + " " + shapeText(slice.shape) +
+                           " at " + shapeText(slice.offset) + ": " + rerunHint(dir, rank));
+        intact = false;
+        continue;
+      }
+      std::string actual;
+      if (!reader.checksum(*entry, actual, readError)) {
+        problems.push_back(at + ": " + readError + ": " + rerunHint(dir, rank));
+        intact = false;
+        continue;
+      }
+      if (actual != record->second.checksum || !parseChecksumHex(actual, sums[p])) {
+        problems.push_back(at + ": checksum mismatch, the file is corrupt: " +
                            rerunHint(dir, rank));
-        item.actual.clear();
-      }
-      auto record = records.find(entry.name);
-      if (record != records.end()) {
-        item.record = record->second;
-        item.hasRecord = true;
-      }
-      found[size_t(rank)][entry.name] = std::move(item);
-    }
-  }
-
-  for (const IndexParam &param : index.params) {
-    std::string why;
-    if (!slicesCoverExactly(param, why))
-      problems.push_back(param.name + ": the slices in index.json do not cover the tensor (" +
-                         why + "): the index is damaged: " + rerunJobHint(dir, false));
-    for (const IndexSlice &slice : param.slices) {
-      for (int64_t rank : slice.replicas) {
-        if (!readable[size_t(rank)])
-          continue; // already reported
-        std::string where = param.name + " on rank " + std::to_string(rank) + " (" +
-                            shardFileName(rank, index.worldSize) + ")";
-        auto it = found[size_t(rank)].find(param.name);
-        if (it == found[size_t(rank)].end()) {
-          problems.push_back(where + ": missing from the file: " + rerunHint(dir, rank));
-          continue;
-        }
-        Found &item = it->second;
-        item.referenced = true;
-        if (!item.hasRecord) {
-          problems.push_back(where + ": no initc.tensors entry: " + rerunHint(dir, rank));
-          continue;
-        }
-        if (item.dtype != param.dtype || item.shape != slice.shape ||
-            item.record.offset != slice.offset || item.record.globalShape != param.shape) {
-          problems.push_back(where + ": the file holds " + item.dtype + " " +
-                             shapeText(item.shape) + " at " + shapeText(item.record.offset) +
-                             ", the index expects " + param.dtype + " " +
-                             shapeText(slice.shape) + " at " + shapeText(slice.offset) + ": " +
-                             rerunHint(dir, rank));
-          continue;
-        }
-        if (item.actual.empty())
-          continue; // unreadable, already reported
-        if (item.actual != item.record.checksum || item.actual != slice.checksum)
-          problems.push_back(where + ": checksum mismatch, the file is corrupt: " +
-                             rerunHint(dir, rank));
+        intact = false;
       }
     }
+    for (const SafetensorsEntry &entry : reader.tensors())
+      if (!listed.count(entry.name))
+        problems.push_back(entry.name + " on " + where + ": not listed in index.json: " +
+                           rerunHint(dir, rank));
+    uint64_t digest = 0;
+    if (!intact)
+      continue; // already reported
+    if (!recordsDigest(index, records, digest) || digest != index.digests[size_t(rank)]) {
+      problems.push_back(where + ": " + kNotThisJobsFile + ": " + rerunHint(dir, rank));
+      continue;
+    }
+    for (size_t p : replicated)
+      replicaSums[size_t(rank)].push_back(sums[p]);
   }
 
-  for (int64_t rank = 0; rank < index.worldSize; ++rank)
-    for (const auto &[name, item] : found[size_t(rank)])
-      if (!item.referenced)
-        problems.push_back(name + " on rank " + std::to_string(rank) + " (" +
-                           shardFileName(rank, index.worldSize) +
-                           "): not listed in index.json for this rank: " + rerunHint(dir, rank));
+  for (size_t j = 0; j < replicated.size(); ++j) {
+    const Param &param = index.params[replicated[j]].param;
+    std::vector<int64_t> roots = replicaRoots(index.mesh, param);
+    for (int64_t rank = 0; rank < index.worldSize; ++rank) {
+      const std::vector<uint64_t> &mine = replicaSums[size_t(rank)];
+      const std::vector<uint64_t> &root = replicaSums[size_t(roots[size_t(rank)])];
+      if (!mine.empty() && !root.empty() && mine[j] != root[j])
+        problems.push_back(replicaMismatch(param.name, roots[size_t(rank)], rank, root[j], mine[j]));
+    }
+  }
   return problems.empty();
 }
 

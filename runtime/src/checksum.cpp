@@ -14,6 +14,19 @@ std::string checksumToHex(uint64_t hash) {
   return hex;
 }
 
+bool parseChecksumHex(const std::string &hex, uint64_t &hash) {
+  if (hex.size() != 16)
+    return false;
+  hash = 0;
+  for (char c : hex) {
+    int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0)
+      return false;
+    hash = hash << 4 | uint64_t(digit);
+  }
+  return true;
+}
+
 std::string checksumHex(const void *data, size_t bytes) {
   return checksumToHex(XXH3_64bits(data, bytes));
 }

@@ -58,7 +58,7 @@ public:
   virtual int minInt(int value) = 0;
   virtual int maxInt(int value) = 0;
   // Rank 0 gets every rank's `bytes` (all ranks pass the same length), in rank order.
-  virtual std::vector<char> gatherToRoot(const std::vector<char> &bytes) = 0;
+  virtual std::vector<uint64_t> gatherToRoot(const std::vector<uint64_t> &words) = 0;
   virtual std::vector<double> gatherStats(const RankStats &stats) = 0;
   // Ends the whole job after an unexpected error, when the other ranks cannot be told otherwise.
   virtual void abortJob(int code) { std::exit(code); }
@@ -70,7 +70,9 @@ public:
   int size() const override { return 1; }
   int minInt(int value) override { return value; }
   int maxInt(int value) override { return value; }
-  std::vector<char> gatherToRoot(const std::vector<char> &bytes) override { return bytes; }
+  std::vector<uint64_t> gatherToRoot(const std::vector<uint64_t> &words) override {
+    return words;
+  }
   std::vector<double> gatherStats(const RankStats &stats) override {
     return {stats.bytes, stats.elements, stats.seconds, stats.peakRssBytes, stats.skipped};
   }
@@ -97,23 +99,12 @@ public:
     MPI_Allreduce(&value, &result, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     return result;
   }
-  std::vector<char> gatherToRoot(const std::vector<char> &bytes) override {
-    // Every rank sends the same length, but Gatherv keeps the receive side honest about it.
-    int count = int(bytes.size());
-    std::vector<int> counts(myRank == 0 ? worldSize : 0);
-    MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-    std::vector<int> displacements(counts.size(), 0);
-    std::vector<char> all;
-    if (myRank == 0) {
-      int64_t total = 0;
-      for (size_t r = 0; r < counts.size(); ++r) {
-        displacements[r] = int(total);
-        total += counts[r];
-      }
-      all.resize(size_t(total));
-    }
-    MPI_Gatherv(bytes.data(), count, MPI_CHAR, all.data(), counts.data(), displacements.data(),
-                MPI_CHAR, 0, MPI_COMM_WORLD);
+  std::vector<uint64_t> gatherToRoot(const std::vector<uint64_t> &words) override {
+    // Every rank sends the same number of words (they follow from the program); the root's
+    // buffer is sized in 64 bits, so no int offset limits the total.
+    std::vector<uint64_t> all(myRank == 0 ? size_t(worldSize) * words.size() : 0);
+    MPI_Gather(words.data(), int(words.size()), MPI_UINT64_T, all.data(), int(words.size()),
+               MPI_UINT64_T, 0, MPI_COMM_WORLD);
     return all;
   }
   std::vector<double> gatherStats(const RankStats &stats) override {
@@ -259,9 +250,6 @@ private:
   Clock::time_point lastDraw;
   bool drawn = false;
 };
-
-// Packs checksums (16 hex digits, or empty for a tensor the rank does not store) at fixed width.
-constexpr size_t kChecksumWidth = 16;
 
 void printSummary(const Program &program, const Options &options, const std::vector<double> &stats,
                   int ranks, double wallSeconds, const std::string &kernelCpu) {
@@ -440,23 +428,22 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   if (int agreed = agreement.settle(code, error))
     return agreed;
 
-  // Rank 0 writes index.json from everyone's checksums; a lone --rank run leaves it alone.
+  // Rank 0 writes index.json from every rank's report: its shard digest and its replicated
+  // tensors' checksums (8 bytes each). A lone --rank run leaves the index alone.
   if (!options.discard && !singleRank) {
-    std::vector<char> packed(program.params.size() * kChecksumWidth, '\0');
-    for (size_t p = 0; p < checksums.size(); ++p)
-      std::memcpy(&packed[p * kChecksumWidth], checksums[p].data(),
-                  std::min(checksums[p].size(), kChecksumWidth));
-    std::vector<char> all = world.gatherToRoot(packed);
+    RankReport mine = makeRankReport(program, checksums);
+    std::vector<uint64_t> words = {mine.digest};
+    words.insert(words.end(), mine.replicated.begin(), mine.replicated.end());
+    std::vector<uint64_t> all = world.gatherToRoot(words);
     code = kExitOk;
     if (root) {
-      std::vector<std::vector<std::string>> table(size_t(world.size()));
-      for (size_t r = 0; r < table.size(); ++r) {
-        for (size_t p = 0; p < program.params.size(); ++p) {
-          const char *digits = &all[(r * program.params.size() + p) * kChecksumWidth];
-          table[r].push_back(std::string(digits, strnlen(digits, kChecksumWidth)));
-        }
+      std::vector<RankReport> reports(size_t(world.size()));
+      for (size_t r = 0; r < reports.size(); ++r) {
+        const uint64_t *theirs = &all[r * words.size()];
+        reports[r].digest = theirs[0];
+        reports[r].replicated.assign(theirs + 1, theirs + words.size());
       }
-      if (!writeIndex(options.out, program, table, error))
+      if (!writeIndex(options.out, program, reports, error))
         code = kExitFailure;
     }
     if (int agreed = agreement.settle(code, error))

@@ -82,9 +82,29 @@ bool shardIsComplete(const std::string &dir, const Program &program, int64_t ran
 bool shardIsComplete(const std::string &dir, const Program &program, int64_t rank,
                      std::vector<std::string> &checksums, std::string &reason);
 
-/// Writes dir/index.json atomically. checksums[rank][paramIndex] for every rank.
+/// The persistent params some ranks hold copies of (a mesh axis of size > 1 splits none of their
+/// dims), in program order: the ones whose replicas index.json's writer compares.
+std::vector<size_t> replicatedParams(const Program &program);
+
+/// A rank's shard digest: XXH3-64 of its persistent tensors' checksums (16 hex digits each),
+/// concatenated in program order. `checksums` holds one per param, as shardIsComplete fills it.
+uint64_t shardDigest(const Program &program, const std::vector<std::string> &checksums);
+
+/// What a rank tells rank 0 for index.json: its shard digest, and the checksums of its
+/// replicatedParams() tensors in that order (XXH3-64 values).
+struct RankReport {
+  uint64_t digest = 0;
+  std::vector<uint64_t> replicated;
+};
+
+/// A rank's report from its per-param checksums (16 hex digits; empty for params not stored).
+RankReport makeRankReport(const Program &program, const std::vector<std::string> &checksums);
+
+/// Checks that every replica holds the same bytes as its slice's owner, then writes
+/// dir/index.json atomically. `reports[rank]` for every rank. The index's size grows with the
+/// ranks and the params, not with their product: slices follow from the mesh and shardings.
 bool writeIndex(const std::string &dir, const Program &program,
-                const std::vector<std::vector<std::string>> &checksums, std::string &error);
+                const std::vector<RankReport> &reports, std::string &error);
 
 /// Refuses a directory that holds another program's checkpoint (an index.json or shard files with
 /// a different program id), unless `overwrite`.

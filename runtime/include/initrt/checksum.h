@@ -14,6 +14,9 @@ std::string checksumHex(const void *data, size_t bytes);
 /// XXH3-64 as 16 lowercase hex digits.
 std::string checksumToHex(uint64_t hash);
 
+/// The value of a checksum written as 16 lowercase hex digits; false for anything else.
+bool parseChecksumHex(const std::string &hex, uint64_t &hash);
+
 /// XXH3-64 over data fed in pieces; gives the same value as checksumHex over the concatenation.
 class StreamingChecksum {
 public:

@@ -136,33 +136,57 @@ protected:
     std::string error;
     EXPECT_TRUE(checkOutputDir(dir, program, overwrite, error)) << error;
     int64_t world = program.mesh.size();
-    std::vector<std::vector<std::string>> checksums(world);
+    checksums.assign(size_t(world), {});
     for (int64_t rank = 0; rank < world; ++rank) {
-      std::vector<std::vector<char>> locals;
-      std::vector<ShardTensor> tensors;
-      for (size_t i = 0; i < program.params.size(); ++i) {
-        const Param &param = program.params[i];
-        Slice slice = sliceForRank(program.mesh, param, rank);
-        locals.push_back(localBytes(param, globals[i], slice));
-      }
-      for (size_t i = 0; i < program.params.size(); ++i) {
-        ShardTensor tensor;
-        tensor.param = &program.params[i];
-        tensor.slice = sliceForRank(program.mesh, program.params[i], rank);
-        tensor.data = locals[i].data();
-        tensor.bytes = locals[i].size();
-        tensor.checksum = checksumHex(locals[i].data(), locals[i].size());
-        tensors.push_back(tensor);
-      }
-      EXPECT_TRUE(writeShardFile(dir, program, rank, tensors, error)) << error;
+      std::vector<ShardTensor> tensors = writeShard(program, rank, globals);
       EXPECT_TRUE(shardIsComplete(dir, program, rank, checksums[rank]));
       for (size_t i = 0; i < program.params.size(); ++i)
         EXPECT_EQ(checksums[rank][i],
                   program.params[i].persistent ? tensors[i].checksum : std::string())
             << program.params[i].name;
     }
-    EXPECT_TRUE(writeIndex(dir, program, checksums, error)) << error;
+    std::vector<RankReport> reports;
+    for (const std::vector<std::string> &mine : checksums)
+      reports.push_back(makeRankReport(program, mine));
+    EXPECT_TRUE(writeIndex(dir, program, reports, error)) << error;
     return globals;
+  }
+
+  /// Writes rank `rank`'s shard file of the given global tensors; returns its tensors.
+  std::vector<ShardTensor> writeShard(const Program &program, int64_t rank,
+                                      const std::vector<std::vector<char>> &globals) {
+    locals.clear();
+    std::vector<ShardTensor> tensors;
+    for (size_t i = 0; i < program.params.size(); ++i) {
+      ShardTensor tensor;
+      tensor.param = &program.params[i];
+      tensor.slice = sliceForRank(program.mesh, program.params[i], rank);
+      locals.push_back(localBytes(program.params[i], globals[i], tensor.slice));
+      tensors.push_back(tensor);
+    }
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      tensors[i].data = locals[i].data();
+      tensors[i].bytes = locals[i].size();
+      tensors[i].checksum = checksumHex(locals[i].data(), locals[i].size());
+    }
+    std::string error;
+    EXPECT_TRUE(writeShardFile(dir, program, rank, tensors, error)) << error;
+    return tensors;
+  }
+
+  /// Rewrites rank `rank`'s shard file with param `which` filled with `fill`: a file valid in
+  /// itself, but not the one the job wrote.
+  void replaceShard(const Program &program, int64_t rank, size_t which, char fill) {
+    std::vector<std::vector<char>> globals;
+    for (size_t i = 0; i < program.params.size(); ++i)
+      globals.push_back(globalBytes(program.params[i], i));
+    std::fill(globals[which].begin(), globals[which].end(), fill);
+    writeShard(program, rank, globals);
+  }
+
+  nlohmann::json readIndexJson() const {
+    std::ifstream in(dir + "/index.json");
+    return nlohmann::json::parse(in);
   }
 
   std::string shardPath(int64_t rank, int64_t world) const {
@@ -170,6 +194,8 @@ protected:
   }
 
   std::string root, dir;
+  std::vector<std::vector<std::string>> checksums; // per rank, per param, from writeAll
+  std::vector<std::vector<char>> locals;            // the last shard's tensors, by writeShard
 };
 
 TEST(ShardFileName, IsZeroPadded) {
@@ -200,30 +226,36 @@ TEST_F(CheckpointTest, WritesShardsIndexAssemblesAndVerifies) {
   EXPECT_EQ(records["emb"]["global_shape"], nlohmann::json({4, 6}));
   EXPECT_EQ(records["emb"]["offset"], nlohmann::json({0, 3}));
 
-  std::ifstream in(dir + "/index.json");
-  nlohmann::json index = nlohmann::json::parse(in);
+  nlohmann::json index = readIndexJson();
   EXPECT_EQ(index["format"], "initc-checkpoint");
-  EXPECT_EQ(index["version"], 1);
+  EXPECT_EQ(index["version"], 2);
   EXPECT_EQ(index["program_id"], program.programId);
   EXPECT_EQ(index["model"], "tiny");
   EXPECT_EQ(index["seed"], 1234);
   EXPECT_EQ(index["mesh"]["axes"], nlohmann::json({"tp"}));
   EXPECT_EQ(index["world_size"], 2);
   EXPECT_EQ(index["files"], nlohmann::json({shardFileName(0, 2), shardFileName(1, 2)}));
+  // A rank's digest is XXH3-64 of its stored tensors' checksums, in program order.
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    std::string joined;
+    for (const char *name : {"w", "b", "emb", "z", "s"}) {
+      SafetensorsReader reader;
+      ASSERT_TRUE(reader.open(shardPath(rank, 2), error)) << error;
+      joined += nlohmann::json::parse(*reader.metadataValue("initc.tensors"))[name]["checksum"]
+                    .get<std::string>();
+    }
+    EXPECT_EQ(index["shard_digests"][rank], checksumHex(joined.data(), joined.size()));
+  }
   ASSERT_EQ(index["params"].size(), 5u);
   const nlohmann::json &w = index["params"][0];
   EXPECT_EQ(w["name"], "w");
   EXPECT_EQ(w["aliases"], nlohmann::json({"w_tied"}));
+  EXPECT_EQ(w["dtype"], "F32");
+  EXPECT_EQ(w["shape"], nlohmann::json({5, 3}));
   EXPECT_EQ(w["sharding"], nlohmann::json::parse(R"([["tp"],[]])"));
-  ASSERT_EQ(w["slices"].size(), 2u);
-  EXPECT_EQ(w["slices"][1]["rank"], 1);
-  EXPECT_EQ(w["slices"][1]["offset"], nlohmann::json({3, 0}));
-  EXPECT_EQ(w["slices"][1]["shape"], nlohmann::json({2, 3}));
-  EXPECT_EQ(w["slices"][1]["replicas"], nlohmann::json({1}));
-  const nlohmann::json &b = index["params"][1];
-  ASSERT_EQ(b["slices"].size(), 1u); // replicated: listed once, owned by rank 0
-  EXPECT_EQ(b["slices"][0]["rank"], 0);
-  EXPECT_EQ(b["slices"][0]["replicas"], nlohmann::json({0, 1}));
+  EXPECT_FALSE(w.contains("slices")); // slices follow from the mesh and the sharding
+  EXPECT_EQ(index["params"][1]["sharding"], nlohmann::json::parse(R"([[]])"));
+  EXPECT_EQ(index["params"][4]["sharding"], nlohmann::json::array());
   EXPECT_EQ(index["total_bytes"], 5 * 3 * 4 + 3 * 4 + 4 * 6 * 2 + 2 * 4 + 8);
   EXPECT_EQ(index["parameter_count"], 15 + 3 + 24 + 2 + 1);
 
@@ -381,8 +413,8 @@ TEST_F(CheckpointTest, FailedWritesLeaveNothingBehind) {
   EXPECT_NE(error.find("rank-00000-of-00002.safetensors"), std::string::npos) << error;
   EXPECT_TRUE(listDir(dir).empty());
 
-  std::vector<std::vector<std::string>> checksums(1); // wrong world size
-  EXPECT_FALSE(writeIndex(dir, program, checksums, error));
+  std::vector<RankReport> reports(1); // wrong world size
+  EXPECT_FALSE(writeIndex(dir, program, reports, error));
   EXPECT_TRUE(listDir(dir).empty());
 
   EXPECT_FALSE(writeShardFile(root + "/nowhere", program, 0, {}, error));
@@ -398,16 +430,130 @@ TEST_F(CheckpointTest, FailedWritesLeaveNothingBehind) {
 
 TEST_F(CheckpointTest, ReplicasWithDifferentBytesAreRefused) {
   Program program = tinyProgram();
-  std::vector<std::vector<std::string>> checksums(2, std::vector<std::string>(6, "0000000000000000"));
-  checksums[1][1] = "1111111111111111"; // "b" is replicated on ranks 0 and 1
-  checksums[0][5] = checksums[1][5] = ""; // "rope" is not stored
+  std::vector<std::vector<std::string>> sums(2, std::vector<std::string>(6, "0000000000000000"));
+  sums[1][1] = "1111111111111111"; // "b" is replicated on ranks 0 and 1
+  sums[0][5] = sums[1][5] = "";    // "rope" is not stored
+  EXPECT_EQ(replicatedParams(program), (std::vector<size_t>{1, 4})); // b and the scalar s
   std::string error;
   ASSERT_TRUE(checkOutputDir(dir, program, false, error)) << error;
-  EXPECT_FALSE(writeIndex(dir, program, checksums, error));
+  EXPECT_FALSE(writeIndex(dir, program, {makeRankReport(program, sums[0]),
+                                         makeRankReport(program, sums[1])}, error));
   EXPECT_NE(error.find("b: ranks 0 and 1 hold the same slice with different bytes"),
             std::string::npos)
       << error;
   EXPECT_TRUE(listDir(dir).empty());
+}
+
+TEST_F(CheckpointTest, ReplacedShardIsReported) {
+  Program program = tinyProgram();
+  writeAll(program);
+  // Rank 1's file replaced by one that is valid in itself: its "w" slice holds other bytes.
+  replaceShard(program, 1, 0, '\x11');
+  std::string error;
+  std::vector<std::string> problems;
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "rank 1 (rank-00001-of-00002.safetensors): its tensors' checksums are "
+                         "not those index.json recorded for this rank (the file changed after "
+                         "the job wrote it): rerun `prog/init --rank 1 --out " +
+                             dir + "` to regenerate it");
+  EXPECT_FALSE(assembleCheckpoint(dir, root + "/model.safetensors", error));
+  EXPECT_NE(error.find("w on rank 1 (rank-00001-of-00002.safetensors): its tensors' checksums"),
+            std::string::npos)
+      << error;
+
+  // The replicated "b" differing between ranks, with an index that agrees with each file:
+  // verify still finds that the copies differ.
+  replaceShard(program, 1, 1, '\x22');
+  std::vector<std::string> sums;
+  ASSERT_TRUE(shardIsComplete(dir, program, 1, sums));
+  nlohmann::json index = readIndexJson();
+  index["shard_digests"][1] = checksumToHex(shardDigest(program, sums));
+  std::ofstream(dir + "/index.json") << index.dump();
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rfind("b: ranks 0 and 1 hold the same slice with different bytes", 0),
+            0u)
+      << problems[0];
+}
+
+TEST_F(CheckpointTest, MalformedIndexIsRefused) {
+  Program program = tinyProgram();
+  writeAll(program);
+  nlohmann::json good = readIndexJson();
+  auto expectRefused = [&](nlohmann::json index, const std::string &why) {
+    std::ofstream(dir + "/index.json") << index.dump();
+    std::vector<std::string> problems;
+    std::string error;
+    EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+    EXPECT_NE(error.find("index.json is malformed (" + why), std::string::npos) << error;
+    EXPECT_NE(error.find("rerun the whole job"), std::string::npos) << error;
+  };
+  nlohmann::json index = good;
+  index["version"] = 1;
+  expectRefused(index, "version 1 is not supported");
+  index = good;
+  index["shard_digests"].erase(1);
+  expectRefused(index, "shard_digests does not list world_size digests");
+  index = good;
+  index["shard_digests"][0] = "xyz";
+  expectRefused(index, "shard digest \"xyz\" is not 16 hex digits");
+  index = good;
+  index["mesh"]["shape"] = {3};
+  expectRefused(index, "the mesh does not have world_size ranks");
+  index = good;
+  index["params"][0]["sharding"] = nlohmann::json::parse(R"([["dp"],[]])");
+  expectRefused(index, "w: sharding names unknown mesh axis dp");
+  index = good;
+  index["params"][0]["sharding"] = nlohmann::json::parse(R"([["tp"],["tp"]])");
+  expectRefused(index, "w: mesh axis tp splits two dims");
+  index = good;
+  index["params"][0]["sharding"] = nlohmann::json::parse(R"([["tp"]])");
+  expectRefused(index, "w: sharding does not list every dim");
+}
+
+// The index lists files, digests and params: a 16,384-rank mesh does not multiply them.
+TEST(CheckpointIndex, StaysSmallOnLargeMeshes) {
+  Program program;
+  program.modelName = "big";
+  program.mesh.axisNames = {"dp", "tp"};
+  program.mesh.shape = {512, 32};
+  program.programId = "0123456789abcdef";
+  for (int layer = 0; layer < 100; ++layer) {
+    std::string prefix = "layers." + std::to_string(layer) + ".";
+    program.params.push_back(makeParam(prefix + "proj", DType::BF16, {16384, 16384}, {{0}, {1}}));
+    program.params.push_back(makeParam(prefix + "norm", DType::BF16, {16384}, {{0}}));
+  }
+  int64_t world = program.mesh.size();
+  std::vector<size_t> replicated = replicatedParams(program);
+  ASSERT_EQ(replicated.size(), 100u); // the norms: split over dp, copied over tp
+  std::vector<RankReport> reports(static_cast<size_t>(world));
+  for (int64_t rank = 0; rank < world; ++rank) {
+    reports[size_t(rank)].digest = uint64_t(rank) * 0x9e3779b97f4a7c15ull;
+    for (size_t j = 0; j < replicated.size(); ++j) // equal within each dp group of 32 ranks
+      reports[size_t(rank)].replicated.push_back(uint64_t(rank / 32) << 8 | j);
+  }
+  char pattern[] = "/tmp/initrt-index-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  std::string dir = pattern;
+  std::string error;
+  ASSERT_TRUE(writeIndex(dir, program, reports, error)) << error;
+  struct stat info;
+  ASSERT_EQ(stat((dir + "/index.json").c_str(), &info), 0);
+  EXPECT_LT(info.st_size, 1 << 20); // files and digests: 52 bytes per rank
+  std::ifstream in(dir + "/index.json");
+  nlohmann::json index = nlohmann::json::parse(in);
+  EXPECT_EQ(index["shard_digests"].size(), size_t(world));
+  EXPECT_EQ(index["shard_digests"][16383], checksumToHex(16383 * 0x9e3779b97f4a7c15ull));
+
+  // One copy of a norm differs: rank 167 (dp 5, tp 7) against the copy of rank 160 (dp 5, tp 0).
+  reports[167].replicated[3] ^= 1;
+  EXPECT_FALSE(writeIndex(dir, program, reports, error));
+  EXPECT_NE(error.find("layers.3.norm: ranks 160 and 167 hold the same slice with different "
+                       "bytes"),
+            std::string::npos)
+      << error;
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
 }
 
 TEST_F(CheckpointTest, OutputDirRefusesAnotherProgram) {
