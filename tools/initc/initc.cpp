@@ -191,7 +191,7 @@ struct InspectArgs {
 
 // Per-core generation rates, elements per second, from the kernel benchmark on the build
 // machine (one core of an AMD EPYC, 2 vCPUs), for the AVX2 variant: the slower of the default
-// two, so that the estimate bounds the time on any x86-64-v3 host (AVX-512 runs 1.3-1.4x faster):
+// two, so that the estimate bounds the time on any x86-64-v3 host (AVX-512 runs 1.9-2.2x faster):
 //   ninja -C build initc-kernel-bench && INITRT_TARGET_CPU=x86-64-v3 \
 //     build/bin/initc-kernel-bench --benchmark_min_time=0.2
 // (items_per_second of kernel/<distribution>_f32). Elementwise recipes without randomness

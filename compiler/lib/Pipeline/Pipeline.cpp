@@ -76,7 +76,9 @@ LogicalResult initc::kernelTargets(llvm::ArrayRef<std::string> cpus,
     std::optional<unsigned> registers = target::vectorRegisters(cpu, options, error);
     if (!registers)
       return failure();
-    targets.push_back(cpu + (*registers >= 32 ? ":2" : ":1"));
+    // AVX-512 (32 registers of 16 floats): two groups of 16 blocks, so that the float
+    // transforms run at full width; otherwise one group of 8.
+    targets.push_back(cpu + (*registers >= 32 ? ":2x16" : ":1"));
   }
   return success();
 }

@@ -6,17 +6,17 @@
 // and its linear index is taken in the global shape, so every rank computes the same value for
 // the same element. The ABI is initrt::KernelFn (runtime/include/initrt/program.h).
 //
-// One Philox block gives four consecutive elements (ir-spec/rng.md rule 2), so the inner loop
-// runs over whole blocks of the linear index, evaluating the region for the four elements of a
-// block in one iteration: LLVM sees the four Philox evaluations are the same and keeps one.
-// The main loop takes 8 blocks at a time on explicit vectors (each op of the region given a
-// vector<8> type, one vector per lane of a block, the four interleaved into one store), so the
-// vector width does not depend on LLVM's cost model (ir-spec/lowering.md says why); with more
-// vector registers (AVX-512) it takes several such groups, cloned op by op so that their
-// independent dependency chains interleave (the `targets` option, one kernel per CPU); the blocks
-// left over run in a scalar block loop that LLVM may vectorize, and scalar loops cover the
-// partial blocks at either end of a row. The region's trailing arguments (Philox keys) are read from the kernel's `args`, so
-// parameters that differ only in their keys share a kernel.
+// One Philox block gives four consecutive elements (ir-spec/rng.md rule 2), so the inner loop runs
+// over whole blocks of the linear index, evaluating the region for the four elements of a block in
+// one iteration: LLVM sees the four Philox evaluations are the same and keeps one. The main loop
+// takes 8 blocks at a time on explicit vectors (each op of the region given a vector<8> type, one
+// vector per lane of a block, the four interleaved into one store), so the vector width does not
+// depend on LLVM's cost model (ir-spec/lowering.md says why); with AVX-512 it takes 16 blocks
+// (vector<16>: zmm floats) and several such groups, cloned op by op so that their independent
+// dependency chains interleave (the `targets` option, one kernel per CPU); the blocks left over run
+// in a scalar block loop that LLVM may vectorize, and scalar loops cover the partial blocks at
+// either end of a row. The region's trailing arguments (Philox keys) are read from the kernel's
+// `args`, so parameters that differ only in their keys share a kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "initc/Random/Expand.h"
@@ -41,10 +41,12 @@ using namespace initc::init;
 
 namespace {
 
-/// Blocks per vector of the explicitly vectorized block loop: 8 lanes of i64 Philox arithmetic
-/// fill two AVX2 registers, and 8 x f32 one.
-constexpr int64_t kVectorBlocks = 8;
-/// At most this many groups of kVectorBlocks blocks per iteration.
+/// Blocks per vector of the explicitly vectorized block loop, by default: 8 lanes of i64 Philox
+/// arithmetic fill two AVX2 registers, and 8 x f32 one. AVX-512 takes 16, so that the float
+/// transforms fill its registers too.
+constexpr int64_t kDefaultVectorBlocks = 8;
+constexpr int64_t kMaxVectorBlocks = 16;
+/// At most this many groups of vector blocks per iteration.
 constexpr int64_t kMaxGroups = 4;
 
 /// Whether every op of `region` is an arith or math op on scalars, so that it can be evaluated
@@ -61,9 +63,9 @@ bool isVectorizable(Block &region) {
 }
 
 /// Builds `func.func @name(out, globalShape, offset, localShape, begin, end, args)` evaluating
-/// `fused`, `groups` vectors of kVectorBlocks blocks per iteration of its main loop.
+/// `fused`, `groups` vectors of `vectorBlocks` blocks per iteration of its main loop.
 func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, ElementwiseOp fused,
-                         int64_t groups) {
+                         int64_t groups, int64_t vectorBlocks) {
   MLIRContext *ctx = builder.getContext();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   Type i64 = builder.getI64Type();
@@ -172,13 +174,13 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       Value col = cols.getInductionVar();
       emitElement(b, col, b.create<arith::AddIOp>(loc, base, col));
     };
-    // Evaluates the region for the 4 * kVectorBlocks * groups elements of blocks [firstBlock,
-    // firstBlock + kVectorBlocks * groups) on vectors (one vector per lane of a block and group,
+    // Evaluates the region for the 4 * vectorBlocks * groups elements of blocks [firstBlock,
+    // firstBlock + vectorBlocks * groups) on vectors (one vector per lane of a block and group,
     // each op of the region given a vector type), interleaves the four lanes of a group into
     // element order and stores them with one store. Every op is elementwise, so each vector lane
     // computes exactly what the scalar code computes for its element.
     auto emitBlockGroups = [&](OpBuilder &b, Value firstBlock) {
-      auto vectorOf = [&](Type t) { return VectorType::get({kVectorBlocks}, t); };
+      auto vectorOf = [&](Type t) { return VectorType::get({vectorBlocks}, t); };
       auto splat = [&](Value scalar) -> Value {
         return b.create<vector::BroadcastOp>(loc, vectorOf(scalar.getType()), scalar);
       };
@@ -199,8 +201,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       SmallVector<IRMapping, 4 * kMaxGroups> mappings(4 * groups);
       for (int64_t group = 0; group < groups; ++group) {
         SmallVector<int64_t> steps;
-        for (int64_t k = 0; k < kVectorBlocks; ++k)
-          steps.push_back(group * kVectorBlocks + k);
+        for (int64_t k = 0; k < vectorBlocks; ++k)
+          steps.push_back(group * vectorBlocks + k);
         Value blockIndex = b.create<arith::AddIOp>(
             loc, splat(firstBlock), b.create<arith::ConstantOp>(loc, b.getI64VectorAttr(steps)));
         Value first = b.create<arith::ShLIOp>(loc, blockIndex, i64s(2));
@@ -244,22 +246,43 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       };
       for (int64_t group = 0; group < groups; ++group) {
         SmallVector<Value, 4> lanes;
+        // Shuffle integers: every element type has an integer of its width.
+        Type bits = b.getIntegerType(storeType.getIntOrFloatBitWidth());
         for (int64_t lane = 0; lane < 4; ++lane) {
           IRMapping &mapping = mappings[group * 4 + lane];
           Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
-          // Shuffle integers: every element type has an integer of its width.
-          Type bits = b.getIntegerType(storeType.getIntOrFloatBitWidth());
           if (element.isInteger(1))
             value = b.create<arith::ExtUIOp>(loc, vectorOf(bits), value);
           else if (value.getType() != vectorOf(bits))
             value = b.create<arith::BitcastOp>(loc, vectorOf(bits), value);
           lanes.push_back(value);
         }
-        Value all = interleave(interleave(lanes[0], lanes[2]), interleave(lanes[1], lanes[3]));
+        Value all;
+        if (bits.getIntOrFloatBitWidth() == 16 && llvm::sys::IsLittleEndianHost) {
+          // Two 16-bit elements of a block per 32-bit word (the first in the low half), then
+          // the words of the two pairs interleaved: LLVM sees that a bf16 rounding's `>> 16`
+          // and `<< 16` cancel, and no 16-bit shuffle or narrowing remains.
+          auto vectorOfI32 = vectorOf(b.getI32Type());
+          Value sixteen = b.create<arith::ConstantOp>(
+              loc, DenseElementsAttr::get(vectorOfI32, b.getI32IntegerAttr(16)));
+          auto pair = [&](Value low, Value high) -> Value {
+            Value first = b.create<arith::ExtUIOp>(loc, vectorOfI32, low);
+            Value second = b.create<arith::ExtUIOp>(loc, vectorOfI32, high);
+            second = b.create<arith::ShLIOp>(loc, second, sixteen);
+            return b.create<arith::OrIOp>(loc, first, second);
+          };
+          Value first = pair(lanes[0], lanes[1]);
+          Value second = pair(lanes[2], lanes[3]);
+          all = interleave(first, second);
+        } else {
+          Value even = interleave(lanes[0], lanes[2]);
+          Value odd = interleave(lanes[1], lanes[3]);
+          all = interleave(even, odd);
+        }
         Value col = b.create<arith::SubIOp>(
             loc,
             b.create<arith::ShLIOp>(
-                loc, b.create<arith::AddIOp>(loc, firstBlock, cst(group * kVectorBlocks)),
+                loc, b.create<arith::AddIOp>(loc, firstBlock, cst(group * vectorBlocks)),
                 cst(2)),
             base);
         unsigned align = std::max(1u, storeType.getIntOrFloatBitWidth() / 8);
@@ -282,10 +305,10 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         loc, headEnd,
         b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, blockEnd, four), base));
     scalarLoop(colLo, headEnd);
-    // Whole groups of kVectorBlocks blocks on vectors, then the remaining blocks one by one.
+    // Whole groups of vectorBlocks blocks on vectors, then the remaining blocks one by one.
     Value vectorEnd = blockBegin;
     if (vectorizable) {
-      Value group = cst(kVectorBlocks * groups);
+      Value group = cst(vectorBlocks * groups);
       Value count = b.create<arith::SubIOp>(loc, blockEnd, blockBegin);
       vectorEnd = b.create<arith::AddIOp>(
           loc, blockBegin,
@@ -359,10 +382,11 @@ ElementwiseOp buildOrthogonalSource(OrthogonalOp op, uint64_t seed, StringRef pa
   return source;
 }
 
-/// One entry of the pass's `targets` option: `CPU` or `CPU:GROUPS`.
+/// One entry of the pass's `targets` option: `CPU`, `CPU:GROUPS` or `CPU:GROUPSxBLOCKS`.
 struct KernelTarget {
   std::string cpu;
   int64_t groups = 1;
+  int64_t vectorBlocks = kDefaultVectorBlocks;
   std::string suffix; // appended to the kernel name; empty for the first target
 };
 
@@ -372,14 +396,21 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
   LogicalResult parseTargets(SmallVectorImpl<KernelTarget> &out) {
     llvm::StringSet<> cpus, suffixes;
     for (const std::string &entry : targets) {
-      auto [cpu, count] = StringRef(entry).split(':');
+      auto [cpu, shape] = StringRef(entry).split(':');
+      auto [count, blocks] = shape.split('x');
       KernelTarget target;
       target.cpu = cpu.str();
-      if (cpu.empty() || (!count.empty() && (count.getAsInteger(10, target.groups) ||
-                                             target.groups < 1 || target.groups > kMaxGroups)))
+      bool badGroups = !count.empty() && (count.getAsInteger(10, target.groups) ||
+                                          target.groups < 1 || target.groups > kMaxGroups);
+      bool badBlocks = shape.contains('x') &&
+                       (blocks.getAsInteger(10, target.vectorBlocks) ||
+                        (target.vectorBlocks != kDefaultVectorBlocks &&
+                         target.vectorBlocks != kMaxVectorBlocks));
+      if (cpu.empty() || badGroups || badBlocks)
         return getOperation().emitError()
-               << "init-partition: target '" << entry << "' is not CPU or CPU:GROUPS with GROUPS in 1.."
-               << kMaxGroups;
+               << "init-partition: target '" << entry
+               << "' is not CPU, CPU:GROUPS or CPU:GROUPSxBLOCKS with GROUPS in 1.." << kMaxGroups
+               << " and BLOCKS " << kDefaultVectorBlocks << " or " << kMaxVectorBlocks;
       if (!out.empty()) {
         target.suffix = ".";
         for (char c : target.cpu)
@@ -444,7 +475,7 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
         it->second = "initc_kernel_" + std::to_string(next++);
         for (const KernelTarget &target : kernelTargets) {
           func::FuncOp kernel = buildKernel(builder, fused.getLoc(), it->second + target.suffix,
-                                            fused, target.groups);
+                                            fused, target.groups, target.vectorBlocks);
           if (!target.cpu.empty())
             kernel->setAttr("initc.target_cpu", builder.getStringAttr(target.cpu));
         }

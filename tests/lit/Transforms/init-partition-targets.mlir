@@ -1,28 +1,45 @@
-// RUN: initc-opt %s '--init-partition=targets=x86-64-v4:2,x86-64-v3' | FileCheck %s
+// RUN: initc-opt %s '--init-partition=targets=x86-64-v4:2x16,x86-64-v3' | FileCheck %s
 // RUN: not initc-opt %s '--init-partition=targets=x86-64-v3,x86-64-v3' 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not initc-opt %s '--init-partition=targets=x86-64-v4:9' 2>&1 | FileCheck %s --check-prefix=GROUPS
+// RUN: not initc-opt %s '--init-partition=targets=x86-64-v4:2x12' 2>&1 | FileCheck %s --check-prefix=BLOCKS
 
 // With targets, every recipe gets one kernel per CPU, best first: the first keeps the kernel's
 // name (the one parameters refer to), the others add '.CPU'. Each carries initc.target_cpu for
-// the code generator, and takes GROUPS groups of 8 Philox blocks per iteration of its vector
-// loop: one store of 32 elements per group.
+// the code generator, and takes GROUPS groups of BLOCKS Philox blocks (8 unless given) per
+// iteration of its vector loop: one store of 4 x BLOCKS elements per group.
 
 // CHECK-LABEL: init.param @a : tensor<4x64xf32> kernel @initc_kernel_0{{$}}
+// CHECK-LABEL: init.param @h : tensor<4x64xbf16> kernel @initc_kernel_1{{$}}
 // CHECK-LABEL: func.func @initc_kernel_0(
 // CHECK-SAME:      attributes {initc.kernel, initc.target_cpu = "x86-64-v4"}
-// CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c16_i64
-// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<32xi32>, !llvm.ptr
-// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<32xi32>, !llvm.ptr
+// CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32_i64
+// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
+// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 // CHECK-NEXT:      }
 // CHECK-LABEL: func.func @initc_kernel_0.x86_64_v3(
 // CHECK-SAME:      attributes {initc.kernel, initc.target_cpu = "x86-64-v3"}
 // CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c8_i64
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<32xi32>, !llvm.ptr
 // CHECK-NEXT:      }
+
+// 16-bit elements: the two elements of each pair in a block share a 32-bit word (the first in
+// the low half), and the words of the two pairs interleave into the store.
+// CHECK-LABEL: func.func @initc_kernel_1(
+// CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32_i64
+// CHECK:             %[[E0:.+]] = arith.extui %{{.+}} : vector<16xi16> to vector<16xi32>
+// CHECK-NEXT:        %[[E1:.+]] = arith.extui %{{.+}} : vector<16xi16> to vector<16xi32>
+// CHECK-NEXT:        %[[H1:.+]] = arith.shli %[[E1]], %{{.+}} : vector<16xi32>
+// CHECK-NEXT:        %[[P01:.+]] = arith.ori %[[E0]], %[[H1]] : vector<16xi32>
+// CHECK:             %[[ALL:.+]] = vector.shuffle %[[P01]], %{{.+}} [0, 16, 1, 17, 2, 18, {{.+}}, 15, 31] : vector<16xi32>, vector<16xi32>
+// CHECK:             llvm.store %[[ALL]], %{{.+}} {alignment = 2 : i64} : vector<32xi32>, !llvm.ptr
+// CHECK-LABEL: func.func @initc_kernel_1.x86_64_v3(
+// CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c8_i64
+// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 2 : i64} : vector<16xi32>, !llvm.ptr
 // CHECK-NOT:   func.func
 
 // TWICE: error: init-partition: target 'x86-64-v3' is listed twice
-// GROUPS: error: init-partition: target 'x86-64-v4:9' is not CPU or CPU:GROUPS with GROUPS in 1..4
+// GROUPS: error: init-partition: target 'x86-64-v4:9' is not CPU, CPU:GROUPS or CPU:GROUPSxBLOCKS with GROUPS in 1..4 and BLOCKS 8 or 16
+// BLOCKS: error: init-partition: target 'x86-64-v4:2x12' is not CPU, CPU:GROUPS
 
 init.seed 0
 init.param @a : tensor<4x64xf32> {
@@ -32,4 +49,12 @@ init.param @a : tensor<4x64xf32> {
     init.yield %v : f32
   }
   init.yield %0 : tensor<4x64xf32>
+}
+init.param @h : tensor<4x64xbf16> {
+  %0 = init.elementwise : tensor<4x64xbf16> {
+  ^bb0(%linear: i64, %i: i64, %j: i64):
+    %v = arith.sitofp %linear : i64 to bf16
+    init.yield %v : bf16
+  }
+  init.yield %0 : tensor<4x64xbf16>
 }

@@ -352,16 +352,16 @@ TEST_F(KernelReferenceTest, SameRecipesShareAKernel) {
 }
 
 TEST_F(KernelReferenceTest, VectorWidthsGiveTheSameBytes) {
-  // Every CPU and every number of block groups per iteration (interleaved dependency chains)
-  // gives the same bytes; AVX-512 code runs only where the host has it.
+  // Every CPU, every number of block groups per iteration (interleaved dependency chains) and
+  // both vector lengths give the same bytes; AVX-512 code runs only where the host has it.
   std::vector<Case> cases = allCases();
   std::vector<uint8_t> portable = runAll(cases, "x86-64");
   ASSERT_FALSE(portable.empty());
-  std::vector<std::string> specs = {"x86-64-v3", "x86-64-v3:2", "native:3"};
+  std::vector<std::string> specs = {"x86-64-v3", "x86-64-v3:2", "x86-64-v3:1x16", "native:3"};
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-    specs.push_back("x86-64-v4:2");
+    specs.insert(specs.end(), {"x86-64-v4:2", "x86-64-v4:2x16"});
   for (const std::string &spec : specs)
     EXPECT_TRUE(portable == runAll(cases, spec)) << "x86-64 and " << spec << " kernels differ";
 }
@@ -404,7 +404,7 @@ TEST_F(KernelReferenceTest, FloatToI64IsDefinedOutsideTheRange) {
   std::vector<std::string> specs = {"x86-64", "x86-64-v3"};
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
-    specs.push_back("x86-64-v4:2");
+    specs.push_back("x86-64-v4:2x16");
   for (const std::string &spec : specs) {
     initrt::Program program;
     void *handle = compile(text, spec, program);

@@ -108,8 +108,9 @@ def Partition : Pass<"init-partition", "mlir::ModuleOp"> {
   }];
   let options = [
     ListOption<"targets", "targets", "std::string",
-               "CPUs to build each kernel for, as CPU or CPU:GROUPS (groups of 8 Philox blocks "
-               "per iteration; more for CPUs with more vector registers). The first keeps the "
+               "CPUs to build each kernel for, as CPU, CPU:GROUPS or CPU:GROUPSxBLOCKS (GROUPS "
+               "groups of BLOCKS Philox blocks per iteration, BLOCKS 8 by default or 16 for "
+               "512-bit vectors; more groups for CPUs with more vector registers). The first keeps the "
                "kernel's name, the others add '.CPU' (non-alphanumerics as '_'); each kernel "
                "carries initc.target_cpu. Empty: one kernel per recipe, one group">
   ];
