@@ -1015,6 +1015,9 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
       replicated.push_back(p);
   // The replicated tensors' checksums of every readable rank, compared once all are read.
   std::vector<std::vector<uint64_t>> replicaSums(size_t(index.worldSize));
+  std::set<std::string> listed;
+  for (const IndexParam &item : index.params)
+    listed.insert(item.param.name);
 
   // One rank at a time: memory stays that of one file's header, whatever the mesh.
   for (int64_t rank = 0; rank < index.worldSize; ++rank) {
@@ -1042,12 +1045,10 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
     }
 
     std::vector<uint64_t> sums(index.params.size(), 0);
-    std::set<std::string> listed;
     bool intact = true; // every listed tensor is there as the index expects it
     for (size_t p = 0; p < index.params.size(); ++p) {
       const IndexParam &item = index.params[p];
       const Param &param = item.param;
-      listed.insert(param.name);
       std::string at = param.name + " on " + where;
       const SafetensorsEntry *entry = reader.find(param.name);
       auto record = records.find(param.name);
