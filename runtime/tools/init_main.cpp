@@ -255,6 +255,8 @@ void printSummary(const Program &program, const Options &options, const std::vec
                   int ranks, double wallSeconds, const std::string &kernelCpu) {
   double bytes = 0, written = 0, elements = 0, slowest = 0, maxRss = 0, maxShardBytes = 0;
   int slowestRank = 0, maxRssRank = 0, skipped = 0;
+  // stats are indexed by the job's ranks; a lone --rank run is that one rank.
+  auto rankName = [&](int r) { return std::to_string(options.rank >= 0 ? options.rank : r); };
   for (int r = 0; r < ranks; ++r) {
     const double *s = &stats[size_t(r) * RankStats::kFields];
     bytes += s[0];
@@ -288,7 +290,7 @@ void printSummary(const Program &program, const Options &options, const std::vec
     rankText += ", " + std::to_string(skipped) + " already complete";
   row("ranks", rankText);
   row("parameters", std::to_string(program.params.size()));
-  row("kernels", "compiled for " + kernelCpu + " (rank 0)");
+  row("kernels", "compiled for " + kernelCpu + " (rank " + rankName(0) + ")");
   row("elements", formatCount(modelElements) + " in the model, " + formatCount(elements) +
                       " computed (replicas included)");
   if (options.discard)
@@ -303,9 +305,9 @@ void printSummary(const Program &program, const Options &options, const std::vec
                 formatBytes(wallSeconds > 0 ? (options.discard ? bytes : written) / wallSeconds : 0)
                     .c_str());
   row("throughput", text);
-  std::snprintf(text, sizeof(text), "rank %d, %.3f s", slowestRank, slowest);
+  std::snprintf(text, sizeof(text), "rank %s, %.3f s", rankName(slowestRank).c_str(), slowest);
   row("slowest rank", text);
-  row("peak memory", "max RSS " + formatBytes(maxRss) + " (rank " + std::to_string(maxRssRank) +
+  row("peak memory", "max RSS " + formatBytes(maxRss) + " (rank " + rankName(maxRssRank) +
                          ") vs largest rank's shards " + formatBytes(maxShardBytes));
 }
 

@@ -49,6 +49,11 @@ for mesh in dp=1 dp=2 dp=3 dp=2,tp=2; do
       || fail "$mesh rank $k: the mpirun file differs from the --rank $k file"
   done
   [[ ! -e "$WORK/alone-$mesh/index.json" ]] || fail "--rank wrote index.json for $mesh"
+  # The summary of a lone rank names that rank, not rank 0 of a one-rank world.
+  last=$((ranks - 1))
+  summary=$("$prog/init" --rank "$last" --discard --threads 1 2>&1) || fail "--rank $last --discard failed"
+  grep -q "slowest rank    rank $last," <<<"$summary" && grep -q "(rank $last) vs largest" <<<"$summary" \
+    || fail "the --rank $last summary does not name rank $last: $summary"
 
   "$TESTPROG" verify "$WORK/ckpt-$mesh" || fail "verify failed for $mesh"
   "$TESTPROG" assemble "$WORK/ckpt-$mesh" "$WORK/model-$mesh.safetensors" \
