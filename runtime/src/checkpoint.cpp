@@ -311,6 +311,12 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
     index.files = json.at("files").get<std::vector<std::string>>();
     if (int64_t(index.files.size()) != index.worldSize)
       throw std::runtime_error("files does not list world_size files");
+    // Files are read by these names: only the shard names of this directory are accepted.
+    for (int64_t rank = 0; rank < index.worldSize; ++rank)
+      if (index.files[size_t(rank)] != shardFileName(rank, index.worldSize))
+        throw std::runtime_error("files[" + std::to_string(rank) + "] is \"" +
+                                 index.files[size_t(rank)] + "\", not " +
+                                 shardFileName(rank, index.worldSize));
     for (const Json &digest : json.at("shard_digests")) {
       uint64_t value;
       if (!parseChecksumHex(digest.get<std::string>(), value))
@@ -1021,13 +1027,8 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
 
   // One rank at a time: memory stays that of one file's header, whatever the mesh.
   for (int64_t rank = 0; rank < index.worldSize; ++rank) {
-    std::string file = shardFileName(rank, index.worldSize);
+    const std::string &file = index.files[size_t(rank)];
     std::string where = "rank " + std::to_string(rank) + " (" + file + ")";
-    if (index.files[size_t(rank)] != file) {
-      problems.push_back("index.json lists " + index.files[size_t(rank)] + " for " + where +
-                         ": the index is damaged: " + rerunJobHint(dir, false));
-      continue;
-    }
     SafetensorsReader reader;
     std::string readError, why;
     if (!reader.open(joinPath(dir, file), readError)) {

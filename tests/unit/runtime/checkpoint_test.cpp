@@ -496,6 +496,9 @@ TEST_F(CheckpointTest, MalformedIndexIsRefused) {
   index["shard_digests"].erase(1);
   expectRefused(index, "shard_digests does not list world_size digests");
   index = good;
+  index["files"][1] = "../elsewhere.safetensors";
+  expectRefused(index, "files[1] is \"../elsewhere.safetensors\", not rank-00001-of-00002");
+  index = good;
   index["shard_digests"][0] = "xyz";
   expectRefused(index, "shard digest \"xyz\" is not 16 hex digits");
   index = good;
