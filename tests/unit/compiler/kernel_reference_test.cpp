@@ -238,8 +238,9 @@ protected:
     llvm::sys::fs::remove_directories(tempDir);
   }
 
-  // Compiles `cases` for `spec`, a CPU or CPU:GROUPS (init-partition's targets: block groups
-  // per iteration); returns the program (kernel names and args) and the library.
+  // Compiles `cases` for `spec`, a CPU, CPU:GROUPS or CPU:GROUPSxBLOCKS (init-partition's
+  // targets: block groups per iteration, blocks per vector); returns the program (kernel names
+  // and args) and the library.
   void *compile(const std::vector<Case> &cases, const std::string &spec,
                 initrt::Program &program) {
     return compile(moduleText(cases), spec, program);
