@@ -234,39 +234,6 @@ bool readTextFile(const std::string &path, std::string &text, std::string &error
   return true;
 }
 
-/// Mesh axes that split none of the param's dims: its copies differ only in them.
-std::vector<bool> replicatingAxes(const Mesh &mesh, const Param &param) {
-  std::vector<bool> replicating(mesh.shape.size(), true);
-  for (size_t d = 0; d < param.splitAxes.size() && d < param.shape.size(); ++d)
-    for (int axis : param.splitAxes[d])
-      replicating[size_t(axis)] = false;
-  return replicating;
-}
-
-bool isReplicated(const Mesh &mesh, const Param &param) {
-  std::vector<bool> replicating = replicatingAxes(mesh, param);
-  for (size_t axis = 0; axis < mesh.shape.size(); ++axis)
-    if (replicating[axis] && mesh.shape[axis] > 1)
-      return true;
-  return false;
-}
-
-/// For each rank, the rank with coordinate 0 on every replicating axis: it holds the same slice.
-std::vector<int64_t> replicaRoots(const Mesh &mesh, const Param &param) {
-  std::vector<bool> replicating = replicatingAxes(mesh, param);
-  std::vector<int64_t> roots(size_t(mesh.size()));
-  for (int64_t rank = 0; rank < int64_t(roots.size()); ++rank) {
-    int64_t root = rank, stride = 1;
-    for (size_t axis = mesh.shape.size(); axis-- > 0;) {
-      if (replicating[axis])
-        root -= (rank / stride) % mesh.shape[axis] * stride;
-      stride *= mesh.shape[axis];
-    }
-    roots[size_t(rank)] = root;
-  }
-  return roots;
-}
-
 std::string replicaMismatch(const std::string &name, int64_t root, int64_t rank, uint64_t a,
                             uint64_t b) {
   return name + ": ranks " + std::to_string(root) + " and " + std::to_string(rank) +

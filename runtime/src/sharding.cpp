@@ -180,4 +180,38 @@ std::vector<int64_t> replicaRanks(const Mesh &mesh, const Param &param, int64_t 
   return ranks;
 }
 
+namespace {
+/// Mesh axes that split none of the param's dims: its copies differ only in them.
+std::vector<bool> replicatingAxes(const Mesh &mesh, const Param &param) {
+  std::vector<bool> replicating(mesh.shape.size(), true);
+  for (size_t d = 0; d < param.splitAxes.size() && d < param.shape.size(); ++d)
+    for (int axis : param.splitAxes[d])
+      replicating[size_t(axis)] = false;
+  return replicating;
+}
+} // namespace
+
+bool isReplicated(const Mesh &mesh, const Param &param) {
+  std::vector<bool> replicating = replicatingAxes(mesh, param);
+  for (size_t axis = 0; axis < mesh.shape.size(); ++axis)
+    if (replicating[axis] && mesh.shape[axis] > 1)
+      return true;
+  return false;
+}
+
+std::vector<int64_t> replicaRoots(const Mesh &mesh, const Param &param) {
+  std::vector<bool> replicating = replicatingAxes(mesh, param);
+  std::vector<int64_t> roots(size_t(mesh.size()));
+  for (int64_t rank = 0; rank < int64_t(roots.size()); ++rank) {
+    int64_t root = rank, stride = 1;
+    for (size_t axis = mesh.shape.size(); axis-- > 0;) {
+      if (replicating[axis])
+        root -= (rank / stride) % mesh.shape[axis] * stride;
+      stride *= mesh.shape[axis];
+    }
+    roots[size_t(rank)] = root;
+  }
+  return roots;
+}
+
 } // namespace initrt

@@ -33,4 +33,11 @@ Slice sliceForRank(const Mesh &mesh, const Param &param, int64_t rank);
 /// The lowest of them is the slice's owner in the checkpoint index.
 bool isSliceOwner(const Mesh &mesh, const Param &param, int64_t rank);
 
+/// True when a mesh axis of size > 1 splits none of `param`'s dims: each slice has copies.
+bool isReplicated(const Mesh &mesh, const Param &param);
+
+/// For each rank, the rank with coordinate 0 on every mesh axis that splits none of `param`'s
+/// dims: it holds the same slice (checkpoint writers compare the copies against it).
+std::vector<int64_t> replicaRoots(const Mesh &mesh, const Param &param);
+
 } // namespace initrt

@@ -169,3 +169,22 @@ TEST(Replicas, OwnerIsLowestRankWithEqualSliceForAnyLayout) {
     }
   }
 }
+
+TEST(Replicas, RootHoldsTheSameSliceWithZeroOnCopyingAxes) {
+  Mesh mesh = makeMesh({"dp", "tp", "pp"}, {2, 3, 2});
+  Param rows = makeParam({7, 5}, {{0}}); // split over dp, copied over tp and pp
+  std::vector<int64_t> roots = replicaRoots(mesh, rows);
+  EXPECT_TRUE(isReplicated(mesh, rows));
+  for (int64_t r = 0; r < mesh.size(); ++r) {
+    EXPECT_TRUE(sliceForRank(mesh, rows, roots[size_t(r)]) == sliceForRank(mesh, rows, r)) << r;
+    std::vector<int64_t> coords = meshCoords(mesh, roots[size_t(r)]);
+    EXPECT_EQ(coords[0], meshCoords(mesh, r)[0]) << r;
+    EXPECT_EQ(coords[1], 0) << r;
+    EXPECT_EQ(coords[2], 0) << r;
+  }
+  Param everywhere = makeParam({4, 6, 2}, {{0}, {1}, {2}});
+  EXPECT_FALSE(isReplicated(mesh, everywhere));
+  roots = replicaRoots(mesh, everywhere);
+  for (int64_t r = 0; r < mesh.size(); ++r)
+    EXPECT_EQ(roots[size_t(r)], r);
+}
