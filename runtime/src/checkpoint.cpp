@@ -738,6 +738,22 @@ bool writeIndex(const std::string &dir, const Program &program,
 // Output directory
 //===----------------------------------------------------------------------===//
 
+namespace {
+std::string refusal(const std::string &dir, const std::string &reason, const Program &program) {
+  return dir + " holds a checkpoint of another program (" + reason + ", this program is " +
+         program.programId + "): pass --overwrite to replace it, or choose another --out";
+}
+
+bool removeForOverwrite(const std::string &path, std::string &error) {
+  // Other ranks may be removing the same files at the same time.
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    error = "cannot remove " + path + " (--overwrite): " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+} // namespace
+
 bool checkOutputDir(const std::string &dir, const Program &program, bool overwrite,
                     std::string &error) {
   if (!makeDirectories(dir, error))
@@ -764,6 +780,9 @@ bool checkOutputDir(const std::string &dir, const Program &program, bool overwri
     }
   }
 
+  // Shard files of another mesh size are another program's by their names alone. Those of this
+  // size are each checked by the rank that owns the name (checkOwnShard), so that no process
+  // reads thousands of headers.
   DIR *listing = ::opendir(dir.c_str());
   if (!listing) {
     error = "cannot list " + dir + ": " + std::strerror(errno) + ": choose another --out";
@@ -776,47 +795,41 @@ bool checkOutputDir(const std::string &dir, const Program &program, bool overwri
   std::sort(names.begin(), names.end());
   for (const std::string &name : names) {
     int64_t rank, world;
-    if (!parseShardFileName(name, rank, world))
+    if (!parseShardFileName(name, rank, world) || world == worldSize)
       continue;
-    // Another mesh size is another program; a shard of ours that is unreadable is simply
-    // incomplete and its rank rewrites it.
-    std::string reason;
-    if (world != worldSize) {
-      reason = name + " is from a run with " + std::to_string(world) + " ranks";
-    } else {
-      SafetensorsReader reader;
-      std::string openError;
-      if (reader.open(joinPath(dir, name), openError)) {
-        const std::string *id = reader.metadataValue("initc.program_id");
-        if (!id)
-          reason = name + " is not an initc shard";
-        else if (*id != program.programId)
-          reason = name + " has program id " + *id;
-      }
-    }
-    if (!reason.empty()) {
-      foreign.push_back(name);
-      if (firstReason.empty())
-        firstReason = reason;
-    }
+    foreign.push_back(name);
+    if (firstReason.empty())
+      firstReason = name + " is from a run with " + std::to_string(world) + " ranks";
   }
   if (foreign.empty())
     return true;
   if (!overwrite) {
-    error = dir + " holds a checkpoint of another program (" + firstReason + ", this program is " +
-            program.programId + "; " + std::to_string(foreign.size()) +
-            " file(s)): pass --overwrite to replace it, or choose another --out";
+    error = refusal(dir, firstReason, program);
     return false;
   }
-  for (const std::string &name : foreign) {
-    std::string path = joinPath(dir, name);
-    // Other ranks may be removing the same files at the same time.
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      error = "cannot remove " + path + " (--overwrite): " + std::strerror(errno);
+  for (const std::string &name : foreign)
+    if (!removeForOverwrite(joinPath(dir, name), error))
       return false;
-    }
-  }
   return true;
+}
+
+bool checkOwnShard(const std::string &dir, const Program &program, int64_t rank, bool overwrite,
+                   std::string &error) {
+  std::string name = shardFileName(rank, program.mesh.size());
+  SafetensorsReader reader;
+  std::string openError;
+  // A shard of ours that is unreadable is simply incomplete: this rank rewrites it.
+  if (!reader.open(joinPath(dir, name), openError))
+    return true;
+  const std::string *id = reader.metadataValue("initc.program_id");
+  if (id && *id == program.programId)
+    return true;
+  if (!overwrite) {
+    error = refusal(dir, name + (id ? " has program id " + *id : " is not an initc shard"),
+                    program);
+    return false;
+  }
+  return removeForOverwrite(reader.path(), error);
 }
 
 int removeStaleTemporaries(const std::string &dir, const Program &program, int64_t rank) {

@@ -360,6 +360,10 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
       removeStaleTemporaries(options.out, program, singleRank ? myRank : -1);
     if (int agreed = agreement.settle(code, error))
       return agreed;
+    code = checkOwnShard(options.out, program, myRank, options.overwrite, error) ? kExitOk
+                                                                                : kExitFailure;
+    if (int agreed = agreement.settle(code, error))
+      return agreed;
   }
 
   // This rank's shards.

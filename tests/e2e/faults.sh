@@ -226,8 +226,14 @@ sed 's/init.seed 0/init.seed 5/' "$WORK/gpt2.mlir" >"$WORK/gpt2-seed5.mlir"
 "$INITC" compile "$WORK/gpt2.mlir" --mesh dp=2 --shard fsdp -o "$WORK/prog2" >/dev/null
 cp -r "$WORK/ref" "$WORK/foreign"
 expect_error "another model's checkpoint" \
-  "init: error \(rank 0\): .*foreign holds a checkpoint of another program \(index.json has program id [0-9a-f]+, this program is [0-9a-f]+; 5 file\(s\)\): pass --overwrite" \
+  "init: error \(rank 0\): .*foreign holds a checkpoint of another program \(index.json has program id [0-9a-f]+, this program is [0-9a-f]+\): pass --overwrite" \
   "${MPIRUN[@]}" -np 4 "$WORK/prog5/init" --out "$WORK/foreign"
+# Without its index, each rank finds its own shard foreign; the first says so.
+mv "$WORK/foreign/index.json" "$WORK/foreign-index.json"
+expect_error "another model's shards, no index" \
+  "init: error \(rank 0\): .*foreign holds a checkpoint of another program \(rank-00000-of-00004.safetensors has program id [0-9a-f]+, this program is [0-9a-f]+\): pass --overwrite" \
+  "${MPIRUN[@]}" -np 4 "$WORK/prog5/init" --out "$WORK/foreign"
+mv "$WORK/foreign-index.json" "$WORK/foreign/index.json"
 expect_error "another mesh's checkpoint, one rank" "holds a checkpoint of another program .*pass --overwrite" \
   "$WORK/prog2/init" --rank 1 --out "$WORK/foreign"
 same_checkpoint "$WORK/ref" "$WORK/foreign" # untouched

@@ -106,10 +106,17 @@ RankReport makeRankReport(const Program &program, const std::vector<std::string>
 bool writeIndex(const std::string &dir, const Program &program,
                 const std::vector<RankReport> &reports, std::string &error);
 
-/// Refuses a directory that holds another program's checkpoint (an index.json or shard files with
-/// a different program id), unless `overwrite`.
+/// Creates `dir` and refuses it if it holds another program's checkpoint by what one process can
+/// tell cheaply: an index.json with another program id, or shard files of another mesh size.
+/// With `overwrite`, removes those instead. Run once per job, before any rank writes.
 bool checkOutputDir(const std::string &dir, const Program &program, bool overwrite,
                     std::string &error);
+
+/// Refuses rank `rank`'s shard file if it is another program's (another program id, or not an
+/// initc shard), unless `overwrite`, which removes it. Every rank checks its own file, so a
+/// resumed 16,384-rank job reads each header once, in parallel.
+bool checkOwnShard(const std::string &dir, const Program &program, int64_t rank, bool overwrite,
+                   std::string &error);
 
 /// Removes the temporary files a killed or failed run left in `dir`: of rank `rank`'s shard file,
 /// or, with `rank` < 0, of every shard file and index.json. Call it only while no other process

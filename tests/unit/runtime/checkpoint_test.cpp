@@ -577,17 +577,41 @@ TEST_F(CheckpointTest, OutputDirRefusesAnotherProgram) {
   EXPECT_NE(error.find("--overwrite"), std::string::npos) << error;
   EXPECT_EQ(listDir(dir).size(), 3u);
 
-  // Same world size, other program id: the shards alone are enough to refuse.
+  // Same world size, other program id, no index: the directory check cannot tell without reading
+  // every header; each rank refuses its own file.
   ASSERT_EQ(unlink((dir + "/index.json").c_str()), 0);
   Program sameMesh = tinyProgram();
   sameMesh.programId = "aaaaaaaaaaaaaaaa";
-  EXPECT_FALSE(checkOutputDir(dir, sameMesh, false, error));
-  EXPECT_NE(error.find("rank-00000-of-00002.safetensors has program id 0123456789abcdef"),
+  EXPECT_TRUE(checkOutputDir(dir, sameMesh, false, error)) << error;
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(checkOwnShard(dir, program, rank, false, error)) << error;
+    EXPECT_FALSE(checkOwnShard(dir, sameMesh, rank, false, error));
+    EXPECT_NE(error.find("rank-0000" + std::to_string(rank) +
+                         "-of-00002.safetensors has program id 0123456789abcdef"),
+              std::string::npos)
+        << error;
+    EXPECT_NE(error.find("--overwrite"), std::string::npos) << error;
+  }
+  // --overwrite removes a rank's foreign file (its rank writes it again) and leaves the others.
+  EXPECT_TRUE(checkOwnShard(dir, sameMesh, 1, true, error)) << error;
+  EXPECT_EQ(listDir(dir).size(), 1u);
+  // A missing file is simply not written yet.
+  EXPECT_TRUE(checkOwnShard(dir, sameMesh, 1, false, error)) << error;
+
+  // Another mesh size: refused, or removed with --overwrite, by the names alone.
+  EXPECT_FALSE(checkOutputDir(dir, other, false, error));
+  EXPECT_NE(error.find("rank-00000-of-00002.safetensors is from a run with 2 ranks"),
             std::string::npos)
       << error;
-
   EXPECT_TRUE(checkOutputDir(dir, other, true, error)) << error;
   EXPECT_TRUE(listDir(dir).empty());
+
+  // A safetensors file that is not an initc shard, under a shard's name.
+  std::ofstream(dir + "/rank-00000-of-00002.safetensors", std::ios::binary)
+      .write("\x02\0\0\0\0\0\0\0{}", 10);
+  EXPECT_FALSE(checkOwnShard(dir, program, 0, false, error));
+  EXPECT_NE(error.find("rank-00000-of-00002.safetensors is not an initc shard"), std::string::npos)
+      << error;
 
   // A plain file where the directory should be.
   std::ofstream(root + "/file") << "x";
