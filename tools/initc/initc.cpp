@@ -36,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -189,16 +190,23 @@ struct InspectArgs {
   bool json = false;
 };
 
-// Per-core generation rates, elements per second, from the kernel benchmark on the build
-// machine (one core of an AMD EPYC, 2 vCPUs), for the AVX2 variant: the slower of the default
-// two, so that the estimate bounds the time on any x86-64-v3 host (AVX-512 runs 1.9-2.2x faster):
-//   ninja -C build initc-kernel-bench && INITRT_TARGET_CPU=x86-64-v3 \
-//     build/bin/initc-kernel-bench --benchmark_min_time=0.2
-// (items_per_second of kernel/<distribution>_f32). Elementwise recipes without randomness
-// (fills, iota, masks) are counted at the uniform rate, an upper bound on their time.
-constexpr double kUniformPerSecond = 1.2e9;
-constexpr double kNormalPerSecond = 0.55e9;      // Box-Muller; also variance scaling, orthogonal
-constexpr double kTruncNormalPerSecond = 0.40e9; // erfinv
+// Per-core generation rates, elements per second, of the kernel variants `initc compile` builds
+// by default, from the kernel benchmark (items_per_second; see benchmarks/README.md):
+//   build/bin/initc-kernel-bench --benchmark_min_time=0.2 --benchmark_repetitions=8
+//   INITRT_TARGET_CPU=x86-64-v3 build/bin/initc-kernel-bench ...
+// Each is the slowest of f32, bf16 and f16 on the slower of the two hosts measured (one core of
+// an AMD EPYC Zen 4 and of an Intel Xeon, 2 vCPUs each), so that the estimate bounds the time.
+// Elementwise recipes without randomness (fills, iota, masks) count at the uniform rate, an
+// upper bound on their time.
+struct KernelRates {
+  const char *targetCpu;
+  const char *instructions;
+  double uniform, normal, truncNormal; // normal: Box-Muller, also variance scaling, orthogonal
+};
+constexpr KernelRates kKernelRates[] = {
+    {"x86-64-v4", "AVX-512", 1.70e9, 0.92e9, 0.77e9},
+    {"x86-64-v3", "AVX2", 0.90e9, 0.48e9, 0.37e9},
+};
 // prog/init's resident memory besides the shards (binary, MPI, kernels.so, the program):
 // measured with `/usr/bin/time -f %M prog/init --rank K` when it still held a rank's shards, as
 // 9.8 MiB for a 1-layer model and 11.2 MiB above its 94.5 MiB of shards for a Llama-3.1-405B
@@ -209,20 +217,33 @@ constexpr double kRuntimeOverheadBytes = 12.0 * (1 << 20);
 // much per thread and once more.
 constexpr double kStreamBytesPerThread = 2.0 * double(initrt::kPieceBytes);
 
-// Elements per second one core generates for a parameter, by the costliest random op of its
-// recipe.
-double generationRate(initc::init::ParamOp param) {
-  double rate = kUniformPerSecond;
+enum class Cost { Uniform, Normal, TruncNormal };
+
+// What a parameter's recipe costs per element: its costliest random op.
+Cost generationCost(initc::init::ParamOp param) {
+  Cost cost = Cost::Uniform;
   param.getBody().walk([&](Operation *op) {
     if (isa<initc::init::TruncNormalOp, initc::init::ErfinvOp>(op))
-      rate = std::min(rate, kTruncNormalPerSecond);
+      cost = Cost::TruncNormal;
     else if (isa<initc::init::NormalOp, initc::init::OrthogonalOp>(op))
-      rate = std::min(rate, kNormalPerSecond);
+      cost = std::max(cost, Cost::Normal);
     else if (auto v = dyn_cast<initc::init::VarianceScalingOp>(op))
       if (v.getDistribution() != initc::init::Distribution::uniform)
-        rate = std::min(rate, kNormalPerSecond);
+        cost = std::max(cost, Cost::Normal);
   });
-  return rate;
+  return cost;
+}
+
+double rateOf(const KernelRates &rates, Cost cost) {
+  switch (cost) {
+  case Cost::Uniform:
+    return rates.uniform;
+  case Cost::Normal:
+    return rates.normal;
+  case Cost::TruncNormal:
+    return rates.truncNormal;
+  }
+  return rates.truncNormal;
 }
 
 int runInspect(const InspectArgs &args) {
@@ -238,15 +259,16 @@ int runInspect(const InspectArgs &args) {
   if (failed(initc::buildProgram(*module, modelNameOf(*module, args.model), program, error)))
     return fail(error);
 
-  llvm::StringMap<double> rateByName;
+  llvm::StringMap<Cost> costByName;
   for (initc::init::ParamOp param : module->getOps<initc::init::ParamOp>())
-    rateByName[param.getSymName()] = generationRate(param);
+    costByName[param.getSymName()] = generationCost(param);
 
   // Bytes each rank holds: the sum of its slices (replicas count on every rank holding them),
-  // and the seconds one core takes to generate them.
+  // and the elements it generates at each cost.
+  constexpr size_t kCosts = 3;
   int64_t ranks = program.mesh.size();
   std::vector<uint64_t> rankBytes(ranks, 0);
-  std::vector<double> rankSeconds(ranks, 0.0);
+  std::vector<std::array<double, kCosts>> rankElements(ranks, {0.0, 0.0, 0.0});
   std::vector<uint64_t> maxSliceBytes(program.params.size(), 0);
   uint64_t totalBytes = 0, paramCount = 0, bufferCount = 0;
   for (size_t i = 0; i < program.params.size(); ++i) {
@@ -254,21 +276,35 @@ int runInspect(const InspectArgs &args) {
     uint64_t elementBytes = initrt::dtypeBytes(p.dtype);
     totalBytes += p.numElements() * elementBytes;
     (p.buffer ? bufferCount : paramCount) += p.numElements();
-    auto rate = rateByName.find(p.name);
-    double perElement = 1.0 / (rate == rateByName.end() ? kUniformPerSecond : rate->second);
+    auto cost = costByName.find(p.name);
+    size_t costIndex = size_t(cost == costByName.end() ? Cost::Uniform : cost->second);
     for (int64_t r = 0; r < ranks; ++r) {
       uint64_t elements = initrt::sliceForRank(program.mesh, p, r).numElements();
       uint64_t bytes = elements * elementBytes;
       rankBytes[r] += bytes;
-      rankSeconds[r] += double(elements) * perElement;
+      rankElements[r][costIndex] += double(elements);
       maxSliceBytes[i] = std::max(maxSliceBytes[i], bytes);
     }
   }
   uint64_t largest = *std::max_element(rankBytes.begin(), rankBytes.end());
   int64_t largestRank = std::max_element(rankBytes.begin(), rankBytes.end()) - rankBytes.begin();
-  int64_t slowestRank =
-      std::max_element(rankSeconds.begin(), rankSeconds.end()) - rankSeconds.begin();
-  double slowest = rankSeconds[slowestRank];
+  // The slowest rank and its seconds on one core, for each kernel variant's rates.
+  struct TimeEstimate {
+    int64_t slowestRank = 0;
+    double seconds = 0;
+  };
+  std::vector<TimeEstimate> times;
+  for (const KernelRates &rates : kKernelRates) {
+    TimeEstimate t;
+    for (int64_t r = 0; r < ranks; ++r) {
+      double seconds = 0;
+      for (size_t c = 0; c < kCosts; ++c)
+        seconds += rankElements[r][c] / rateOf(rates, Cost(c));
+      if (seconds > t.seconds)
+        t = {r, seconds};
+    }
+    times.push_back(t);
+  }
   double largestMemory = double(largest) + kRuntimeOverheadBytes;
   std::string meshText = "single device";
   if (!program.mesh.shape.empty()) {
@@ -312,11 +348,17 @@ int runInspect(const InspectArgs &args) {
         {"largest_rank_memory_bytes", uint64_t(largestMemory)},
         {"writing_memory_bytes_per_thread", uint64_t(kStreamBytesPerThread)},
         {"writing_memory_bytes_one_thread", uint64_t(kRuntimeOverheadBytes + 2 * kStreamBytesPerThread)},
-        {"slowest_rank", slowestRank},
-        {"slowest_rank_seconds_one_core", slowest},
-        {"rates_elements_per_second", {{"uniform", kUniformPerSecond},
-                                       {"normal", kNormalPerSecond},
-                                       {"trunc_normal", kTruncNormalPerSecond}}}};
+        {"time_one_core", nlohmann::json::array()}};
+    for (size_t k = 0; k < times.size(); ++k) {
+      const KernelRates &rates = kKernelRates[k];
+      out["estimate"]["time_one_core"].push_back(
+          {{"target_cpu", rates.targetCpu},
+           {"slowest_rank", times[k].slowestRank},
+           {"slowest_rank_seconds", times[k].seconds},
+           {"rates_elements_per_second", {{"uniform", rates.uniform},
+                                          {"normal", rates.normal},
+                                          {"trunc_normal", rates.truncNormal}}}});
+    }
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -341,15 +383,22 @@ int runInspect(const InspectArgs &args) {
   std::printf("%llu parameters in %zu tensors, %s in all; largest rank: %lld with %s\n",
               (unsigned long long)paramCount, program.params.size(), humanBytes(totalBytes).c_str(),
               (long long)largestRank, humanBytes(largest).c_str());
+  std::string timeText;
+  for (size_t k = 0; k < times.size(); ++k) {
+    char text[128];
+    std::snprintf(text, sizeof(text), "%s%.3g s with %s kernels (rank %lld)", k ? ", " : "",
+                  times[k].seconds, kKernelRates[k].instructions,
+                  (long long)times[k].slowestRank);
+    timeText += text;
+  }
   std::printf("estimate per rank (not measured): memory up to %s in memory (C API: shards + %s "
               "runtime), %s + %s per thread in prog/init (streamed, writing or --discard); time "
-              "up to %.3g s on one core (rank %lld; divide by --threads; page faults and "
-              "writing the checkpoint not included)\n",
+              "on one core up to %s; divide by --threads; page faults and writing the "
+              "checkpoint not included\n",
               humanBytes(uint64_t(largestMemory)).c_str(),
               humanBytes(uint64_t(kRuntimeOverheadBytes)).c_str(),
               humanBytes(uint64_t(kRuntimeOverheadBytes + kStreamBytesPerThread)).c_str(),
-              humanBytes(uint64_t(kStreamBytesPerThread)).c_str(), slowest,
-              (long long)slowestRank);
+              humanBytes(uint64_t(kStreamBytesPerThread)).c_str(), timeText.c_str());
   return 0;
 }
 
