@@ -1,6 +1,8 @@
 // The rank's shard arena: one anonymous mapping, huge pages where the kernel allows them.
 #include "initrt/arena.h"
 
+#include "initrt/format.h"
+
 #include <cerrno>
 #include <cstring>
 #include <sys/mman.h>
@@ -14,15 +16,6 @@ alignas(Arena::kAlignment) char emptyShard[Arena::kAlignment];
 
 uint64_t alignUp(uint64_t value, uint64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
-}
-
-std::string formatBytes(uint64_t bytes) {
-  char text[64];
-  if (bytes >= (uint64_t(1) << 30))
-    snprintf(text, sizeof(text), "%.2f GiB", double(bytes) / double(uint64_t(1) << 30));
-  else
-    snprintf(text, sizeof(text), "%.2f MiB", double(bytes) / double(uint64_t(1) << 20));
-  return text;
 }
 
 } // namespace
@@ -76,7 +69,7 @@ bool Arena::allocate(const std::vector<uint64_t> &shardBytes, std::string &error
   void *mapping = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mapping == MAP_FAILED) {
-    error = "cannot allocate " + formatBytes(length) + " for this rank's shards: " +
+    error = "cannot allocate " + formatBytes(double(length)) + " for this rank's shards: " +
             std::strerror(errno) + "; use more ranks (a larger mesh) or a machine with more memory";
     length = 0;
     return false;

@@ -2,6 +2,7 @@
 // directory. One process per rank under mpirun/srun, or one rank alone with --rank.
 #include "initrt/checkpoint.h"
 #include "initrt/executor.h"
+#include "initrt/format.h"
 #include "initrt/program_io.h"
 
 #include <CLI/CLI.hpp>
@@ -185,18 +186,6 @@ std::string meshText(const Mesh &mesh) {
   for (size_t i = 0; i < mesh.shape.size(); ++i)
     text += (i ? "," : "") + mesh.axisNames[i] + "=" + std::to_string(mesh.shape[i]);
   return text.empty() ? "(single device)" : text;
-}
-
-std::string formatBytes(double bytes) {
-  const char *units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-  int unit = 0;
-  while (bytes >= 1000 && unit < 5) {
-    bytes /= 1000;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof(text), unit == 0 ? "%.0f %s" : "%.2f %s", bytes, units[unit]);
-  return text;
 }
 
 std::string formatCount(double value) {

@@ -11,6 +11,7 @@
 #include "initc/Target/SharedObject.h"
 #include "initrt/checkpoint.h"
 #include "initrt/executor.h"
+#include "initrt/format.h"
 #include "initrt/program_io.h"
 #include "initrt/sharding.h"
 
@@ -110,18 +111,6 @@ std::string modelNameOf(ModuleOp module, llvm::StringRef path) {
   if (auto name = module->getAttrOfType<StringAttr>(initc::import::kModelAttrName))
     return name.getValue().str();
   return llvm::sys::path::stem(path).str();
-}
-
-std::string humanBytes(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 5) {
-    bytes /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
-  return buf;
 }
 
 /// A name as one table cell: control characters (NUL, newline, ...) escaped as \XX so that a
@@ -375,14 +364,14 @@ int runInspect(const InspectArgs &args) {
       name += " (= " + printableName(p.aliases[0]) + (p.aliases.size() > 1 ? ", ..." : "") + ")";
     std::printf("%-*s  %-5s  %-22s  %-18s  %12s%s\n", (int)nameWidth, name.c_str(),
                 initrt::dtypeName(p.dtype), shapeText(p.shape).c_str(),
-                shardingText(program, p).c_str(), humanBytes(maxSliceBytes[i]).c_str(),
+                shardingText(program, p).c_str(), initrt::formatBytes(maxSliceBytes[i]).c_str(),
                 p.buffer ? (p.persistent ? "  buffer" : "  buffer, not saved") : "");
   }
   std::printf("\nmodel %s, seed %llu, mesh %s (%lld ranks)\n", program.modelName.c_str(),
               (unsigned long long)program.seed, meshText.c_str(), (long long)ranks);
   std::printf("%llu parameters in %zu tensors, %s in all; largest rank: %lld with %s\n",
-              (unsigned long long)paramCount, program.params.size(), humanBytes(totalBytes).c_str(),
-              (long long)largestRank, humanBytes(largest).c_str());
+              (unsigned long long)paramCount, program.params.size(), initrt::formatBytes(totalBytes).c_str(),
+              (long long)largestRank, initrt::formatBytes(largest).c_str());
   std::string timeText;
   for (size_t k = 0; k < times.size(); ++k) {
     char text[128];
@@ -395,10 +384,10 @@ int runInspect(const InspectArgs &args) {
               "runtime), %s + %s per thread in prog/init (streamed, writing or --discard); time "
               "on one core up to %s; divide by --threads; page faults and writing the "
               "checkpoint not included\n",
-              humanBytes(uint64_t(largestMemory)).c_str(),
-              humanBytes(uint64_t(kRuntimeOverheadBytes)).c_str(),
-              humanBytes(uint64_t(kRuntimeOverheadBytes + kStreamBytesPerThread)).c_str(),
-              humanBytes(uint64_t(kStreamBytesPerThread)).c_str(), timeText.c_str());
+              initrt::formatBytes(uint64_t(largestMemory)).c_str(),
+              initrt::formatBytes(uint64_t(kRuntimeOverheadBytes)).c_str(),
+              initrt::formatBytes(uint64_t(kRuntimeOverheadBytes + kStreamBytesPerThread)).c_str(),
+              initrt::formatBytes(uint64_t(kStreamBytesPerThread)).c_str(), timeText.c_str());
   return 0;
 }
 
@@ -508,7 +497,7 @@ int runCompile(const CompileArgs &args) {
   for (auto &p : program.params)
     bytes += p.numElements() * initrt::dtypeBytes(p.dtype);
   llvm::outs() << "compiled " << program.modelName << ": " << program.params.size()
-               << " tensors (" << humanBytes(bytes) << "), " << kernels << " kernels, "
+               << " tensors (" << initrt::formatBytes(bytes) << "), " << kernels << " kernels, "
                << program.mesh.size() << " ranks, target " << targetsText(program) << ", in "
                << llvm::format("%.2f", seconds) << " s -> " << args.output << "\n"
                << "run it: mpirun -np " << program.mesh.size() << " " << args.output
