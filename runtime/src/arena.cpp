@@ -1,7 +1,7 @@
 // The rank's shard arena: one anonymous mapping, huge pages where the kernel allows them.
 #include "initrt/arena.h"
 
-#include "initrt/format.h"
+#include "initrt/report.h"
 
 #include <cerrno>
 #include <cstring>

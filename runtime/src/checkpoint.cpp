@@ -906,10 +906,14 @@ private:
 
 } // namespace
 
-bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std::string &error) {
+bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std::string &error,
+                        const ProgressFn &progress) {
   Index index;
   if (!readIndex(dir, index, error))
     return false;
+  uint64_t total = 0, bytesRead = 0; // the model's bytes, read once and written once
+  for (const IndexParam &item : index.params)
+    total += elementCount(item.param.shape) * uint64_t(safetensorsDTypeBits(item.dtype)) / 8;
   ShardCache cache(dir, index);
   std::vector<std::unique_ptr<char[]>> buffers;
   std::vector<SafetensorsTensor> tensors;
@@ -964,6 +968,8 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
         sum.update(scratch.data(), size_t(piece));
         scatter.consume(scratch.data(), piece);
         done += piece;
+        if (progress)
+          progress((bytesRead += piece) / 2, total);
       }
       if (sum.hex() != record->second.checksum) {
         error = where + ": checksum mismatch, the file is corrupt: " + rerunHint(dir, rank);
@@ -986,15 +992,27 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
   if (!aliases.empty())
     metadata.emplace_back("initc.aliases", aliases.dump(-1, ' ', false,
                                                         Json::error_handler_t::replace));
-  return writeSafetensors(outPath, tensors, metadata, error);
+  // Reading the shards was the first half of the work, writing the file is the second.
+  ProgressFn writing;
+  if (progress)
+    writing = [&](uint64_t written, uint64_t) { progress((total + written) / 2, total); };
+  return writeSafetensors(outPath, tensors, metadata, error, writing);
 }
 
 bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems,
-                      std::string &error) {
+                      std::string &error, const ProgressFn &progress) {
   problems.clear();
   Index index;
   if (!readIndex(dir, index, error))
     return false;
+  // Every rank's slices, replicas included: what reading all the files checks.
+  uint64_t total = 0, checked = 0;
+  if (progress)
+    for (const IndexParam &item : index.params) {
+      uint64_t elementBits = uint64_t(safetensorsDTypeBits(item.dtype));
+      for (int64_t rank = 0; rank < index.worldSize; ++rank)
+        total += sliceForRank(index.mesh, item.param, rank).numElements() * elementBits / 8;
+    }
   std::vector<size_t> replicated;
   for (size_t p = 0; p < index.params.size(); ++p)
     if (isReplicated(index.mesh, index.params[p].param))
@@ -1054,7 +1072,10 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
         continue;
       }
       std::string actual;
-      if (!reader.checksum(*entry, actual, readError)) {
+      bool readable = reader.checksum(*entry, actual, readError);
+      if (progress)
+        progress(checked += entry->bytes(), total);
+      if (!readable) {
         problems.push_back(at + ": " + readError + ": " + rerunHint(dir, rank));
         intact = false;
         continue;
@@ -1090,6 +1111,8 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
         problems.push_back(replicaMismatch(param.name, roots[size_t(rank)], rank, root[j], mine[j]));
     }
   }
+  if (progress)
+    progress(total, total); // missing or unreadable files end the bar too
   return problems.empty();
 }
 

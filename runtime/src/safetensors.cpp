@@ -260,22 +260,27 @@ bool buildSafetensorsHeader(const std::vector<SafetensorsTensor> &tensors,
 }
 
 bool writeSafetensors(const std::string &path, const std::vector<SafetensorsTensor> &tensors,
-                      const std::optional<SafetensorsMetadata> &metadata, std::string &error) {
+                      const std::optional<SafetensorsMetadata> &metadata, std::string &error,
+                      const ProgressFn &progress) {
   std::string header;
   std::vector<size_t> order;
   if (!buildSafetensorsHeader(tensors, metadata, header, order, error)) {
     error = "cannot write " + path + ": " + error;
     return false;
   }
-  uint64_t total = header.size();
+  uint64_t data = 0, written = 0;
   for (const SafetensorsTensor &tensor : tensors)
-    total += tensor.bytes;
+    data += tensor.bytes;
   AtomicFile file;
-  if (!file.open(path, total, error) || !file.write(header.data(), header.size(), error))
+  if (!file.open(path, header.size() + data, error) ||
+      !file.write(header.data(), header.size(), error))
     return false;
-  for (size_t index : order)
+  for (size_t index : order) {
     if (!file.write(tensors[index].data, tensors[index].bytes, error))
       return false;
+    if (progress)
+      progress(written += tensors[index].bytes, data);
+  }
   return file.commit(error);
 }
 

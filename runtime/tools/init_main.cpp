@@ -2,7 +2,7 @@
 // directory. One process per rank under mpirun/srun, or one rank alone with --rank.
 #include "initrt/checkpoint.h"
 #include "initrt/executor.h"
-#include "initrt/format.h"
+#include "initrt/report.h"
 #include "initrt/program_io.h"
 
 #include <CLI/CLI.hpp>
@@ -205,40 +205,6 @@ double peakRssBytes() {
     return 0;
   return double(usage.ru_maxrss) * 1024.0; // Linux reports KiB
 }
-
-// A one-line bar on stderr, redrawn at most 10 times a second.
-class ProgressBar {
-public:
-  void update(uint64_t done, uint64_t total) {
-    Clock::time_point now = Clock::now();
-    if (done < total && drawn && now - lastDraw < std::chrono::milliseconds(100))
-      return;
-    lastDraw = now;
-    drawn = true;
-    double seconds = std::chrono::duration<double>(now - start).count();
-    double fraction = total ? double(done) / double(total) : 1.0;
-    double rate = seconds > 0 ? double(done) / seconds : 0;
-    constexpr int kWidth = 30;
-    int filled = int(fraction * kWidth);
-    std::string bar(size_t(filled), '#');
-    bar.resize(kWidth, ' ');
-    char eta[32] = "";
-    if (rate > 0 && done < total)
-      std::snprintf(eta, sizeof(eta), "  ETA %.0f s", double(total - done) / rate);
-    std::fprintf(stderr, "\r[%s] %s / %s  %s/s%s\033[K", bar.c_str(), formatBytes(double(done)).c_str(),
-                 formatBytes(double(total)).c_str(), formatBytes(rate).c_str(), eta);
-    std::fflush(stderr);
-  }
-  void finish() {
-    if (drawn)
-      std::fprintf(stderr, "\n");
-  }
-
-private:
-  Clock::time_point start = Clock::now();
-  Clock::time_point lastDraw;
-  bool drawn = false;
-};
 
 void printSummary(const Program &program, const Options &options, const std::vector<double> &stats,
                   int ranks, double wallSeconds, const std::string &kernelCpu) {

@@ -11,7 +11,7 @@
 #include "initc/Target/SharedObject.h"
 #include "initrt/checkpoint.h"
 #include "initrt/executor.h"
-#include "initrt/format.h"
+#include "initrt/report.h"
 #include "initrt/program_io.h"
 #include "initrt/sharding.h"
 
@@ -601,15 +601,34 @@ int main(int argc, char **argv) {
   if (*compile)
     return runCompile(compileArgs);
   std::string error;
+  // Both read a whole checkpoint: a bar on a terminal, the bytes and the time at the end.
+  auto start = std::chrono::steady_clock::now();
+  initrt::ProgressBar bar;
+  uint64_t bytes = 0;
+  initrt::ProgressFn progress = [&](uint64_t done, uint64_t total) {
+    bytes = total;
+    if (isatty(2))
+      bar.update(done, total);
+  };
+  auto took = [&](uint64_t shown) { // "4.10 GiB in 0.89 s, 4.63 GiB/s"
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char text[96];
+    std::snprintf(text, sizeof(text), "%s in %.2f s, %s/s", initrt::formatBytes(double(shown)).c_str(),
+                  seconds, initrt::formatBytes(seconds > 0 ? double(shown) / seconds : 0).c_str());
+    return std::string(text);
+  };
   if (*assemble) {
-    if (!initrt::assembleCheckpoint(ckptDir, assembleOut, error))
+    bool ok = initrt::assembleCheckpoint(ckptDir, assembleOut, error, progress);
+    bar.finish();
+    if (!ok)
       return fail(error);
-    llvm::outs() << "wrote " << assembleOut << "\n";
+    llvm::outs() << "wrote " << assembleOut << " (" << took(bytes) << ")\n";
     return 0;
   }
   if (*verifyCmd) {
     std::vector<std::string> problems;
-    bool ok = initrt::verifyCheckpoint(ckptDir, problems, error);
+    bool ok = initrt::verifyCheckpoint(ckptDir, problems, error, progress);
+    bar.finish();
     if (!error.empty())
       return fail(error);
     for (auto &p : problems)
@@ -619,7 +638,8 @@ int main(int argc, char **argv) {
                    << (problems.size() == 1 ? "" : "s") << " found\n";
       return 1;
     }
-    llvm::outs() << ckptDir << ": every shard matches its checksum and the index\n";
+    llvm::outs() << ckptDir << ": every shard matches its checksum and the index (" << took(bytes)
+                 << ")\n";
     return 0;
   }
   return 2;

@@ -3,6 +3,7 @@
 
 #include "initrt/checksum.h"
 #include "initrt/program.h"
+#include "initrt/report.h"
 #include "initrt/safetensors.h"
 #include "initrt/sharding.h"
 
@@ -124,11 +125,15 @@ bool checkOwnShard(const std::string &dir, const Program &program, int64_t rank,
 int removeStaleTemporaries(const std::string &dir, const Program &program, int64_t rank);
 
 /// Reads a checkpoint and writes one standard safetensors file with the global tensors.
-bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std::string &error);
+/// `progress` (optional) hears how far it is, in the model's bytes: reading the shards is the
+/// first half, writing the file the second.
+bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std::string &error,
+                        const ProgressFn &progress = {});
 
 /// Re-reads every shard, recomputes each checksum and checks coverage; one line per problem in
-/// `problems`, naming the parameter and rank.
+/// `problems`, naming the parameter and rank. `progress` (optional) hears the tensor bytes
+/// checked of all the ranks' (replicas included), tensor by tensor.
 bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems,
-                      std::string &error);
+                      std::string &error, const ProgressFn &progress = {});
 
 } // namespace initrt

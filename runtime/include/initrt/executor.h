@@ -4,6 +4,7 @@
 #include "initrt/arena.h"
 #include "initrt/checkpoint.h"
 #include "initrt/program.h"
+#include "initrt/report.h"
 #include "initrt/sharding.h"
 
 #include <functional>
@@ -62,12 +63,9 @@ struct ShardJob {
   uint64_t bytes = 0;
 };
 
-/// Called on the thread that runs the jobs with the bytes computed so far and the total.
-using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
-
 struct RunOptions {
   int threads = 0;                       // 0: std::thread::hardware_concurrency()
-  ProgressFn progress;                   // optional
+  ProgressFn progress;                   // optional; on the calling thread: bytes computed, total
   double progressIntervalSeconds = 0.1;  // at most this often
   bool checksums = true;                 // computeRank: checksum every shard after computing
 };

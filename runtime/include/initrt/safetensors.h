@@ -6,6 +6,8 @@
 // and the reader preads into the caller's buffer.
 #pragma once
 
+#include "initrt/report.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,8 +46,10 @@ bool buildSafetensorsHeader(const std::vector<SafetensorsTensor> &tensors,
                             std::string &error);
 
 /// Writes `path` atomically (AtomicFile). __metadata__ is omitted when `metadata` is empty.
+/// `progress` (optional) hears the tensor bytes written, tensor by tensor.
 bool writeSafetensors(const std::string &path, const std::vector<SafetensorsTensor> &tensors,
-                      const std::optional<SafetensorsMetadata> &metadata, std::string &error);
+                      const std::optional<SafetensorsMetadata> &metadata, std::string &error,
+                      const ProgressFn &progress = {});
 
 /// A file written under a temporary name in its final directory (".<name>.tmp-<pid>") and renamed
 /// into place by commit() after an fsync, then the directory is fsynced. Until commit() succeeds

@@ -203,6 +203,40 @@ TEST(ShardFileName, IsZeroPadded) {
   EXPECT_EQ(shardFileName(12345, 131072), "rank-12345-of-131072.safetensors");
 }
 
+/// The bytes of the persistent params: of every rank's slice (what verify reads), or of the
+/// model once (what assemble reads and writes).
+uint64_t storedBytes(const Program &program, bool replicas) {
+  uint64_t bytes = 0;
+  for (const Param &param : program.params) {
+    if (!param.persistent)
+      continue;
+    if (!replicas)
+      bytes += param.numElements() * dtypeBytes(param.dtype);
+    else
+      for (int64_t rank = 0; rank < program.mesh.size(); ++rank)
+        bytes += sliceForRank(program.mesh, param, rank).numElements() * dtypeBytes(param.dtype);
+  }
+  return bytes;
+}
+
+/// Records a ProgressFn's calls: `done` never goes back, `total` never changes.
+struct ProgressLog {
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  ProgressFn fn() {
+    return [this](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
+  }
+  void expectSteadyTo(uint64_t total) const {
+    ASSERT_FALSE(calls.empty());
+    for (size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(calls[i].second, total) << "call " << i;
+      EXPECT_LE(calls[i].first, total) << "call " << i;
+      if (i)
+        EXPECT_GE(calls[i].first, calls[i - 1].first) << "call " << i;
+    }
+    EXPECT_EQ(calls.back().first, total);
+  }
+};
+
 TEST_F(CheckpointTest, WritesShardsIndexAssemblesAndVerifies) {
   Program program = tinyProgram();
   std::vector<std::vector<char>> globals = writeAll(program);
@@ -260,8 +294,12 @@ TEST_F(CheckpointTest, WritesShardsIndexAssemblesAndVerifies) {
   EXPECT_EQ(index["parameter_count"], 15 + 3 + 24 + 2 + 1);
 
   std::vector<std::string> problems;
-  EXPECT_TRUE(verifyCheckpoint(dir, problems, error)) << error;
+  ProgressLog verifying;
+  EXPECT_TRUE(verifyCheckpoint(dir, problems, error, verifying.fn())) << error;
   EXPECT_TRUE(problems.empty()) << problems.front();
+  // "b" (3 x f32) and the scalar "s" (8 bytes) are on both ranks: verify reads them twice.
+  verifying.expectSteadyTo(storedBytes(program, true));
+  EXPECT_EQ(storedBytes(program, true), storedBytes(program, false) + 3 * 4 + 8);
 
   std::string model = root + "/model.safetensors";
   ASSERT_TRUE(assembleCheckpoint(dir, model, error)) << error;
@@ -295,10 +333,14 @@ TEST_F(CheckpointTest, AssemblesRaggedGridShardings) {
   std::vector<std::vector<char>> globals = writeAll(program);
   std::string error;
   std::vector<std::string> problems;
-  EXPECT_TRUE(verifyCheckpoint(dir, problems, error)) << error;
+  ProgressLog verifying, assembling;
+  EXPECT_TRUE(verifyCheckpoint(dir, problems, error, verifying.fn())) << error;
   EXPECT_TRUE(problems.empty()) << problems.front();
+  verifying.expectSteadyTo(storedBytes(program, /*replicas=*/true));
   std::string model = root + "/grid.safetensors";
-  ASSERT_TRUE(assembleCheckpoint(dir, model, error)) << error;
+  ASSERT_TRUE(assembleCheckpoint(dir, model, error, assembling.fn())) << error;
+  assembling.expectSteadyTo(storedBytes(program, /*replicas=*/false));
+  EXPECT_GT(assembling.calls.size(), 2u);
   SafetensorsReader assembled;
   ASSERT_TRUE(assembled.open(model, error)) << error;
   EXPECT_EQ(assembled.metadataValue("initc.aliases"), nullptr);
