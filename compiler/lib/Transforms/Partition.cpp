@@ -10,7 +10,8 @@
 // over whole blocks of the linear index, evaluating the region for the four elements of a block in
 // one iteration: LLVM sees the four Philox evaluations are the same and keeps one. The main loop
 // takes 8 blocks at a time on explicit vectors (each op of the region given a vector<8> type, one
-// vector per lane of a block, the four interleaved into one store), so the vector width does not
+// vector per lane of a block, the four interleaved into one store; what depends on the block
+// alone, such as the Philox rounds, is built once for the four), so the vector width does not
 // depend on LLVM's cost model (ir-spec/lowering.md says why); with AVX-512 it takes 16 blocks
 // (vector<16>: zmm floats) and several such groups, cloned op by op so that their independent
 // dependency chains interleave (the `targets` option, one kernel per CPU); the blocks left over run
@@ -26,6 +27,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/SwapByteOrder.h"
@@ -222,18 +225,47 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
             mapping.map(region.getArgument(rank + 1 + a), value);
         }
       }
+      // What the four lanes of a group share: the block index (`index >> 2`: the lanes differ
+      // in the index's two low bits only), the other arguments but the column, and every op of
+      // those alone, such as the Philox rounds. Such ops are cloned once per group, so each
+      // block's Philox is computed once. (Cloned per lane, LLVM trims each copy to the words its
+      // lane uses before it merges the copies, and the trimmed last rounds stay: 12 extra
+      // 64-bit multiplies per 32 blocks.)
+      llvm::DenseSet<Value> shared;
+      for (BlockArgument arg : region.getArguments())
+        if (arg.getArgNumber() != 0 && arg.getArgNumber() != unsigned(rank))
+          shared.insert(arg);
+      auto isShared = [&](Operation &op) {
+        if (auto shift = dyn_cast<arith::ShRUIOp>(op)) {
+          IntegerAttr amount;
+          if (shift.getLhs() == region.getArgument(0) &&
+              matchPattern(shift.getRhs(), m_Constant(&amount)) && amount.getInt() >= 2)
+            return true;
+        }
+        return llvm::all_of(op.getOperands(), [&](Value v) { return shared.contains(v); });
+      };
       for (Operation &op : region.without_terminator()) {
-        for (IRMapping &mapping : mappings) {
-          if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
-            auto type = vectorOf(constant.getType());
-            mapping.map(constant.getResult(),
-                        b.create<arith::ConstantOp>(
-                            loc, DenseElementsAttr::get(type, constant.getValue())));
-            continue;
+        bool once = isShared(op);
+        if (once)
+          shared.insert(op.getResults().begin(), op.getResults().end());
+        for (int64_t group = 0; group < groups; ++group) {
+          for (int64_t lane = 0; lane < (once ? 1 : 4); ++lane) {
+            IRMapping &mapping = mappings[group * 4 + lane];
+            if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+              auto type = vectorOf(constant.getType());
+              mapping.map(constant.getResult(),
+                          b.create<arith::ConstantOp>(
+                              loc, DenseElementsAttr::get(type, constant.getValue())));
+              continue;
+            }
+            Operation *clone = b.clone(op, mapping);
+            for (Value result : clone->getResults())
+              result.setType(vectorOf(result.getType()));
           }
-          Operation *clone = b.clone(op, mapping);
-          for (Value result : clone->getResults())
-            result.setType(vectorOf(result.getType()));
+          if (once)
+            for (int64_t lane = 1; lane < 4; ++lane)
+              for (Value result : op.getResults())
+                mappings[group * 4 + lane].map(result, mappings[group * 4].lookup(result));
         }
       }
       // [a0 b0 a1 b1 ...]
