@@ -604,10 +604,11 @@ int main(int argc, char **argv) {
   // Both read a whole checkpoint: a bar on a terminal, the bytes and the time at the end.
   auto start = std::chrono::steady_clock::now();
   initrt::ProgressBar bar;
+  const bool terminal = isatty(2);
   uint64_t bytes = 0;
   initrt::ProgressFn progress = [&](uint64_t done, uint64_t total) {
     bytes = total;
-    if (isatty(2))
+    if (terminal)
       bar.update(done, total);
   };
   auto took = [&](uint64_t shown) { // "4.10 GiB in 0.89 s, 4.63 GiB/s"
