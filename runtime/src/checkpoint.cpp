@@ -6,14 +6,17 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -999,12 +1002,109 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
   return writeSafetensors(outPath, tensors, metadata, error, writing);
 }
 
+namespace {
+/// What verify finds in one rank's file.
+struct RankCheck {
+  std::vector<std::string> problems;
+  std::vector<uint64_t> replicaSums; // of the replicated params, when the file is intact
+};
+
+/// Checks rank `rank`'s file against the index; `checked(bytes)` after each tensor's checksum.
+RankCheck checkRankFile(const std::string &dir, const Index &index, int64_t rank,
+                        const std::set<std::string> &listed, const std::vector<size_t> &replicated,
+                        const std::function<void(uint64_t)> &checked) {
+  RankCheck result;
+  std::vector<std::string> &problems = result.problems;
+  const std::string &file = index.files[size_t(rank)];
+  std::string where = "rank " + std::to_string(rank) + " (" + file + ")";
+  SafetensorsReader reader;
+  std::string readError, why;
+  if (!reader.open(joinPath(dir, file), readError)) {
+    problems.push_back(where + ": " + readError + ": " + rerunHint(dir, rank));
+    return result;
+  }
+  if (!shardMetadataMatches(reader, index.programId, rank, index.worldSize, why)) {
+    problems.push_back(where + ": " + why + ": " + rerunHint(dir, rank));
+    return result;
+  }
+  std::map<std::string, ShardTensorRecord> records;
+  if (!parseShardTensors(reader, records, readError)) {
+    problems.push_back(where + ": " + readError + ": " + rerunHint(dir, rank));
+    return result;
+  }
+
+  std::vector<uint64_t> sums(index.params.size(), 0);
+  bool intact = true; // every listed tensor is there as the index expects it
+  for (size_t p = 0; p < index.params.size(); ++p) {
+    const IndexParam &item = index.params[p];
+    const Param &param = item.param;
+    std::string at = param.name + " on " + where;
+    const SafetensorsEntry *entry = reader.find(param.name);
+    auto record = records.find(param.name);
+    if (!entry) {
+      problems.push_back(at + ": missing from the file: " + rerunHint(dir, rank));
+      intact = false;
+      continue;
+    }
+    if (record == records.end()) {
+      problems.push_back(at + ": no initc.tensors entry: " + rerunHint(dir, rank));
+      intact = false;
+      continue;
+    }
+    Slice slice = sliceForRank(index.mesh, param, rank);
+    if (entry->dtype != item.dtype || entry->shape != slice.shape ||
+        record->second.offset != slice.offset || record->second.globalShape != param.shape) {
+      problems.push_back(at + ": the file holds " + entry->dtype + " " + shapeText(entry->shape) +
+                         " at " + shapeText(record->second.offset) + ", the index expects " +
+                         item.dtype + " " + shapeText(slice.shape) + " at " +
+                         shapeText(slice.offset) + ": " + rerunHint(dir, rank));
+      intact = false;
+      continue;
+    }
+    std::string actual;
+    bool readable = reader.checksum(*entry, actual, readError);
+    checked(entry->bytes());
+    if (!readable) {
+      problems.push_back(at + ": " + readError + ": " + rerunHint(dir, rank));
+      intact = false;
+      continue;
+    }
+    if (actual != record->second.checksum || !parseChecksumHex(actual, sums[p])) {
+      problems.push_back(at + ": checksum mismatch, the file is corrupt: " +
+                         rerunHint(dir, rank));
+      intact = false;
+    }
+  }
+  for (const SafetensorsEntry &entry : reader.tensors())
+    if (!listed.count(entry.name))
+      problems.push_back(entry.name + " on " + where + ": not listed in index.json: " +
+                         rerunHint(dir, rank));
+  uint64_t digest = 0;
+  if (!intact)
+    return result; // already reported
+  if (!recordsDigest(index, records, digest) || digest != index.digests[size_t(rank)]) {
+    problems.push_back(where + ": " + kNotThisJobsFile + ": " + rerunHint(dir, rank));
+    return result;
+  }
+  for (size_t p : replicated)
+    result.replicaSums.push_back(sums[p]);
+  return result;
+}
+} // namespace
+
 bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems,
-                      std::string &error, const ProgressFn &progress) {
+                      std::string &error, const ProgressFn &progress, int threads) {
   problems.clear();
   Index index;
   if (!readIndex(dir, index, error))
     return false;
+  std::vector<size_t> replicated;
+  for (size_t p = 0; p < index.params.size(); ++p)
+    if (isReplicated(index.mesh, index.params[p].param))
+      replicated.push_back(p);
+  std::set<std::string> listed;
+  for (const IndexParam &item : index.params)
+    listed.insert(item.param.name);
   // Every rank's slices, replicas included: what reading all the files checks.
   uint64_t total = 0, checked = 0;
   if (progress)
@@ -1013,100 +1113,40 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
       for (int64_t rank = 0; rank < index.worldSize; ++rank)
         total += sliceForRank(index.mesh, item.param, rank).numElements() * elementBits / 8;
     }
-  std::vector<size_t> replicated;
-  for (size_t p = 0; p < index.params.size(); ++p)
-    if (isReplicated(index.mesh, index.params[p].param))
-      replicated.push_back(p);
-  // The replicated tensors' checksums of every readable rank, compared once all are read.
-  std::vector<std::vector<uint64_t>> replicaSums(size_t(index.worldSize));
-  std::set<std::string> listed;
-  for (const IndexParam &item : index.params)
-    listed.insert(item.param.name);
 
-  // One rank at a time: memory stays that of one file's header, whatever the mesh.
-  for (int64_t rank = 0; rank < index.worldSize; ++rank) {
-    const std::string &file = index.files[size_t(rank)];
-    std::string where = "rank " + std::to_string(rank) + " (" + file + ")";
-    SafetensorsReader reader;
-    std::string readError, why;
-    if (!reader.open(joinPath(dir, file), readError)) {
-      problems.push_back(where + ": " + readError + ": " + rerunHint(dir, rank));
-      continue;
-    }
-    if (!shardMetadataMatches(reader, index.programId, rank, index.worldSize, why)) {
-      problems.push_back(where + ": " + why + ": " + rerunHint(dir, rank));
-      continue;
-    }
-    std::map<std::string, ShardTensorRecord> records;
-    if (!parseShardTensors(reader, records, readError)) {
-      problems.push_back(where + ": " + readError + ": " + rerunHint(dir, rank));
-      continue;
-    }
+  // Workers take ranks in turn, each reading one file at a time, so memory stays a few file
+  // headers whatever the mesh; the findings are reported in rank order.
+  std::vector<RankCheck> checks(size_t(index.worldSize));
+  std::atomic<int64_t> next{0};
+  std::mutex progressLock;
+  auto onChecked = [&](uint64_t bytes) {
+    if (!progress)
+      return;
+    std::lock_guard<std::mutex> hold(progressLock);
+    progress(checked += bytes, total);
+  };
+  auto work = [&] {
+    for (int64_t rank; (rank = next++) < index.worldSize;)
+      checks[size_t(rank)] = checkRankFile(dir, index, rank, listed, replicated, onChecked);
+  };
+  unsigned workers = threads > 0 ? unsigned(threads) : std::max(1u, std::thread::hardware_concurrency());
+  workers = unsigned(std::min<int64_t>(workers, index.worldSize));
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < workers; ++w)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &thread : pool)
+    thread.join();
 
-    std::vector<uint64_t> sums(index.params.size(), 0);
-    bool intact = true; // every listed tensor is there as the index expects it
-    for (size_t p = 0; p < index.params.size(); ++p) {
-      const IndexParam &item = index.params[p];
-      const Param &param = item.param;
-      std::string at = param.name + " on " + where;
-      const SafetensorsEntry *entry = reader.find(param.name);
-      auto record = records.find(param.name);
-      if (!entry) {
-        problems.push_back(at + ": missing from the file: " + rerunHint(dir, rank));
-        intact = false;
-        continue;
-      }
-      if (record == records.end()) {
-        problems.push_back(at + ": no initc.tensors entry: " + rerunHint(dir, rank));
-        intact = false;
-        continue;
-      }
-      Slice slice = sliceForRank(index.mesh, param, rank);
-      if (entry->dtype != item.dtype || entry->shape != slice.shape ||
-          record->second.offset != slice.offset || record->second.globalShape != param.shape) {
-        problems.push_back(at + ": the file holds " + entry->dtype + " " +
-                           shapeText(entry->shape) + " at " + shapeText(record->second.offset) +
-                           ", the index expects " + item.dtype + " " + shapeText(slice.shape) +
-                           " at " + shapeText(slice.offset) + ": " + rerunHint(dir, rank));
-        intact = false;
-        continue;
-      }
-      std::string actual;
-      bool readable = reader.checksum(*entry, actual, readError);
-      if (progress)
-        progress(checked += entry->bytes(), total);
-      if (!readable) {
-        problems.push_back(at + ": " + readError + ": " + rerunHint(dir, rank));
-        intact = false;
-        continue;
-      }
-      if (actual != record->second.checksum || !parseChecksumHex(actual, sums[p])) {
-        problems.push_back(at + ": checksum mismatch, the file is corrupt: " +
-                           rerunHint(dir, rank));
-        intact = false;
-      }
-    }
-    for (const SafetensorsEntry &entry : reader.tensors())
-      if (!listed.count(entry.name))
-        problems.push_back(entry.name + " on " + where + ": not listed in index.json: " +
-                           rerunHint(dir, rank));
-    uint64_t digest = 0;
-    if (!intact)
-      continue; // already reported
-    if (!recordsDigest(index, records, digest) || digest != index.digests[size_t(rank)]) {
-      problems.push_back(where + ": " + kNotThisJobsFile + ": " + rerunHint(dir, rank));
-      continue;
-    }
-    for (size_t p : replicated)
-      replicaSums[size_t(rank)].push_back(sums[p]);
-  }
-
+  for (RankCheck &check : checks)
+    for (std::string &problem : check.problems)
+      problems.push_back(std::move(problem));
   for (size_t j = 0; j < replicated.size(); ++j) {
     const Param &param = index.params[replicated[j]].param;
     std::vector<int64_t> roots = replicaRoots(index.mesh, param);
     for (int64_t rank = 0; rank < index.worldSize; ++rank) {
-      const std::vector<uint64_t> &mine = replicaSums[size_t(rank)];
-      const std::vector<uint64_t> &root = replicaSums[size_t(roots[size_t(rank)])];
+      const std::vector<uint64_t> &mine = checks[size_t(rank)].replicaSums;
+      const std::vector<uint64_t> &root = checks[size_t(roots[size_t(rank)])].replicaSums;
       if (!mine.empty() && !root.empty() && mine[j] != root[j])
         problems.push_back(replicaMismatch(param.name, roots[size_t(rank)], rank, root[j], mine[j]));
     }

@@ -586,6 +586,11 @@ int main(int argc, char **argv) {
   auto *verifyCmd = app.add_subcommand(
       "verify", "Check every shard of a checkpoint against its checksums and the index");
   verifyCmd->add_option("checkpoint", ckptDir, "checkpoint directory")->required();
+  int verifyThreads = 0;
+  verifyCmd
+      ->add_option("--threads", verifyThreads,
+                   "files read at a time (default: one per hardware thread)")
+      ->check(CLI::Range(1, 65536));
 
   try {
     app.parse(argc, argv);
@@ -628,7 +633,7 @@ int main(int argc, char **argv) {
   }
   if (*verifyCmd) {
     std::vector<std::string> problems;
-    bool ok = initrt::verifyCheckpoint(ckptDir, problems, error, progress);
+    bool ok = initrt::verifyCheckpoint(ckptDir, problems, error, progress, verifyThreads);
     bar.finish();
     if (!error.empty())
       return fail(error);

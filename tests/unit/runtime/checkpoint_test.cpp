@@ -353,21 +353,25 @@ TEST_F(CheckpointTest, AssemblesRaggedGridShardings) {
   }
 }
 
+/// Flips `mask`'s bits in byte `offset` of tensor `tensor`'s data in the shard file at `path`.
+void flipBits(const std::string &path, const std::string &tensor, uint64_t offset, char mask) {
+  SafetensorsReader shard;
+  std::string error;
+  ASSERT_TRUE(shard.open(path, error)) << error;
+  ASSERT_NE(shard.find(tensor), nullptr) << tensor;
+  uint64_t position = shard.dataStart() + shard.find(tensor)->begin + offset;
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  file.seekg(std::streamoff(position));
+  char byte = char(file.get());
+  file.seekp(std::streamoff(position));
+  file.put(char(byte ^ mask));
+}
+
 TEST_F(CheckpointTest, FlippedByteIsReportedWithParamAndRank) {
   Program program = tinyProgram();
   writeAll(program);
-  SafetensorsReader shard;
   std::string error;
-  ASSERT_TRUE(shard.open(shardPath(1, 2), error)) << error;
-  uint64_t position = shard.dataStart() + shard.find("w")->begin + 5;
-  shard = SafetensorsReader();
-  {
-    std::fstream file(shardPath(1, 2), std::ios::in | std::ios::out | std::ios::binary);
-    file.seekg(std::streamoff(position));
-    char byte = char(file.get());
-    file.seekp(std::streamoff(position));
-    file.put(char(byte ^ 0x40));
-  }
+  flipBits(shardPath(1, 2), "w", 5, 0x40);
   std::vector<std::string> problems;
   EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
   EXPECT_TRUE(error.empty()) << error;
@@ -384,6 +388,30 @@ TEST_F(CheckpointTest, FlippedByteIsReportedWithParamAndRank) {
       << error;
   EXPECT_EQ(access((root + "/model.safetensors").c_str(), F_OK), -1);
   EXPECT_FALSE(anyHiddenFile(root));
+}
+
+TEST_F(CheckpointTest, VerifyReportsTheSameInRankOrderOnAnyThreads) {
+  Program program = gridProgram();
+  writeAll(program);
+  std::string error;
+  // Damage ranks 1 (a flipped byte), 4 and 5 (missing).
+  flipBits(shardPath(1, 6), program.params.front().name, 0, 0x01);
+  ASSERT_EQ(unlink(shardPath(4, 6).c_str()), 0);
+  ASSERT_EQ(unlink(shardPath(5, 6).c_str()), 0);
+
+  std::vector<std::string> once;
+  EXPECT_FALSE(verifyCheckpoint(dir, once, error, {}, 1));
+  ASSERT_EQ(once.size(), 3u);
+  const char *ranks[] = {"rank 1 ", "rank 4 ", "rank 5 "};
+  for (size_t i = 0; i < once.size(); ++i)
+    EXPECT_NE(once[i].find(ranks[i]), std::string::npos) << once[i];
+  for (int threads : {2, 3, 6, 16}) {
+    std::vector<std::string> problems;
+    ProgressLog progress;
+    EXPECT_FALSE(verifyCheckpoint(dir, problems, error, progress.fn(), threads));
+    EXPECT_EQ(problems, once) << threads << " threads";
+    progress.expectSteadyTo(storedBytes(program, true));
+  }
 }
 
 TEST_F(CheckpointTest, CorruptReplicaIsReported) {
