@@ -1,6 +1,7 @@
 #include "initrt/checkpoint.h"
 
 #include "initrt/checksum.h"
+#include "initrt/executor.h"
 #include "initrt/safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -1129,8 +1130,7 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
     for (int64_t rank; (rank = next++) < index.worldSize;)
       checks[size_t(rank)] = checkRankFile(dir, index, rank, listed, replicated, onChecked);
   };
-  unsigned workers = threads > 0 ? unsigned(threads) : std::max(1u, std::thread::hardware_concurrency());
-  workers = unsigned(std::min<int64_t>(workers, index.worldSize));
+  unsigned workers = unsigned(std::min<int64_t>(resolveThreads(threads), index.worldSize));
   std::vector<std::thread> pool;
   for (unsigned w = 1; w < workers; ++w)
     pool.emplace_back(work);

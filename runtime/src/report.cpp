@@ -31,8 +31,9 @@ void ProgressBar::update(uint64_t done, uint64_t total) {
   char eta[32] = "";
   if (rate > 0 && done < total)
     std::snprintf(eta, sizeof(eta), "  ETA %.0f s", double(total - done) / rate);
-  std::fprintf(stderr, "\r[%s] %s / %s  %s/s%s\033[K", bar.c_str(), formatBytes(double(done)).c_str(),
-               formatBytes(double(total)).c_str(), formatBytes(rate).c_str(), eta);
+  std::fprintf(stderr, "\r[%s] %s / %s  %s/s%s\033[K", bar.c_str(),
+               formatBytes(double(done)).c_str(), formatBytes(double(total)).c_str(),
+               formatBytes(rate).c_str(), eta);
   std::fflush(stderr);
 }
 

@@ -370,8 +370,9 @@ int runInspect(const InspectArgs &args) {
   std::printf("\nmodel %s, seed %llu, mesh %s (%lld ranks)\n", program.modelName.c_str(),
               (unsigned long long)program.seed, meshText.c_str(), (long long)ranks);
   std::printf("%llu parameters in %zu tensors, %s in all; largest rank: %lld with %s\n",
-              (unsigned long long)paramCount, program.params.size(), initrt::formatBytes(totalBytes).c_str(),
-              (long long)largestRank, initrt::formatBytes(largest).c_str());
+              (unsigned long long)paramCount, program.params.size(),
+              initrt::formatBytes(totalBytes).c_str(), (long long)largestRank,
+              initrt::formatBytes(largest).c_str());
   std::string timeText;
   for (size_t k = 0; k < times.size(); ++k) {
     char text[128];
@@ -617,10 +618,12 @@ int main(int argc, char **argv) {
       bar.update(done, total);
   };
   auto took = [&](uint64_t shown) { // "4.10 GiB in 0.89 s, 4.63 GiB/s"
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     char text[96];
-    std::snprintf(text, sizeof(text), "%s in %.2f s, %s/s", initrt::formatBytes(double(shown)).c_str(),
-                  seconds, initrt::formatBytes(seconds > 0 ? double(shown) / seconds : 0).c_str());
+    std::snprintf(text, sizeof(text), "%s in %.2f s, %s/s",
+                  initrt::formatBytes(double(shown)).c_str(), seconds,
+                  initrt::formatBytes(seconds > 0 ? double(shown) / seconds : 0).c_str());
     return std::string(text);
   };
   if (*assemble) {
