@@ -1,4 +1,5 @@
 #include "initc/Target/SharedObject.h"
+#include "initc/Target/TruncateByShuffle.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -317,6 +318,11 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine, unsigned optLe
   builder.registerFunctionAnalyses(functionAnalyses);
   builder.registerLoopAnalyses(loopAnalyses);
   builder.crossRegisterProxies(loopAnalyses, functionAnalyses, cgsccAnalyses, moduleAnalyses);
+  // After every InstCombine, which would turn the shuffles back into truncations.
+  builder.registerOptimizerLastEPCallback(
+      [](llvm::ModulePassManager &passes, llvm::OptimizationLevel) {
+        passes.addPass(llvm::createModuleToFunctionPassAdaptor(TruncateByShufflePass()));
+      });
   static const llvm::OptimizationLevel levels[] = {
       llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1, llvm::OptimizationLevel::O2,
       llvm::OptimizationLevel::O3};
