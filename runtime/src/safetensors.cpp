@@ -310,10 +310,14 @@ bool AtomicFile::open(const std::string &path, uint64_t expectedBytes, std::stri
   } while (handle < 0 && errno == EINTR);
   if (handle < 0) {
     int err = errno;
-    if (err == ENOENT)
+    struct stat dirInfo;
+    // ENOENT also comes from directories that exist but take no new files (procfs).
+    if (err == ENOENT && ::stat(dir.c_str(), &dirInfo) != 0)
       error = "cannot write " + path + ": directory " + dir + " does not exist";
+    else if (err == ENOENT)
+      error = "cannot write " + path + ": " + dir + " takes no new files: write elsewhere";
     else if (err == EACCES || err == EROFS || err == EPERM)
-      error = "cannot write " + path + ": " + errnoText(err) + ": choose another --out";
+      error = "cannot write " + path + ": " + errnoText(err) + ": write elsewhere";
     else
       error = writeErrorText(err, path, "create");
     return false;

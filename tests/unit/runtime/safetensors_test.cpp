@@ -217,6 +217,9 @@ TEST_F(SafetensorsTest, WriterRejectsBadInput) {
   EXPECT_NE(error.find("twice"), std::string::npos) << error;
   EXPECT_FALSE(writeSafetensors(dir + "/missing/x", {}, std::nullopt, error));
   EXPECT_NE(error.find("does not exist"), std::string::npos) << error;
+  // procfs exists but refuses new files with ENOENT too.
+  EXPECT_FALSE(writeSafetensors("/proc/initc-test.safetensors", {}, std::nullopt, error));
+  EXPECT_NE(error.find("/proc takes no new files"), std::string::npos) << error;
   EXPECT_TRUE(listDir(dir).empty());
 }
 
