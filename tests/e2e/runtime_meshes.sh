@@ -20,6 +20,7 @@ done
 WORK=$(mktemp -d /tmp/initrt-e2e-XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_pml=ob1 # one host: shared memory, no network probing (common.bash)
 MPIRUN=(mpirun --oversubscribe --bind-to none)
 
 fail() {
