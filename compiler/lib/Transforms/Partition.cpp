@@ -33,6 +33,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/SwapByteOrder.h"
 
+#include <numeric>
+
 namespace initc {
 #define GEN_PASS_DEF_PARTITION
 #include "initc/Transforms/Passes.h.inc"
@@ -276,6 +278,43 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
           mask.append({k, n + k});
         return b.create<vector::ShuffleOp>(loc, x, y, mask);
       };
+      // The four lanes of 8 blocks of 32-bit elements (one ymm each) in element order, by the
+      // 4x4 transpose within 128-bit halves and one exchange of halves: 12 shuffles that x86
+      // has as single instructions (unpcklps/unpckhps, unpcklpd/unpckhpd, vperm2f128). Given
+      // the 32-element interleave at once, LLVM 19 builds each ymm of it from four sources,
+      // 44 instructions (vpermps, vblendps and index loads) where AVX-512's two-source vpermt2ps
+      // is missing.
+      auto transposeInLanes = [&](ArrayRef<Value> lanes) -> Value {
+        auto shuffle = [&](Value x, Value y, ArrayRef<int64_t> mask) -> Value {
+          return b.create<vector::ShuffleOp>(loc, x, y, mask);
+        };
+        // [x0 y0 x1 y1 | x4 y4 x5 y5] and [x2 y2 x3 y3 | x6 y6 x7 y7]
+        auto low = [&](Value x, Value y) { return shuffle(x, y, {0, 8, 1, 9, 4, 12, 5, 13}); };
+        auto high = [&](Value x, Value y) { return shuffle(x, y, {2, 10, 3, 11, 6, 14, 7, 15}); };
+        // the same on pairs of elements
+        auto lowPairs = [&](Value x, Value y) { return shuffle(x, y, {0, 1, 8, 9, 4, 5, 12, 13}); };
+        auto highPairs = [&](Value x, Value y) {
+          return shuffle(x, y, {2, 3, 10, 11, 6, 7, 14, 15});
+        };
+        Value t0 = low(lanes[0], lanes[1]);
+        Value t1 = high(lanes[0], lanes[1]);
+        Value t2 = low(lanes[2], lanes[3]);
+        Value t3 = high(lanes[2], lanes[3]);
+        // Block k in the low half and block k + 4 in the high half of u[k].
+        Value u[4] = {lowPairs(t0, t2), highPairs(t0, t2), lowPairs(t1, t3), highPairs(t1, t3)};
+        SmallVector<int64_t> lowHalves = {0, 1, 2, 3, 8, 9, 10, 11};
+        SmallVector<int64_t> highHalves = {4, 5, 6, 7, 12, 13, 14, 15};
+        Value blocks01 = shuffle(u[0], u[1], lowHalves);
+        Value blocks23 = shuffle(u[2], u[3], lowHalves);
+        Value blocks45 = shuffle(u[0], u[1], highHalves);
+        Value blocks67 = shuffle(u[2], u[3], highHalves);
+        SmallVector<int64_t> concat16(16), concat32(32);
+        std::iota(concat16.begin(), concat16.end(), 0);
+        std::iota(concat32.begin(), concat32.end(), 0);
+        Value blocks03 = shuffle(blocks01, blocks23, concat16);
+        Value blocks47 = shuffle(blocks45, blocks67, concat16);
+        return shuffle(blocks03, blocks47, concat32);
+      };
       for (int64_t group = 0; group < groups; ++group) {
         SmallVector<Value, 4> lanes;
         // Shuffle integers: every element type has an integer of its width.
@@ -306,6 +345,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
           Value first = pair(lanes[0], lanes[1]);
           Value second = pair(lanes[2], lanes[3]);
           all = interleave(first, second);
+        } else if (vectorBlocks == 8 && bits.getIntOrFloatBitWidth() == 32) {
+          all = transposeInLanes(lanes);
         } else {
           Value even = interleave(lanes[0], lanes[2]);
           Value odd = interleave(lanes[1], lanes[3]);

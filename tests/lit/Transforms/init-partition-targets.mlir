@@ -16,10 +16,27 @@
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 // CHECK-NEXT:      }
+// 8 blocks of 32-bit elements: the 4x4 transpose within 128-bit halves (unpck*), then the
+// halves exchanged (vperm2f128).
 // CHECK-LABEL: func.func @initc_kernel_0.x86_64_v3(
 // CHECK-SAME:      attributes {initc.kernel, initc.target_cpu = "x86-64-v3"}
 // CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c8_i64
-// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<32xi32>, !llvm.ptr
+// CHECK:             %[[T0:.+]] = vector.shuffle %[[L0:.+]], %[[L1:.+]] [0, 8, 1, 9, 4, 12, 5, 13] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[T1:.+]] = vector.shuffle %[[L0]], %[[L1]] [2, 10, 3, 11, 6, 14, 7, 15] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[T2:.+]] = vector.shuffle %[[L2:.+]], %[[L3:.+]] [0, 8, 1, 9, 4, 12, 5, 13] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[T3:.+]] = vector.shuffle %[[L2]], %[[L3]] [2, 10, 3, 11, 6, 14, 7, 15] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[U0:.+]] = vector.shuffle %[[T0]], %[[T2]] [0, 1, 8, 9, 4, 5, 12, 13] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[U1:.+]] = vector.shuffle %[[T0]], %[[T2]] [2, 3, 10, 11, 6, 7, 14, 15] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[U2:.+]] = vector.shuffle %[[T1]], %[[T3]] [0, 1, 8, 9, 4, 5, 12, 13] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[U3:.+]] = vector.shuffle %[[T1]], %[[T3]] [2, 3, 10, 11, 6, 7, 14, 15] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[B01:.+]] = vector.shuffle %[[U0]], %[[U1]] [0, 1, 2, 3, 8, 9, 10, 11] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[B23:.+]] = vector.shuffle %[[U2]], %[[U3]] [0, 1, 2, 3, 8, 9, 10, 11] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[B45:.+]] = vector.shuffle %[[U0]], %[[U1]] [4, 5, 6, 7, 12, 13, 14, 15] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[B67:.+]] = vector.shuffle %[[U2]], %[[U3]] [4, 5, 6, 7, 12, 13, 14, 15] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[B03:.+]] = vector.shuffle %[[B01]], %[[B23]] [0, 1, 2, {{.+}}, 15] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[B47:.+]] = vector.shuffle %[[B45]], %[[B67]] [0, 1, 2, {{.+}}, 15] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[ALL:.+]] = vector.shuffle %[[B03]], %[[B47]] [0, 1, 2, {{.+}}, 31] : vector<16xi32>, vector<16xi32>
+// CHECK:             llvm.store %[[ALL]], %{{.+}} {alignment = 4 : i64} : vector<32xi32>, !llvm.ptr
 // CHECK-NEXT:      }
 
 // 16-bit elements: the two elements of each pair in a block share a 32-bit word (the first in
