@@ -20,9 +20,12 @@
 #include <benchmark/benchmark.h>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -138,10 +141,87 @@ int registerAll() {
 }
 const int registered = registerAll();
 
+/// The console output, then each recipe's elements/s in f32 and the 16-bit dtypes' ratios to it
+/// (medians where there are repetitions): ratios within one run hold on a noisy machine where
+/// absolute rates do not.
+class RatioReporter : public benchmark::ConsoleReporter {
+public:
+  using ConsoleReporter::ConsoleReporter;
+
+  void ReportRuns(const std::vector<Run> &runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run &run : runs) {
+      auto rate = run.counters.find("items_per_second");
+      if (run.error_occurred || rate == run.counters.end())
+        continue;
+      Rates &r = rates[run.run_name.function_name];
+      if (run.run_type == Run::RT_Iteration)
+        r.last = rate->second.value;
+      else if (run.aggregate_name == "median")
+        r.median = rate->second.value;
+      else if (run.aggregate_name == "mean")
+        r.mean = rate->second.value;
+    }
+  }
+
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::ostream &os = GetOutputStream();
+    os << "\nelements/s, 16-bit over f32 (" << (anyMedian() ? "medians" : "one run each") << "):\n";
+    char line[160];
+    std::snprintf(line, sizeof line, "%-14s %12s %20s %20s\n", "kernel", "f32", "bf16", "f16");
+    os << line;
+    for (auto &recipe : kRecipes) {
+      double f32 = rateOf(recipe[0], "f32");
+      std::string cells[3];
+      for (int d = 0; d < 3; ++d) {
+        double v = rateOf(recipe[0], kDtypes[d]);
+        char cell[32];
+        if (v <= 0)
+          std::snprintf(cell, sizeof cell, "-");
+        else if (d == 0 || f32 <= 0)
+          std::snprintf(cell, sizeof cell, "%.2f G", v / 1e9);
+        else
+          std::snprintf(cell, sizeof cell, "%.2f G (%.2fx)", v / 1e9, v / f32);
+        cells[d] = cell;
+      }
+      std::snprintf(line, sizeof line, "%-14s %12s %20s %20s\n", recipe[0], cells[0].c_str(),
+                    cells[1].c_str(), cells[2].c_str());
+      os << line;
+    }
+  }
+
+private:
+  struct Rates {
+    double median = 0, mean = 0, last = 0;
+  };
+  std::map<std::string, Rates> rates;
+
+  double rateOf(const char *recipe, const char *dtype) const {
+    auto it = rates.find(std::string("kernel/") + recipe + "_" + dtype);
+    if (it == rates.end())
+      return 0;
+    const Rates &r = it->second;
+    return r.median > 0 ? r.median : r.mean > 0 ? r.mean : r.last;
+  }
+  bool anyMedian() const {
+    for (auto &[name, r] : rates)
+      if (r.median > 0)
+        return true;
+    return false;
+  }
+};
+
 } // namespace
 
 int main(int argc, char **argv) {
   const std::string flag = "--target-cpu=";
+  // The ratio table goes after the console output; other formats (--benchmark_format=json)
+  // stay as Google Benchmark writes them. (Initialize takes its flags out of argv.)
+  bool console = true;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]).rfind("--benchmark_format=", 0) == 0)
+      console = std::string(argv[i]) == "--benchmark_format=console";
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]).rfind(flag, 0) == 0)
@@ -153,7 +233,13 @@ int main(int argc, char **argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv))
     return 1;
-  benchmark::RunSpecifiedBenchmarks();
+  if (console) {
+    RatioReporter reporter(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_Color
+                                                 : benchmark::ConsoleReporter::OO_None);
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+  } else {
+    benchmark::RunSpecifiedBenchmarks();
+  }
   benchmark::Shutdown();
   return 0;
 }
