@@ -46,6 +46,14 @@ const char *kRecipes[][2] = {
 };
 const char *kDtypes[] = {"f32", "bf16", "f16"};
 
+/// The param's name in the benchmark module, and its benchmark's name.
+std::string paramName(const char *recipe, const char *dtype) {
+  return std::string(recipe) + "_" + dtype;
+}
+std::string benchmarkName(const char *recipe, const char *dtype) {
+  return "kernel/" + paramName(recipe, dtype);
+}
+
 /// --target-cpu=LIST, taken out of argv before Google Benchmark reads it.
 std::string &targetCpus() {
   static std::string cpus = "x86-64-v4,x86-64-v3";
@@ -60,7 +68,7 @@ Loaded &kernels() {
     for (auto &recipe : kRecipes)
       for (const char *dtype : kDtypes) {
         std::string t = type + dtype + ">";
-        text += std::string("init.param @") + recipe[0] + "_" + dtype + " : " + t + " {\n  %0 = " +
+        text += "init.param @" + paramName(recipe[0], dtype) + " : " + t + " {\n  %0 = " +
                 recipe[1] + " : " + t + "\n  init.yield %0 : " + t + "\n}\n";
       }
     mlir::DialectRegistry registry;
@@ -131,8 +139,8 @@ void runKernel(benchmark::State &state, const std::string &name) {
 int registerAll() {
   for (auto &recipe : kRecipes)
     for (const char *dtype : kDtypes) {
-      std::string name = std::string(recipe[0]) + "_" + dtype;
-      benchmark::RegisterBenchmark(("kernel/" + name).c_str(),
+      std::string name = paramName(recipe[0], dtype);
+      benchmark::RegisterBenchmark(benchmarkName(recipe[0], dtype).c_str(),
                                    [name](benchmark::State &s) { runKernel(s, name); })
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
@@ -198,7 +206,7 @@ private:
   std::map<std::string, Rates> rates;
 
   double rateOf(const char *recipe, const char *dtype) const {
-    auto it = rates.find(std::string("kernel/") + recipe + "_" + dtype);
+    auto it = rates.find(benchmarkName(recipe, dtype));
     if (it == rates.end())
       return 0;
     const Rates &r = it->second;
