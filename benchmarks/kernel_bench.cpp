@@ -94,7 +94,10 @@ Loaded &kernels() {
         llvm::sys::fs::createUniqueDirectory("initc-kernel-bench", dir))
       fail();
     auto kernelModule = initc::extractKernels(*module);
-    l.program.kernelVariants = initc::kernelVariants(*kernelModule, target);
+    auto variants = initc::kernelVariants(*kernelModule, target, error);
+    if (mlir::failed(variants))
+      fail();
+    l.program.kernelVariants = std::move(*variants);
     int variant = initrt::selectKernelVariant(l.program, "", error);
     if (variant < 0)
       fail();

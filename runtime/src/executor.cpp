@@ -1,6 +1,7 @@
 // Loading kernels.so and running a rank's kernels on a pool of threads.
 #include "initrt/executor.h"
 #include "initrt/checksum.h"
+#include "initrt/cpu.h"
 #include "initrt/rng.h"
 
 #include <algorithm>
@@ -20,24 +21,6 @@
 namespace initrt {
 
 namespace {
-
-struct CpuLevel {
-  const char *name;
-  int level; // 3: x86-64-v3 (AVX2, BMI2, FMA, F16C), 4: x86-64-v4 (AVX-512)
-};
-
-// CPU names LLVM accepts for -mcpu whose code may use AVX2 or AVX-512 instructions.
-const CpuLevel kCpuLevels[] = {
-    {"x86-64-v3", 3},      {"haswell", 3},         {"broadwell", 3},       {"skylake", 3},
-    {"alderlake", 3},      {"raptorlake", 3},      {"meteorlake", 3},      {"arrowlake", 3},
-    {"arrowlake-s", 3},    {"lunarlake", 3},       {"pantherlake", 3},     {"gracemont", 3},
-    {"sierraforest", 3},   {"grandridge", 3},      {"clearwaterforest", 3}, {"znver1", 3},
-    {"znver2", 3},         {"znver3", 3},          {"bdver4", 3},          {"x86-64-v4", 4},
-    {"skylake-avx512", 4}, {"cascadelake", 4},     {"cooperlake", 4},      {"cannonlake", 4},
-    {"icelake-client", 4}, {"icelake-server", 4},  {"tigerlake", 4},       {"rocketlake", 4},
-    {"sapphirerapids", 4}, {"emeraldrapids", 4},   {"graniterapids", 4},   {"graniterapids-d", 4},
-    {"diamondrapids", 4},  {"znver4", 4},          {"znver5", 4},
-};
 
 const int64_t kNoDims[1] = {0};
 
@@ -221,27 +204,18 @@ void orthogonalFromNormal(const float *normal, int64_t rows, int64_t cols, doubl
   }
 }
 
-bool checkTargetCpu(const std::string &targetCpu, std::string &error) {
-  int level = 0;
-  for (const CpuLevel &entry : kCpuLevels)
-    if (targetCpu == entry.name)
-      level = entry.level;
-  if (level == 0)
+bool checkKernelVariant(const KernelVariant &variant, std::string &error) {
+  std::vector<std::string> missing = missingCpuExtensions(variant.extensions);
+  if (missing.empty())
     return true;
 #if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
-            __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  if (level >= 4)
-    ok = ok && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-  if (ok)
-    return true;
-  error = std::string("the kernels were compiled for ") + targetCpu + ", which needs " +
-          (level >= 4 ? "AVX-512" : "AVX2") +
-          ", and this CPU lacks it: recompile with --target-cpu=x86-64";
+  std::string names;
+  for (size_t i = 0; i < missing.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ") + missing[i];
+  error = "the kernels for " + variant.targetCpu + " use " + names + ", which this CPU lacks: " +
+          "recompile with --target-cpu=x86-64 (any x86-64 CPU) or a CPU this machine has";
 #else
-  error = "the kernels were compiled for the x86-64 CPU " + targetCpu +
+  error = "the kernels were compiled for the x86-64 CPU " + variant.targetCpu +
           " and this machine is not x86-64: recompile on (or for) this machine";
 #endif
   return false;
@@ -262,14 +236,14 @@ int selectKernelVariant(const Program &program, const std::string &requested,
   if (!wanted.empty()) {
     for (size_t v = 0; v < program.kernelVariants.size(); ++v)
       if (program.kernelVariants[v].targetCpu == wanted)
-        return checkTargetCpu(wanted, error) ? int(v) : -1;
+        return checkKernelVariant(program.kernelVariants[v], error) ? int(v) : -1;
     error = "no kernels were compiled for " + wanted + fromEnvironment + "; this program has " +
             listed + ": pick one of them, or recompile with --target-cpu=" + wanted;
     return -1;
   }
   std::string why;
   for (size_t v = 0; v < program.kernelVariants.size(); ++v)
-    if (checkTargetCpu(program.kernelVariants[v].targetCpu, why))
+    if (checkKernelVariant(program.kernelVariants[v], why))
       return int(v);
   if (program.kernelVariants.size() == 1)
     error = why;

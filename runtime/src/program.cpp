@@ -335,11 +335,22 @@ private:
       const json &entry = (*variants)[i];
       KernelVariant variant;
       if (!entry.is_object())
-        return fail(where, "must be an object with \"target_cpu\" and \"suffix\"");
-      if (!checkKeys(entry, where, {"target_cpu", "suffix"}) ||
+        return fail(where, "must be an object with \"target_cpu\", \"suffix\", \"extensions\"");
+      const json *extensions;
+      if (!checkKeys(entry, where, {"target_cpu", "suffix", "extensions"}) ||
           !getString(entry, "target_cpu", where, variant.targetCpu) ||
-          !getString(entry, "suffix", where, variant.suffix))
+          !getString(entry, "suffix", where, variant.suffix) ||
+          !getMember(entry, "extensions", where, extensions))
         return false;
+      if (!extensions->is_array())
+        return fail(where + ".extensions", "must be an array of strings");
+      for (size_t e = 0; e < extensions->size(); ++e) {
+        const json &name = (*extensions)[e];
+        if (!name.is_string() || name.get<std::string>().empty())
+          return fail(where + ".extensions[" + std::to_string(e) + "]",
+                      "must be a non-empty string");
+        variant.extensions.push_back(name.get<std::string>());
+      }
       out.kernelVariants.push_back(std::move(variant));
     }
     return true;
@@ -612,7 +623,9 @@ std::string programToJson(const Program &program) {
   root["kernels"]["variants"] = nlohmann::ordered_json::array();
   for (const KernelVariant &variant : program.kernelVariants)
     root["kernels"]["variants"].push_back(
-        {{"target_cpu", variant.targetCpu}, {"suffix", variant.suffix}});
+        {{"target_cpu", variant.targetCpu},
+         {"suffix", variant.suffix},
+         {"extensions", variant.extensions}});
   root["program_id"] = program.programId;
   nlohmann::ordered_json params = nlohmann::ordered_json::array();
   for (const Param &param : program.params) {

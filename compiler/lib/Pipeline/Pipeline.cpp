@@ -216,9 +216,9 @@ OwningOpRef<ModuleOp> initc::extractKernels(ModuleOp module) {
   return kernels;
 }
 
-std::vector<initrt::KernelVariant>
-initc::kernelVariants(ModuleOp kernels, const target::TargetOptions &options) {
-  std::vector<initrt::KernelVariant> variants;
+FailureOr<std::vector<initrt::KernelVariant>>
+initc::kernelVariants(ModuleOp kernels, const target::TargetOptions &options, std::string &error) {
+  std::vector<std::pair<std::string, std::string>> cpus; // CPU, symbol suffix
   llvm::StringRef first;
   for (auto func : kernels.getOps<func::FuncOp>()) {
     auto cpu = func->getAttrOfType<StringAttr>("initc.target_cpu");
@@ -229,13 +229,20 @@ initc::kernelVariants(ModuleOp kernels, const target::TargetOptions &options) {
       first = name;
     if (name != first && !(name.starts_with(first) && name[first.size()] == '.'))
       break;
-    target::TargetOptions variant = options;
-    variant.cpu = cpu.getValue().str();
-    variants.push_back({target::resolveTargetCpu(variant),
-                        func.getSymName().drop_front(first.size()).str()});
+    cpus.push_back({cpu.getValue().str(), name.drop_front(first.size()).str()});
   }
-  if (variants.empty())
-    variants.push_back({target::resolveTargetCpu(options), ""});
+  if (cpus.empty())
+    cpus.push_back({options.cpu, ""});
+  std::vector<initrt::KernelVariant> variants;
+  for (const auto &[cpu, suffix] : cpus) {
+    target::TargetOptions variant = options;
+    variant.cpu = cpu;
+    std::optional<std::vector<std::string>> extensions =
+        target::cpuExtensions(cpu, options, error);
+    if (!extensions)
+      return failure();
+    variants.push_back({target::resolveTargetCpu(variant), suffix, *extensions});
+  }
   return variants;
 }
 
@@ -276,7 +283,11 @@ LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef model
   };
 
   OwningOpRef<ModuleOp> kernels = extractKernels(partitioned);
-  program.kernelVariants = kernelVariants(*kernels, targetOptions);
+  FailureOr<std::vector<initrt::KernelVariant>> variants =
+      kernelVariants(*kernels, targetOptions, error);
+  if (failed(variants))
+    return fail(error);
+  program.kernelVariants = std::move(*variants);
   std::string soPath = tmp + "/" + program.kernelsFile;
   std::string targetError;
   if (failed(target::emitSharedObject(*kernels, soPath, targetOptions, targetError)))

@@ -1,5 +1,6 @@
 #include "initc/Target/SharedObject.h"
 #include "initc/Target/TruncateByShuffle.h"
+#include "initrt/cpu.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -123,6 +124,11 @@ void initializeNativeTarget() {
   });
 }
 
+bool isKnownFeature(const llvm::MCSubtargetInfo &subtarget, llvm::StringRef name) {
+  return llvm::any_of(subtarget.getAllProcessorFeatures(),
+                      [&](const llvm::SubtargetFeatureKV &kv) { return name == kv.Key; });
+}
+
 /// The feature string for code compiled for `cpu` (as the user wrote it): the host's features
 /// for "native", then the user's extra features. Every named feature must exist for the
 /// target, or LLVM would only print a warning on stderr and ignore it.
@@ -144,11 +150,8 @@ std::optional<std::string> resolveFeatures(llvm::StringRef cpu, const TargetOpti
               "' must start with '+' (enable) or '-' (disable), e.g. +avx512f";
       return std::nullopt;
     }
-    llvm::StringRef name = feature.drop_front();
-    bool known = llvm::any_of(subtarget.getAllProcessorFeatures(),
-                              [&](const llvm::SubtargetFeatureKV &kv) { return name == kv.Key; });
-    if (!known) {
-      error = "unknown target feature '" + name.str() +
+    if (!isKnownFeature(subtarget, feature.drop_front())) {
+      error = "unknown target feature '" + feature.drop_front().str() +
               "' (list the valid ones with `llc -march=x86-64 -mattr=help`)";
       return std::nullopt;
     }
@@ -157,19 +160,39 @@ std::optional<std::string> resolveFeatures(llvm::StringRef cpu, const TargetOpti
   return llvm::join(features, ",");
 }
 
-/// A CPU and feature string a function is compiled for.
+/// A CPU and feature string a function is compiled for, and the extensions they let it use.
 struct CpuTarget {
   std::string cpu;
   std::string features;
+  std::vector<std::string> extensions; // initrt::detectableCpuExtensions() it has
 };
 
 struct ResolvedTarget {
   std::string triple;
+  const llvm::Target *llvmTarget = nullptr;
   std::string cpu;
   std::string features;
   std::unique_ptr<llvm::TargetMachine> machine;
   std::unique_ptr<llvm::MCSubtargetInfo> subtarget; // to resolve the kernels' own CPUs
 };
+
+/// Turns off, in `resolved`, the extensions its CPU has that the runtime cannot detect (so a
+/// variant never needs what prog/init does not check), then lists the detectable ones it uses.
+void settleExtensions(CpuTarget &resolved, const ResolvedTarget &target) {
+  auto enabled = [&](const std::vector<std::string_view> &names) {
+    std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+        target.llvmTarget->createMCSubtargetInfo(target.triple, resolved.cpu, resolved.features));
+    std::vector<std::string> found;
+    for (std::string_view name : names)
+      if (isKnownFeature(*subtarget, llvm::StringRef(name.data(), name.size())) &&
+          subtarget->checkFeatures("+" + std::string(name)))
+        found.emplace_back(name);
+    return found;
+  };
+  for (const std::string &name : enabled(initrt::undetectableCpuExtensions()))
+    resolved.features += (resolved.features.empty() ? "-" : ",-") + name;
+  resolved.extensions = enabled(initrt::detectableCpuExtensions());
+}
 
 /// `cpu` (as the user wrote it, "native" allowed) resolved and checked against `target`.
 std::optional<CpuTarget> resolveCpu(llvm::StringRef cpu, const TargetOptions &options,
@@ -185,6 +208,7 @@ std::optional<CpuTarget> resolveCpu(llvm::StringRef cpu, const TargetOptions &op
   if (!features)
     return std::nullopt;
   resolved.features = *features;
+  settleExtensions(resolved, target);
   return resolved;
 }
 
@@ -204,6 +228,7 @@ std::optional<ResolvedTarget> createTargetMachine(const TargetOptions &options,
     error = "no LLVM code generator for '" + target.triple + "': " + error;
     return std::nullopt;
   }
+  target.llvmTarget = llvmTarget;
   target.subtarget.reset(llvmTarget->createMCSubtargetInfo(target.triple, "", ""));
   if (!target.subtarget) {
     error = "no LLVM subtarget information for '" + target.triple + "'";
@@ -609,18 +634,25 @@ std::string resolveTargetCpu(const TargetOptions &options) {
   return options.cpu;
 }
 
-std::optional<unsigned> vectorRegisters(llvm::StringRef cpu, const TargetOptions &options,
-                                        std::string &error) {
+std::optional<std::vector<std::string>> cpuExtensions(llvm::StringRef cpu,
+                                                      const TargetOptions &options,
+                                                      std::string &error) {
   std::optional<ResolvedTarget> target = createTargetMachine(options, error);
   if (!target)
     return std::nullopt;
   std::optional<CpuTarget> resolved = resolveCpu(cpu, options, *target, error);
   if (!resolved)
     return std::nullopt;
-  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(target->machine->getTarget().createMCSubtargetInfo(
-      target->triple, resolved->cpu, resolved->features));
+  return resolved->extensions;
+}
+
+std::optional<unsigned> vectorRegisters(llvm::StringRef cpu, const TargetOptions &options,
+                                        std::string &error) {
+  std::optional<std::vector<std::string>> extensions = cpuExtensions(cpu, options, error);
+  if (!extensions)
+    return std::nullopt;
   // AVX-512 has 32 vector registers; AVX and SSE on x86-64 have 16.
-  return subtarget->checkFeatures("+avx512f") ? 32u : 16u;
+  return llvm::is_contained(*extensions, "avx512f") ? 32u : 16u;
 }
 
 LogicalResult lowerToLLVMDialect(ModuleOp module, std::string &error) {

@@ -14,10 +14,9 @@
 
 namespace initrt {
 
-/// Checks that this CPU can run code compiled for `targetCpu` (a kernels.variants[].target_cpu
-/// of program.json): x86-64-v3 and the CPUs it stands for need AVX2, BMI2 and FMA; x86-64-v4
-/// and its CPUs need AVX-512. Names it does not know are accepted.
-bool checkTargetCpu(const std::string &targetCpu, std::string &error);
+/// Checks that this CPU has every extension `variant`'s kernels may use (its `extensions`, from
+/// program.json); the error names those it lacks.
+bool checkKernelVariant(const KernelVariant &variant, std::string &error);
 
 /// The index in program.kernelVariants of the kernels to run: the variant compiled for
 /// `requested` when it is not empty (else for the INITRT_TARGET_CPU environment variable, when

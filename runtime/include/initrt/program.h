@@ -12,7 +12,7 @@
 namespace initrt {
 
 /// Version of program.json; bumped on any incompatible change.
-inline constexpr int kProgramFormatVersion = 2;
+inline constexpr int kProgramFormatVersion = 3;
 
 /// Element types a parameter can have, named as safetensors names them.
 enum class DType { F32, BF16, F16, F64, BOOL, I64 };
@@ -54,8 +54,9 @@ struct Param {
 
 /// The kernels compiled for one CPU: parameter p's symbol is params[p].kernel + suffix.
 struct KernelVariant {
-  std::string targetCpu; // LLVM CPU name
-  std::string suffix;    // "" for the first variant, ".<cpu>" for the others
+  std::string targetCpu;               // LLVM CPU name
+  std::string suffix;                  // "" for the first variant, ".<cpu>" for the others
+  std::vector<std::string> extensions; // what the code may use beyond x86-64 (initrt/cpu.h)
 };
 
 /// The whole of program.json.

@@ -1,6 +1,7 @@
 // Kernel modules -> kernels.so: values, vectorization, exports and error messages.
 #include "initc/Target/KernelABI.h"
 #include "initc/Target/SharedObject.h"
+#include "initrt/cpu.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -15,6 +16,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 
+#include "llvm/IR/Function.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Object/ELFObjectFile.h"
@@ -580,6 +582,52 @@ TEST_F(SharedObjectTest, BadTargetOptionsAreReported) {
   options = TargetOptions();
   options.cpu = "native";
   EXPECT_NE(initc::target::resolveTargetCpu(options), "native");
+}
+
+TEST_F(SharedObjectTest, VariantsRecordTheExtensionsTheirCodeMayUse) {
+  auto extensions = [](const char *cpu, const char *features = "") {
+    TargetOptions options;
+    options.features = features;
+    std::string error;
+    std::optional<std::vector<std::string>> found =
+        initc::target::cpuExtensions(cpu, options, error);
+    EXPECT_TRUE(found) << error;
+    return found ? std::set<std::string>(found->begin(), found->end()) : std::set<std::string>();
+  };
+  EXPECT_TRUE(extensions("x86-64").empty());
+  std::set<std::string> v3 = extensions("x86-64-v3");
+  for (const char *name : {"avx", "avx2", "fma", "f16c", "bmi2", "popcnt", "sse4.2"})
+    EXPECT_EQ(v3.count(name), 1u) << name;
+  EXPECT_EQ(v3.count("avx512f"), 0u);
+  std::set<std::string> v4 = extensions("x86-64-v4");
+  for (const char *name : {"avx2", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"})
+    EXPECT_EQ(v4.count(name), 1u) << name;
+  EXPECT_EQ(v4.count("avx512fp16"), 0u);
+  EXPECT_EQ(extensions("x86-64-v4", "+avx512bf16").count("avx512bf16"), 1u);
+  // A named CPU brings more than its AVX-512 level: sapphirerapids code may use AVX512-FP16
+  // (LLVM converts f32 to f16 with vcvtps2phx), which an Ice Lake server lacks.
+  std::set<std::string> spr = extensions("sapphirerapids");
+  EXPECT_EQ(spr.count("avx512fp16"), 1u);
+  EXPECT_EQ(spr.count("avx512bf16"), 1u);
+  // Code for this machine needs only what it has.
+  for (const std::string &name : extensions("native"))
+    EXPECT_TRUE(initrt::cpuHasExtension(name)) << name;
+
+  // Extensions prog/init cannot detect are turned off in the code itself.
+  OwningOpRef<ModuleOp> module = parse(kPhiloxShapedKernel);
+  TargetOptions options;
+  options.cpu = "arrowlake";
+  llvm::LLVMContext llvmContext;
+  std::string error;
+  std::unique_ptr<llvm::Module> llvmModule =
+      initc::target::translateAndOptimize(*module, llvmContext, options, error);
+  ASSERT_TRUE(llvmModule) << error;
+  llvm::Function *kernel = llvmModule->getFunction("philox_shaped");
+  ASSERT_NE(kernel, nullptr);
+  std::string features = kernel->getFnAttribute("target-features").getValueAsString().str();
+  for (const char *name : {"-avxneconvert", "-avxifma", "-avxvnniint8"})
+    EXPECT_NE(features.find(name), std::string::npos) << name << " in " << features;
+  EXPECT_EQ(extensions("arrowlake").count("avx2"), 1u);
 }
 
 TEST_F(SharedObjectTest, InvalidKernelNameIsReported) {

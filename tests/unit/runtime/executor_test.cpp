@@ -1,5 +1,6 @@
 // The executor and the C API on the test kernels (testkernels.c): every rank of several meshes
 // gets exactly its box of the tensor the whole-tensor kernel call produces.
+#include "initrt/cpu.h"
 #include "initrt/executor.h"
 #include "initrt/initrt.h"
 #include "initrt/program_io.h"
@@ -7,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -213,24 +215,51 @@ TEST_F(ExecutorTest, RefusesAMissingKernelSymbol) {
       << error;
 }
 
-TEST(TargetCpu, PortableAndUnknownNamesAreAccepted) {
+TEST(KernelVariantChoice, NeedsEveryExtensionTheVariantRecords) {
   std::string error;
-  EXPECT_TRUE(checkTargetCpu("x86-64", error));
-  EXPECT_TRUE(checkTargetCpu("x86-64-v2", error));
-  EXPECT_TRUE(checkTargetCpu("some-future-cpu", error));
+  EXPECT_TRUE(checkKernelVariant({"x86-64", "", {}}, error)) << error;
+
+  // An extension the runtime cannot detect is never assumed present.
+  EXPECT_FALSE(cpuHasExtension("avx-from-the-future"));
+  EXPECT_FALSE(checkKernelVariant({"future-cpu", "", {"avx2", "avx-from-the-future"}}, error));
+  EXPECT_NE(error.find("use avx-from-the-future, which this CPU lacks"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("recompile with --target-cpu=x86-64"), std::string::npos) << error;
+
+  // What this CPU has, a variant may use.
+  std::vector<std::string> present;
+  for (std::string_view name : detectableCpuExtensions())
+    if (cpuHasExtension(name))
+      present.emplace_back(name);
+  EXPECT_TRUE(checkKernelVariant({"this-cpu", "", present}, error)) << error;
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
-              __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  EXPECT_EQ(checkTargetCpu("x86-64-v3", error), avx2);
-  EXPECT_EQ(checkTargetCpu("haswell", error), avx2);
-  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-  if (!checkTargetCpu("x86-64-v4", error)) {
-    EXPECT_FALSE(avx512);
-    EXPECT_NE(error.find("recompile with --target-cpu=x86-64"), std::string::npos) << error;
-  }
+  EXPECT_EQ(cpuHasExtension("avx2"), __builtin_cpu_supports("avx2") != 0);
+  EXPECT_EQ(cpuHasExtension("avx512f"), __builtin_cpu_supports("avx512f") != 0);
+  EXPECT_EQ(cpuHasExtension("sse4.2"), __builtin_cpu_supports("sse4.2") != 0);
 #endif
+  for (std::string_view name : undetectableCpuExtensions())
+    EXPECT_EQ(std::count(detectableCpuExtensions().begin(), detectableCpuExtensions().end(), name),
+              0)
+        << name;
+}
+
+TEST(KernelVariantChoice, TheFirstVariantThisCpuCanRunIsChosen) {
+  Program program;
+  program.kernelVariants = {{"future-cpu", "", {"avx-from-the-future"}},
+                            {"x86-64", ".x86_64", {}}};
+  std::string error;
+  EXPECT_EQ(selectKernelVariant(program, "", error), 1) << error;
+  EXPECT_EQ(selectKernelVariant(program, "x86-64", error), 1) << error;
+
+  // Asked for by name, a variant this CPU cannot run is an error, not a crash later.
+  EXPECT_EQ(selectKernelVariant(program, "future-cpu", error), -1);
+  EXPECT_NE(error.find("the kernels for future-cpu use avx-from-the-future"), std::string::npos)
+      << error;
+
+  program.kernelVariants.pop_back();
+  EXPECT_EQ(selectKernelVariant(program, "", error), -1);
+  EXPECT_NE(error.find("which this CPU lacks"), std::string::npos) << error;
 }
 
 TEST_F(ExecutorTest, CApiFillMatchesTheExecutor) {

@@ -21,7 +21,8 @@ Program sampleProgram() {
   program.mesh.axisNames = {"dp", "tp"};
   program.mesh.shape = {2, 4};
   program.kernelsChecksum = "0123456789abcdef";
-  program.kernelVariants = {{"x86-64-v4", ""}, {"x86-64-v3", ".x86_64_v3"}};
+  program.kernelVariants = {{"x86-64-v4", "", {"avx2", "avx512f"}},
+                            {"x86-64-v3", ".x86_64_v3", {"avx2"}}};
   program.programId = "p-1";
   Param embed;
   embed.name = "model.embed_tokens.weight";
@@ -66,6 +67,7 @@ void expectEqual(const Program &a, const Program &b) {
   for (size_t v = 0; v < a.kernelVariants.size(); ++v) {
     EXPECT_EQ(a.kernelVariants[v].targetCpu, b.kernelVariants[v].targetCpu);
     EXPECT_EQ(a.kernelVariants[v].suffix, b.kernelVariants[v].suffix);
+    EXPECT_EQ(a.kernelVariants[v].extensions, b.kernelVariants[v].extensions);
   }
   EXPECT_EQ(a.programId, b.programId);
   ASSERT_EQ(a.params.size(), b.params.size());
@@ -200,6 +202,12 @@ TEST(ProgramJson, EachValidationErrorNamesFieldAndParam) {
        "\"kernels.variants[0].target_cpu\" must be a string"},
       {"old target_cpu", [](json &d) { d["kernels"]["target_cpu"] = "x86-64"; },
        "target_cpu"},
+      {"extensions missing", [](json &d) { d["kernels"]["variants"][0].erase("extensions"); },
+       "\"kernels.variants[0].extensions\" is missing"},
+      {"extensions type", [](json &d) { d["kernels"]["variants"][1]["extensions"] = "avx2"; },
+       "\"kernels.variants[1].extensions\" must be an array of strings"},
+      {"extension empty", [](json &d) { d["kernels"]["variants"][0]["extensions"][1] = ""; },
+       "\"kernels.variants[0].extensions[1]\" must be a non-empty string"},
       {"program id", [](json &d) { d["program_id"] = ""; }, "\"program_id\" must not be empty"},
       {"params type", [](json &d) { d["params"] = json::object(); }, "\"params\" must be an array"},
       {"param type", [](json &d) { d["params"][0] = 1; }, "\"params[0]\" must be an object"},

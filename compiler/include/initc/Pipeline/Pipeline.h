@@ -59,10 +59,10 @@ mlir::LogicalResult buildProgram(mlir::ModuleOp module, llvm::StringRef modelNam
 mlir::OwningOpRef<mlir::ModuleOp> extractKernels(mlir::ModuleOp module);
 
 /// The CPUs the kernels of `kernels` (from extractKernels, before lowering) were built for, in
-/// init-partition's order (best first), with each one's symbol suffix; kernels partitioned
-/// without targets make one variant, for options.cpu.
-std::vector<initrt::KernelVariant> kernelVariants(mlir::ModuleOp kernels,
-                                                  const target::TargetOptions &options);
+/// init-partition's order (best first), with each one's symbol suffix and the CPU extensions its
+/// code may use; kernels partitioned without targets make one variant, for options.cpu.
+mlir::FailureOr<std::vector<initrt::KernelVariant>>
+kernelVariants(mlir::ModuleOp kernels, const target::TargetOptions &options, std::string &error);
 
 /// Writes a complete program directory at `dir` (kernels.so, program.json, the `init` runtime
 /// copied from `runtimePath`), built under a temporary name next to it and renamed into place.

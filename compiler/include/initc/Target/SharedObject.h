@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class LLVMContext;
@@ -34,6 +35,13 @@ struct TargetOptions {
 /// The CPU name the kernels are compiled for: `options.cpu`, with "native" resolved to the host
 /// CPU. Recorded in program.json as `targetCpu`.
 std::string resolveTargetCpu(const TargetOptions &options);
+
+/// The instruction-set extensions (initrt::detectableCpuExtensions(), LLVM's names) that code
+/// compiled for `cpu` ("native" allowed) with `options.features` may use; prog/init runs it only
+/// on a CPU with all of them. Extensions the runtime cannot detect are turned off in such code.
+std::optional<std::vector<std::string>> cpuExtensions(llvm::StringRef cpu,
+                                                      const TargetOptions &options,
+                                                      std::string &error);
 
 /// The number of vector registers code for `cpu` ("native" allowed) may use: 32 with AVX-512,
 /// else 16. Fails with a message for a CPU LLVM does not know.
