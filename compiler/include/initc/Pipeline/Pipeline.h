@@ -35,9 +35,9 @@ struct PipelineOptions {
   std::vector<std::string> kernelTargets;
 };
 
-/// init-partition targets for `cpus` (best first, "native" allowed): one block group per
-/// iteration with 16 vector registers, two with AVX-512's 32 (independent chains to hide
-/// latency without spilling). Fails with a message for an unknown CPU or one listed twice.
+/// init-partition targets for `cpus` (best first, "native" allowed): two block groups per
+/// iteration (independent chains to hide latency), of 16 blocks with AVX-512's 32 vector
+/// registers, else of 8. Fails with a message for an unknown CPU or one listed twice.
 mlir::LogicalResult kernelTargets(llvm::ArrayRef<std::string> cpus,
                                   const target::TargetOptions &options,
                                   std::vector<std::string> &targets, std::string &error);
