@@ -1,5 +1,6 @@
 #include "initrt/report.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace initrt {
@@ -13,6 +14,24 @@ std::string formatBytes(double bytes) {
   }
   char text[32];
   std::snprintf(text, sizeof(text), unit == 0 ? "%.0f %s" : "%.2f %s", bytes, units[unit]);
+  return text;
+}
+
+std::string formatSeconds(double seconds) {
+  char text[32];
+  double ms = seconds * 1e3;
+  if (ms < 999.5)
+    std::snprintf(text, sizeof(text), ms < 9.995 ? "%.2f ms" : ms < 99.95 ? "%.1f ms" : "%.0f ms",
+                  ms);
+  else if (seconds < 59.95)
+    std::snprintf(text, sizeof(text), seconds < 9.995 ? "%.2f s" : "%.1f s", seconds);
+  else if (seconds < 3599.5) {
+    long long whole = std::llround(seconds);
+    std::snprintf(text, sizeof(text), "%lld min %lld s", whole / 60, whole % 60);
+  } else {
+    long long minutes = std::llround(seconds / 60);
+    std::snprintf(text, sizeof(text), "%lld h %lld min", minutes / 60, minutes % 60);
+  }
   return text;
 }
 
@@ -30,7 +49,8 @@ void ProgressBar::update(uint64_t done, uint64_t total) {
   bar.resize(kWidth, ' ');
   char eta[32] = "";
   if (rate > 0 && done < total)
-    std::snprintf(eta, sizeof(eta), "  ETA %.0f s", double(total - done) / rate);
+    std::snprintf(eta, sizeof(eta), "  ETA %s",
+                  formatSeconds(double(total - done) / rate).c_str());
   std::fprintf(stderr, "\r[%s] %s / %s  %s/s%s\033[K", bar.c_str(),
                formatBytes(double(done)).c_str(), formatBytes(double(total)).c_str(),
                formatBytes(rate).c_str(), eta);

@@ -376,12 +376,12 @@ int runInspect(const InspectArgs &args) {
   std::string timeText;
   for (size_t k = 0; k < times.size(); ++k) {
     char text[128];
-    std::snprintf(text, sizeof(text), "%s%.3g s with %s kernels (rank %lld)", k ? ", " : "",
-                  times[k].seconds, kKernelRates[k].instructions,
+    std::snprintf(text, sizeof(text), "%s%s with %s kernels (rank %lld)", k ? ", " : "",
+                  initrt::formatSeconds(times[k].seconds).c_str(), kKernelRates[k].instructions,
                   (long long)times[k].slowestRank);
     timeText += text;
   }
-  std::printf("estimate per rank (not measured): memory up to %s in memory (C API: shards + %s "
+  std::printf("estimate per rank (not measured): memory up to %s through the C API (shards + %s "
               "runtime), %s + %s per thread in prog/init (streamed, writing or --discard); time "
               "on one core up to %s; divide by --threads; page faults and writing the "
               "checkpoint not included\n",

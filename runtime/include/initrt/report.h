@@ -12,6 +12,10 @@ namespace initrt {
 /// `bytes` in binary units: "512 B", "94.53 MiB", "1.48 TiB" (two decimals from KiB up).
 std::string formatBytes(double bytes);
 
+/// A duration for people, three significant digits up to a minute: "0.42 ms", "27.0 ms",
+/// "3.52 s", "12 min 5 s", "3 h 12 min".
+std::string formatSeconds(double seconds);
+
 /// Called with the bytes done so far and the total.
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 
