@@ -16,8 +16,10 @@
 // (vector<16>: zmm floats) and several such groups, cloned op by op so that their independent
 // dependency chains interleave (the `targets` option, one kernel per CPU); the blocks left over run
 // in a scalar block loop that LLVM may vectorize, and scalar loops cover the partial blocks at
-// either end of a row. The region's trailing arguments (Philox keys) are read from the kernel's
-// `args`, so parameters that differ only in their keys share a kernel.
+// either end of a row. A 2-D slice whose rows are whole blocks but shorter than a few iterations
+// runs the same vector code across rows instead (ir-spec/lowering.md). The region's trailing
+// arguments (Philox keys) are read from the kernel's `args`, so parameters that differ only in
+// their keys share a kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "initc/Random/Expand.h"
@@ -33,6 +35,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/SwapByteOrder.h"
 
+#include <functional>
 #include <numeric>
 
 namespace initc {
@@ -68,9 +71,9 @@ bool isVectorizable(Block &region) {
 }
 
 /// Builds `func.func @name(out, globalShape, offset, localShape, begin, end, args)` evaluating
-/// `fused`, `groups` vectors of `vectorBlocks` blocks per iteration of its main loop.
+/// `fused`, `groupCount` vectors of `vectorBlocks` blocks per iteration of its main loop.
 func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, ElementwiseOp fused,
-                         int64_t groups, int64_t vectorBlocks) {
+                         int64_t groupCount, int64_t vectorBlocks) {
   MLIRContext *ctx = builder.getContext();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   Type i64 = builder.getI64Type();
@@ -110,10 +113,6 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
   // A rank-0 tensor is one row of one element.
   Value one = cst(1), zero = cst(0);
   Value rowLength = rank ? b.create<arith::MaxSIOp>(loc, lshape.back(), one).getResult() : one;
-  Value rowBegin = b.create<arith::DivUIOp>(loc, begin, rowLength);
-  Value rowEnd = b.create<arith::DivUIOp>(
-      loc, b.create<arith::AddIOp>(loc, end, b.create<arith::SubIOp>(loc, rowLength, one)),
-      rowLength);
   // Global strides (row-major).
   SmallVector<Value> gstride(rank);
   Value stride = one;
@@ -125,15 +124,212 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
   Type element = type.getElementType();
   Type storeType = element.isInteger(1) ? b.getI8Type() : element;
   bool vectorizable = storeType.isIntOrFloat() && isVectorizable(region);
-  auto rows = b.create<scf::ForOp>(loc, rowBegin, rowEnd, one);
-  {
+  Value two = cst(2), four = cst(4);
+  auto vectorOf = [&](Type t) { return VectorType::get({vectorBlocks}, t); };
+  auto splat = [&](OpBuilder &b, Value scalar) -> Value {
+    return b.create<vector::BroadcastOp>(loc, vectorOf(scalar.getType()), scalar);
+  };
+  auto i64s = [&](OpBuilder &b, int64_t v) -> Value {
+    return b.create<arith::ConstantOp>(
+        loc, DenseElementsAttr::get(vectorOf(b.getI64Type()), b.getI64IntegerAttr(v)));
+  };
+  // [first, first + 1, ..., first + vectorBlocks - 1]
+  auto steps = [&](OpBuilder &b, int64_t first) -> Value {
+    SmallVector<int64_t> values(vectorBlocks);
+    std::iota(values.begin(), values.end(), first);
+    return b.create<arith::ConstantOp>(loc, b.getI64VectorAttr(values));
+  };
+
+  // Where one group of vectorBlocks blocks lies: its blocks' global indices, the region's
+  // arguments for every dim but the last (one vector each), the last dim's argument for a lane
+  // given the lane's linear indices, and the local index of the group's first element.
+  struct GroupPlace {
+    Value blocks;
+    SmallVector<Value> leading;
+    std::function<Value(OpBuilder &, Value)> last;
+    Value localIndex;
+  };
+  // Evaluates the region for the 4 * vectorBlocks elements of each group in `places` on vectors
+  // (one vector per lane of a block and group, each op of the region given a vector type),
+  // interleaves the four lanes of a group into element order and stores them with one store.
+  // Every op is elementwise, so each vector lane computes exactly what the scalar code computes
+  // for its element.
+  auto emitBlockGroups = [&](OpBuilder &b, ArrayRef<GroupPlace> places) {
+    int64_t groups = places.size();
+    SmallVector<Value> keys =
+        llvm::map_to_vector(kernelArgs, [&](Value key) { return splat(b, key); });
+    // One mapping per lane of a block and group; the region is cloned op by op across all of
+    // them, so that the instruction stream alternates between independent dependency chains
+    // (out-of-order cores dispatch in order into small schedulers: one long chain at a time
+    // leaves them waiting on latency).
+    SmallVector<IRMapping, 4 * kMaxGroups> mappings(4 * groups);
+    for (int64_t group = 0; group < groups; ++group) {
+      const GroupPlace &place = places[group];
+      Value first = b.create<arith::ShLIOp>(loc, place.blocks, i64s(b, 2));
+      for (int64_t lane = 0; lane < 4; ++lane) {
+        // `or`, not `add`: LLVM then knows `linear >> 2` is the block for every lane.
+        Value linear =
+            lane ? b.create<arith::OrIOp>(loc, first, i64s(b, lane)).getResult() : first;
+        IRMapping &mapping = mappings[group * 4 + lane];
+        mapping.map(region.getArgument(0), linear);
+        for (int64_t d = 0; d + 1 < rank; ++d)
+          mapping.map(region.getArgument(d + 1), place.leading[d]);
+        if (rank)
+          mapping.map(region.getArgument(rank), place.last(b, linear));
+        for (auto [a, value] : llvm::enumerate(keys))
+          mapping.map(region.getArgument(rank + 1 + a), value);
+      }
+    }
+    // What the four lanes of a group share: the block index (`index >> 2`: the lanes differ
+    // in the index's two low bits only), the other arguments but the column, and every op of
+    // those alone, such as the Philox rounds. Such ops are cloned once per group, so each
+    // block's Philox is computed once. (Cloned per lane, LLVM trims each copy to the words its
+    // lane uses before it merges the copies, and the trimmed last rounds stay: 12 extra
+    // 64-bit multiplies per 32 blocks.)
+    llvm::DenseSet<Value> shared;
+    for (BlockArgument arg : region.getArguments())
+      if (arg.getArgNumber() != 0 && arg.getArgNumber() != unsigned(rank))
+        shared.insert(arg);
+    auto isShared = [&](Operation &op) {
+      if (auto shift = dyn_cast<arith::ShRUIOp>(op)) {
+        IntegerAttr amount;
+        if (shift.getLhs() == region.getArgument(0) &&
+            matchPattern(shift.getRhs(), m_Constant(&amount)) && amount.getInt() >= 2)
+          return true;
+      }
+      return llvm::all_of(op.getOperands(), [&](Value v) { return shared.contains(v); });
+    };
+    for (Operation &op : region.without_terminator()) {
+      bool once = isShared(op);
+      if (once)
+        shared.insert(op.getResults().begin(), op.getResults().end());
+      for (int64_t group = 0; group < groups; ++group) {
+        for (int64_t lane = 0; lane < (once ? 1 : 4); ++lane) {
+          IRMapping &mapping = mappings[group * 4 + lane];
+          if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+            auto type = vectorOf(constant.getType());
+            mapping.map(constant.getResult(),
+                        b.create<arith::ConstantOp>(
+                            loc, DenseElementsAttr::get(type, constant.getValue())));
+            continue;
+          }
+          Operation *clone = b.clone(op, mapping);
+          for (Value result : clone->getResults())
+            result.setType(vectorOf(result.getType()));
+        }
+        if (once)
+          for (int64_t lane = 1; lane < 4; ++lane)
+            for (Value result : op.getResults())
+              mappings[group * 4 + lane].map(result, mappings[group * 4].lookup(result));
+      }
+    }
+    // [a0 b0 a1 b1 ...]
+    auto interleave = [&](Value x, Value y) -> Value {
+      int64_t n = cast<VectorType>(x.getType()).getNumElements();
+      SmallVector<int64_t> mask;
+      for (int64_t k = 0; k < n; ++k)
+        mask.append({k, n + k});
+      return b.create<vector::ShuffleOp>(loc, x, y, mask);
+    };
+    // The four lanes of 8 blocks of 32-bit elements (one ymm each) in element order, by the
+    // 4x4 transpose within 128-bit halves and one exchange of halves: 12 shuffles that x86
+    // has as single instructions (unpcklps/unpckhps, unpcklpd/unpckhpd, vperm2f128). Given
+    // the 32-element interleave at once, LLVM 19 builds each ymm of it from four sources,
+    // 44 instructions (vpermps, vblendps and index loads) where AVX-512's two-source vpermt2ps
+    // is missing.
+    auto transposeInLanes = [&](ArrayRef<Value> lanes) -> Value {
+      auto shuffle = [&](Value x, Value y, ArrayRef<int64_t> mask) -> Value {
+        return b.create<vector::ShuffleOp>(loc, x, y, mask);
+      };
+      // [x0 y0 x1 y1 | x4 y4 x5 y5] and [x2 y2 x3 y3 | x6 y6 x7 y7]
+      auto low = [&](Value x, Value y) { return shuffle(x, y, {0, 8, 1, 9, 4, 12, 5, 13}); };
+      auto high = [&](Value x, Value y) { return shuffle(x, y, {2, 10, 3, 11, 6, 14, 7, 15}); };
+      // the same on pairs of elements
+      auto lowPairs = [&](Value x, Value y) { return shuffle(x, y, {0, 1, 8, 9, 4, 5, 12, 13}); };
+      auto highPairs = [&](Value x, Value y) {
+        return shuffle(x, y, {2, 3, 10, 11, 6, 7, 14, 15});
+      };
+      Value t0 = low(lanes[0], lanes[1]);
+      Value t1 = high(lanes[0], lanes[1]);
+      Value t2 = low(lanes[2], lanes[3]);
+      Value t3 = high(lanes[2], lanes[3]);
+      // Block k in the low half and block k + 4 in the high half of u[k].
+      Value u[4] = {lowPairs(t0, t2), highPairs(t0, t2), lowPairs(t1, t3), highPairs(t1, t3)};
+      SmallVector<int64_t> lowHalves = {0, 1, 2, 3, 8, 9, 10, 11};
+      SmallVector<int64_t> highHalves = {4, 5, 6, 7, 12, 13, 14, 15};
+      Value blocks01 = shuffle(u[0], u[1], lowHalves);
+      Value blocks23 = shuffle(u[2], u[3], lowHalves);
+      Value blocks45 = shuffle(u[0], u[1], highHalves);
+      Value blocks67 = shuffle(u[2], u[3], highHalves);
+      SmallVector<int64_t> concat16(16), concat32(32);
+      std::iota(concat16.begin(), concat16.end(), 0);
+      std::iota(concat32.begin(), concat32.end(), 0);
+      Value blocks03 = shuffle(blocks01, blocks23, concat16);
+      Value blocks47 = shuffle(blocks45, blocks67, concat16);
+      return shuffle(blocks03, blocks47, concat32);
+    };
+    for (int64_t group = 0; group < groups; ++group) {
+      SmallVector<Value, 4> lanes;
+      // Shuffle integers: every element type has an integer of its width.
+      Type bits = b.getIntegerType(storeType.getIntOrFloatBitWidth());
+      for (int64_t lane = 0; lane < 4; ++lane) {
+        IRMapping &mapping = mappings[group * 4 + lane];
+        Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
+        if (element.isInteger(1))
+          value = b.create<arith::ExtUIOp>(loc, vectorOf(bits), value);
+        else if (value.getType() != vectorOf(bits))
+          value = b.create<arith::BitcastOp>(loc, vectorOf(bits), value);
+        lanes.push_back(value);
+      }
+      Value all;
+      if (bits.getIntOrFloatBitWidth() == 16 && llvm::sys::IsLittleEndianHost) {
+        // Two 16-bit elements of a block per 32-bit word (the first in the low half), then
+        // the words of the two pairs interleaved: LLVM sees that a bf16 rounding's `>> 16`
+        // and `<< 16` cancel, and no 16-bit shuffle or narrowing remains.
+        auto vectorOfI32 = vectorOf(b.getI32Type());
+        Value sixteen = b.create<arith::ConstantOp>(
+            loc, DenseElementsAttr::get(vectorOfI32, b.getI32IntegerAttr(16)));
+        auto pair = [&](Value low, Value high) -> Value {
+          Value first = b.create<arith::ExtUIOp>(loc, vectorOfI32, low);
+          Value second = b.create<arith::ExtUIOp>(loc, vectorOfI32, high);
+          second = b.create<arith::ShLIOp>(loc, second, sixteen);
+          return b.create<arith::OrIOp>(loc, first, second);
+        };
+        Value first = pair(lanes[0], lanes[1]);
+        Value second = pair(lanes[2], lanes[3]);
+        all = interleave(first, second);
+      } else if (vectorBlocks == 8 && bits.getIntOrFloatBitWidth() == 32) {
+        all = transposeInLanes(lanes);
+      } else {
+        Value even = interleave(lanes[0], lanes[2]);
+        Value odd = interleave(lanes[1], lanes[3]);
+        all = interleave(even, odd);
+      }
+      unsigned align = std::max(1u, storeType.getIntOrFloatBitWidth() / 8);
+      Value address = b.create<LLVM::GEPOp>(loc, ptr, storeType, out,
+                                            ValueRange{places[group].localIndex});
+      b.create<LLVM::StoreOp>(loc, all, address, align);
+    }
+  };
+
+  // Elements [rangeBegin, rangeEnd) row by row: the partial blocks at either end of a row one
+  // element at a time, whole Philox blocks in between on vectors (when vectorizable, and
+  // `groupCount` groups of them fit), the blocks left over one by one in a loop LLVM may
+  // vectorize.
+  auto emitRows = [&](Value rangeBegin, Value rangeEnd) {
+    Value rowBegin = b.create<arith::DivUIOp>(loc, rangeBegin, rowLength);
+    Value rowEnd = b.create<arith::DivUIOp>(
+        loc, b.create<arith::AddIOp>(loc, rangeEnd, b.create<arith::SubIOp>(loc, rowLength, one)),
+        rowLength);
+    auto rows = b.create<scf::ForOp>(loc, rowBegin, rowEnd, one);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(rows.getBody());
     Value row = rows.getInductionVar();
     Value rowStart = b.create<arith::MulIOp>(loc, row, rowLength);
-    Value colLo = b.create<arith::MaxSIOp>(loc, b.create<arith::SubIOp>(loc, begin, rowStart), zero);
+    Value colLo =
+        b.create<arith::MaxSIOp>(loc, b.create<arith::SubIOp>(loc, rangeBegin, rowStart), zero);
     Value colHi =
-        b.create<arith::MinSIOp>(loc, b.create<arith::SubIOp>(loc, end, rowStart), rowLength);
+        b.create<arith::MinSIOp>(loc, b.create<arith::SubIOp>(loc, rangeEnd, rowStart), rowLength);
     // Global index of the row along every dim but the last, and the linear index of its start.
     SmallVector<Value> globalIndex(rank);
     Value base = zero, rest = row;
@@ -168,203 +364,17 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       Value localIndex = b.create<arith::AddIOp>(loc, rowStart, col);
       return b.create<LLVM::GEPOp>(loc, ptr, storeType, out, ValueRange{localIndex});
     };
-    auto emitElement = [&](OpBuilder &b, Value col, Value linear) {
-      Value value = evaluate(b, col, linear);
-      b.create<LLVM::StoreOp>(loc, value, addressOf(b, col));
-    };
     auto scalarLoop = [&](Value from, Value to) {
       auto cols = b.create<scf::ForOp>(loc, from, to, one);
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(cols.getBody());
       Value col = cols.getInductionVar();
-      emitElement(b, col, b.create<arith::AddIOp>(loc, base, col));
-    };
-    // Evaluates the region for the 4 * vectorBlocks * groups elements of blocks [firstBlock,
-    // firstBlock + vectorBlocks * groups) on vectors (one vector per lane of a block and group,
-    // each op of the region given a vector type), interleaves the four lanes of a group into
-    // element order and stores them with one store. Every op is elementwise, so each vector lane
-    // computes exactly what the scalar code computes for its element.
-    auto emitBlockGroups = [&](OpBuilder &b, Value firstBlock) {
-      auto vectorOf = [&](Type t) { return VectorType::get({vectorBlocks}, t); };
-      auto splat = [&](Value scalar) -> Value {
-        return b.create<vector::BroadcastOp>(loc, vectorOf(scalar.getType()), scalar);
-      };
-      auto i64s = [&](int64_t v) -> Value {
-        return b.create<arith::ConstantOp>(
-            loc, DenseElementsAttr::get(vectorOf(b.getI64Type()), b.getI64IntegerAttr(v)));
-      };
-      Value baseVector = splat(base);
-      SmallVector<Value> fixed; // region arguments that do not depend on the element
-      for (int64_t d = 0; d + 1 < rank; ++d)
-        fixed.push_back(splat(globalIndex[d]));
-      SmallVector<Value> keys = llvm::map_to_vector(kernelArgs, splat);
-      Value offLast = rank ? splat(off.back()) : Value();
-      // One mapping per lane of a block and group; the region is cloned op by op across all of
-      // them, so that the instruction stream alternates between independent dependency chains
-      // (out-of-order cores dispatch in order into small schedulers: one long chain at a time
-      // leaves them waiting on latency).
-      SmallVector<IRMapping, 4 * kMaxGroups> mappings(4 * groups);
-      for (int64_t group = 0; group < groups; ++group) {
-        SmallVector<int64_t> steps;
-        for (int64_t k = 0; k < vectorBlocks; ++k)
-          steps.push_back(group * vectorBlocks + k);
-        Value blockIndex = b.create<arith::AddIOp>(
-            loc, splat(firstBlock), b.create<arith::ConstantOp>(loc, b.getI64VectorAttr(steps)));
-        Value first = b.create<arith::ShLIOp>(loc, blockIndex, i64s(2));
-        for (int64_t lane = 0; lane < 4; ++lane) {
-          // `or`, not `add`: LLVM then knows `linear >> 2` is the block for every lane.
-          Value linear =
-              lane ? b.create<arith::OrIOp>(loc, first, i64s(lane)).getResult() : first;
-          IRMapping &mapping = mappings[group * 4 + lane];
-          mapping.map(region.getArgument(0), linear);
-          for (int64_t d = 0; d + 1 < rank; ++d)
-            mapping.map(region.getArgument(d + 1), fixed[d]);
-          if (rank)
-            mapping.map(region.getArgument(rank),
-                        b.create<arith::AddIOp>(
-                            loc, offLast, b.create<arith::SubIOp>(loc, linear, baseVector)));
-          for (auto [a, value] : llvm::enumerate(keys))
-            mapping.map(region.getArgument(rank + 1 + a), value);
-        }
-      }
-      // What the four lanes of a group share: the block index (`index >> 2`: the lanes differ
-      // in the index's two low bits only), the other arguments but the column, and every op of
-      // those alone, such as the Philox rounds. Such ops are cloned once per group, so each
-      // block's Philox is computed once. (Cloned per lane, LLVM trims each copy to the words its
-      // lane uses before it merges the copies, and the trimmed last rounds stay: 12 extra
-      // 64-bit multiplies per 32 blocks.)
-      llvm::DenseSet<Value> shared;
-      for (BlockArgument arg : region.getArguments())
-        if (arg.getArgNumber() != 0 && arg.getArgNumber() != unsigned(rank))
-          shared.insert(arg);
-      auto isShared = [&](Operation &op) {
-        if (auto shift = dyn_cast<arith::ShRUIOp>(op)) {
-          IntegerAttr amount;
-          if (shift.getLhs() == region.getArgument(0) &&
-              matchPattern(shift.getRhs(), m_Constant(&amount)) && amount.getInt() >= 2)
-            return true;
-        }
-        return llvm::all_of(op.getOperands(), [&](Value v) { return shared.contains(v); });
-      };
-      for (Operation &op : region.without_terminator()) {
-        bool once = isShared(op);
-        if (once)
-          shared.insert(op.getResults().begin(), op.getResults().end());
-        for (int64_t group = 0; group < groups; ++group) {
-          for (int64_t lane = 0; lane < (once ? 1 : 4); ++lane) {
-            IRMapping &mapping = mappings[group * 4 + lane];
-            if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
-              auto type = vectorOf(constant.getType());
-              mapping.map(constant.getResult(),
-                          b.create<arith::ConstantOp>(
-                              loc, DenseElementsAttr::get(type, constant.getValue())));
-              continue;
-            }
-            Operation *clone = b.clone(op, mapping);
-            for (Value result : clone->getResults())
-              result.setType(vectorOf(result.getType()));
-          }
-          if (once)
-            for (int64_t lane = 1; lane < 4; ++lane)
-              for (Value result : op.getResults())
-                mappings[group * 4 + lane].map(result, mappings[group * 4].lookup(result));
-        }
-      }
-      // [a0 b0 a1 b1 ...]
-      auto interleave = [&](Value x, Value y) -> Value {
-        int64_t n = cast<VectorType>(x.getType()).getNumElements();
-        SmallVector<int64_t> mask;
-        for (int64_t k = 0; k < n; ++k)
-          mask.append({k, n + k});
-        return b.create<vector::ShuffleOp>(loc, x, y, mask);
-      };
-      // The four lanes of 8 blocks of 32-bit elements (one ymm each) in element order, by the
-      // 4x4 transpose within 128-bit halves and one exchange of halves: 12 shuffles that x86
-      // has as single instructions (unpcklps/unpckhps, unpcklpd/unpckhpd, vperm2f128). Given
-      // the 32-element interleave at once, LLVM 19 builds each ymm of it from four sources,
-      // 44 instructions (vpermps, vblendps and index loads) where AVX-512's two-source vpermt2ps
-      // is missing.
-      auto transposeInLanes = [&](ArrayRef<Value> lanes) -> Value {
-        auto shuffle = [&](Value x, Value y, ArrayRef<int64_t> mask) -> Value {
-          return b.create<vector::ShuffleOp>(loc, x, y, mask);
-        };
-        // [x0 y0 x1 y1 | x4 y4 x5 y5] and [x2 y2 x3 y3 | x6 y6 x7 y7]
-        auto low = [&](Value x, Value y) { return shuffle(x, y, {0, 8, 1, 9, 4, 12, 5, 13}); };
-        auto high = [&](Value x, Value y) { return shuffle(x, y, {2, 10, 3, 11, 6, 14, 7, 15}); };
-        // the same on pairs of elements
-        auto lowPairs = [&](Value x, Value y) { return shuffle(x, y, {0, 1, 8, 9, 4, 5, 12, 13}); };
-        auto highPairs = [&](Value x, Value y) {
-          return shuffle(x, y, {2, 3, 10, 11, 6, 7, 14, 15});
-        };
-        Value t0 = low(lanes[0], lanes[1]);
-        Value t1 = high(lanes[0], lanes[1]);
-        Value t2 = low(lanes[2], lanes[3]);
-        Value t3 = high(lanes[2], lanes[3]);
-        // Block k in the low half and block k + 4 in the high half of u[k].
-        Value u[4] = {lowPairs(t0, t2), highPairs(t0, t2), lowPairs(t1, t3), highPairs(t1, t3)};
-        SmallVector<int64_t> lowHalves = {0, 1, 2, 3, 8, 9, 10, 11};
-        SmallVector<int64_t> highHalves = {4, 5, 6, 7, 12, 13, 14, 15};
-        Value blocks01 = shuffle(u[0], u[1], lowHalves);
-        Value blocks23 = shuffle(u[2], u[3], lowHalves);
-        Value blocks45 = shuffle(u[0], u[1], highHalves);
-        Value blocks67 = shuffle(u[2], u[3], highHalves);
-        SmallVector<int64_t> concat16(16), concat32(32);
-        std::iota(concat16.begin(), concat16.end(), 0);
-        std::iota(concat32.begin(), concat32.end(), 0);
-        Value blocks03 = shuffle(blocks01, blocks23, concat16);
-        Value blocks47 = shuffle(blocks45, blocks67, concat16);
-        return shuffle(blocks03, blocks47, concat32);
-      };
-      for (int64_t group = 0; group < groups; ++group) {
-        SmallVector<Value, 4> lanes;
-        // Shuffle integers: every element type has an integer of its width.
-        Type bits = b.getIntegerType(storeType.getIntOrFloatBitWidth());
-        for (int64_t lane = 0; lane < 4; ++lane) {
-          IRMapping &mapping = mappings[group * 4 + lane];
-          Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
-          if (element.isInteger(1))
-            value = b.create<arith::ExtUIOp>(loc, vectorOf(bits), value);
-          else if (value.getType() != vectorOf(bits))
-            value = b.create<arith::BitcastOp>(loc, vectorOf(bits), value);
-          lanes.push_back(value);
-        }
-        Value all;
-        if (bits.getIntOrFloatBitWidth() == 16 && llvm::sys::IsLittleEndianHost) {
-          // Two 16-bit elements of a block per 32-bit word (the first in the low half), then
-          // the words of the two pairs interleaved: LLVM sees that a bf16 rounding's `>> 16`
-          // and `<< 16` cancel, and no 16-bit shuffle or narrowing remains.
-          auto vectorOfI32 = vectorOf(b.getI32Type());
-          Value sixteen = b.create<arith::ConstantOp>(
-              loc, DenseElementsAttr::get(vectorOfI32, b.getI32IntegerAttr(16)));
-          auto pair = [&](Value low, Value high) -> Value {
-            Value first = b.create<arith::ExtUIOp>(loc, vectorOfI32, low);
-            Value second = b.create<arith::ExtUIOp>(loc, vectorOfI32, high);
-            second = b.create<arith::ShLIOp>(loc, second, sixteen);
-            return b.create<arith::OrIOp>(loc, first, second);
-          };
-          Value first = pair(lanes[0], lanes[1]);
-          Value second = pair(lanes[2], lanes[3]);
-          all = interleave(first, second);
-        } else if (vectorBlocks == 8 && bits.getIntOrFloatBitWidth() == 32) {
-          all = transposeInLanes(lanes);
-        } else {
-          Value even = interleave(lanes[0], lanes[2]);
-          Value odd = interleave(lanes[1], lanes[3]);
-          all = interleave(even, odd);
-        }
-        Value col = b.create<arith::SubIOp>(
-            loc,
-            b.create<arith::ShLIOp>(
-                loc, b.create<arith::AddIOp>(loc, firstBlock, cst(group * vectorBlocks)),
-                cst(2)),
-            base);
-        unsigned align = std::max(1u, storeType.getIntOrFloatBitWidth() / 8);
-        b.create<LLVM::StoreOp>(loc, all, addressOf(b, col), align);
-      }
+      Value linear = b.create<arith::AddIOp>(loc, base, col);
+      Value value = evaluate(b, col, linear);
+      b.create<LLVM::StoreOp>(loc, value, addressOf(b, col));
     };
     // Whole Philox blocks [blockBegin, blockEnd) of the row's linear range [lin0, lin1); the
     // columns before and after them (fewer than 4 each) are the head and the tail.
-    Value two = cst(2), four = cst(4);
     Value lin0 = b.create<arith::AddIOp>(loc, base, colLo);
     Value lin1 = b.create<arith::AddIOp>(loc, base, colHi);
     Value blockBegin = b.create<arith::ShRUIOp>(loc, b.create<arith::AddIOp>(loc, lin0, cst(3)),
@@ -381,7 +391,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     // Whole groups of vectorBlocks blocks on vectors, then the remaining blocks one by one.
     Value vectorEnd = blockBegin;
     if (vectorizable) {
-      Value group = cst(vectorBlocks * groups);
+      Value group = cst(vectorBlocks * groupCount);
       Value count = b.create<arith::SubIOp>(loc, blockEnd, blockBegin);
       vectorEnd = b.create<arith::AddIOp>(
           loc, blockBegin,
@@ -389,7 +399,26 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       auto groups = b.create<scf::ForOp>(loc, blockBegin, vectorEnd, group);
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(groups.getBody());
-      emitBlockGroups(b, groups.getInductionVar());
+      Value firstBlock = groups.getInductionVar();
+      SmallVector<GroupPlace, kMaxGroups> places;
+      for (int64_t group = 0; group < groupCount; ++group) {
+        GroupPlace place;
+        place.blocks = b.create<arith::AddIOp>(loc, splat(b, firstBlock),
+                                               steps(b, group * vectorBlocks));
+        for (int64_t d = 0; d + 1 < rank; ++d)
+          place.leading.push_back(splat(b, globalIndex[d]));
+        Value baseVector = splat(b, base), offLast = rank ? splat(b, off.back()) : Value();
+        place.last = [=](OpBuilder &b, Value linear) -> Value {
+          return b.create<arith::AddIOp>(loc, offLast,
+                                         b.create<arith::SubIOp>(loc, linear, baseVector));
+        };
+        Value firstElement = b.create<arith::ShLIOp>(
+            loc, b.create<arith::AddIOp>(loc, firstBlock, cst(group * vectorBlocks)), two);
+        place.localIndex = b.create<arith::AddIOp>(
+            loc, rowStart, b.create<arith::SubIOp>(loc, firstElement, base));
+        places.push_back(std::move(place));
+      }
+      emitBlockGroups(b, places);
     }
     {
       auto blocks = b.create<scf::ForOp>(loc, vectorEnd, blockEnd, one);
@@ -405,9 +434,9 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       }
       if (storeType.isIntOrFloat() && storeType.getIntOrFloatBitWidth() == 16 &&
           llvm::sys::IsLittleEndianHost) {
-        // Two 16-bit elements per 32-bit store (the first in the low half): the vectorizer sizes its vectors by the stored
-        // type, and 16-bit stores would make it widen the i64 Philox arithmetic to 16 lanes
-        // (4 ymm registers a value, spilling) instead of 8.
+        // Two 16-bit elements per 32-bit store (the first in the low half): the vectorizer sizes
+        // its vectors by the stored type, and 16-bit stores would make it widen the i64 Philox
+        // arithmetic to 16 lanes (4 ymm registers a value, spilling) instead of 8.
         Type i16 = b.getI16Type(), i32 = b.getI32Type();
         Value sixteen = b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(16));
         auto word = [&](Value v) -> Value {
@@ -427,6 +456,144 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       }
     }
     scalarLoop(tailBegin, colHi);
+  };
+
+  // Short rows (a 2-D slice split finely along its last dim, e.g. 32 columns of a 16384-wide
+  // weight over dp=512) leave the per-row vector loop idle: its blocks would run one by one.
+  // When every row is whole Philox blocks (the global and local row lengths and the column
+  // offset are multiples of 4), the slice's blocks are consecutive in local memory, so the main
+  // loop's vectors can take them in local order across rows, each vector lane computing its
+  // block's row from the block's place in the slice. Used where rows are shorter than 8
+  // iterations and not a whole number of them.
+  int64_t perIteration = groupCount * vectorBlocks;
+  if (!vectorizable || rank != 2) {
+    emitRows(begin, end);
+  } else {
+    using arith::CmpIPredicate;
+    auto cmp = [&](CmpIPredicate p, Value x, Value y) {
+      return b.create<arith::CmpIOp>(loc, p, x, y).getResult();
+    };
+    auto both = [&](Value x, Value y) { return b.create<arith::AndIOp>(loc, x, y).getResult(); };
+    auto wholeBlocks = [&](Value v) {
+      return cmp(CmpIPredicate::eq, b.create<arith::AndIOp>(loc, v, cst(3)), zero);
+    };
+    Value rowBlocks = b.create<arith::ShRUIOp>(loc, lshape[1], two);
+    Value globalRowBlocks = b.create<arith::ShRUIOp>(loc, gshape[1], two);
+    Value iteration = cst(perIteration);
+    Value spanRows = both(
+        both(wholeBlocks(lshape[1]), both(wholeBlocks(off[1]), wholeBlocks(gshape[1]))),
+        both(both(cmp(CmpIPredicate::uge, rowBlocks, one),
+                  cmp(CmpIPredicate::ult, rowBlocks, cst(8 * perIteration))),
+             cmp(CmpIPredicate::ne, b.create<arith::RemUIOp>(loc, rowBlocks, iteration), zero)));
+    auto choice = b.create<scf::IfOp>(loc, spanRows, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(choice.elseBlock());
+      emitRows(begin, end);
+      b.setInsertionPointToStart(choice.thenBlock());
+      Value blockBegin = b.create<arith::ShRUIOp>(loc, b.create<arith::AddIOp>(loc, begin, cst(3)),
+                                                  two);
+      Value blockEnd =
+          b.create<arith::MaxUIOp>(loc, b.create<arith::ShRUIOp>(loc, end, two), blockBegin);
+      Value count = b.create<arith::SubIOp>(loc, blockEnd, blockBegin);
+      Value vectorEnd = b.create<arith::AddIOp>(
+          loc, blockBegin,
+          b.create<arith::MulIOp>(loc, b.create<arith::DivUIOp>(loc, count, iteration),
+                                  iteration));
+      Value headEnd =
+          b.create<arith::MinUIOp>(loc, b.create<arith::ShLIOp>(loc, blockBegin, two), end);
+      // The elements outside the vector loop, fewer than 4 before it and fewer than 4 *
+      // perIteration after it, one at a time (one scalar copy of the region each: a kernel
+      // per recipe is compiled for each CPU, so its size is compile time).
+      auto elementLoop = [&](Value from, Value to) {
+        auto elements = b.create<scf::ForOp>(loc, from, to, one);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(elements.getBody());
+        Value local = elements.getInductionVar();
+        Value globalRow = b.create<arith::AddIOp>(
+            loc, b.create<arith::DivUIOp>(loc, local, lshape[1]), off[0]);
+        Value globalCol = b.create<arith::AddIOp>(
+            loc, b.create<arith::RemUIOp>(loc, local, lshape[1]), off[1]);
+        IRMapping mapping;
+        mapping.map(region.getArgument(0),
+                    b.create<arith::AddIOp>(
+                        loc, b.create<arith::MulIOp>(loc, globalRow, gshape[1]), globalCol));
+        mapping.map(region.getArgument(1), globalRow);
+        mapping.map(region.getArgument(2), globalCol);
+        for (auto [a, value] : llvm::enumerate(kernelArgs))
+          mapping.map(region.getArgument(3 + a), value);
+        for (Operation &op : region.without_terminator())
+          b.clone(op, mapping);
+        Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
+        if (element.isInteger(1))
+          value = b.create<arith::ExtUIOp>(loc, b.getI8Type(), value);
+        b.create<LLVM::StoreOp>(
+            loc, value, b.create<LLVM::GEPOp>(loc, ptr, storeType, out, ValueRange{local}));
+      };
+      elementLoop(begin, headEnd);
+      // x / rowBlocks as (x * m) >> 20 with m = ceil(2^20 / rowBlocks): exact while
+      // x * (m * rowBlocks - 2^20) < 2^20, which x < 9 * perIteration <= 576 and
+      // rowBlocks < 8 * perIteration <= 512 guarantee.
+      static_assert(9 * kMaxGroups * kMaxVectorBlocks * 8 * kMaxGroups * kMaxVectorBlocks <
+                        (1 << 20),
+                    "the row division by multiplication is exact");
+      Value magic = b.create<arith::DivUIOp>(
+          loc,
+          b.create<arith::AddIOp>(loc, cst(1 << 20), b.create<arith::SubIOp>(loc, rowBlocks, one)),
+          rowBlocks);
+      auto rowsIn = [&](OpBuilder &b, Value x, Value m, Value twenty) {
+        return b.create<arith::ShRUIOp>(loc, b.create<arith::MulIOp>(loc, x, m), twenty);
+      };
+      Value colBlockOffset = b.create<arith::ShRUIOp>(loc, off[1], two);
+      Value skip = b.create<arith::SubIOp>(loc, globalRowBlocks, rowBlocks);
+      Value firstRow = b.create<arith::DivUIOp>(loc, blockBegin, rowBlocks);
+      Value firstCol = b.create<arith::RemUIOp>(loc, blockBegin, rowBlocks);
+      auto loop = b.create<scf::ForOp>(loc, blockBegin, vectorEnd, iteration,
+                                       ValueRange{firstRow, firstCol});
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(loop.getBody());
+        // The iteration's first block is column block `col` of local row `row`.
+        Value block = loop.getInductionVar();
+        Value row = loop.getRegionIterArgs()[0], col = loop.getRegionIterArgs()[1];
+        Value globalRow = b.create<arith::AddIOp>(loc, row, off[0]);
+        Value rowStartBlock = b.create<arith::AddIOp>(
+            loc, b.create<arith::MulIOp>(loc, globalRow, globalRowBlocks), colBlockOffset);
+        Value magicVector = splat(b, magic), twenty = i64s(b, 20);
+        SmallVector<GroupPlace, kMaxGroups> places;
+        for (int64_t group = 0; group < groupCount; ++group) {
+          GroupPlace place;
+          // Column block x of row `row`, possibly past its end: q = x / rowBlocks rows further.
+          Value x = b.create<arith::AddIOp>(loc, splat(b, col), steps(b, group * vectorBlocks));
+          Value q = rowsIn(b, x, magicVector, twenty);
+          place.blocks = b.create<arith::AddIOp>(
+              loc, b.create<arith::AddIOp>(loc, splat(b, rowStartBlock), x),
+              b.create<arith::MulIOp>(loc, q, splat(b, skip)));
+          place.leading.push_back(b.create<arith::AddIOp>(loc, splat(b, globalRow), q));
+          Value colBlock = b.create<arith::SubIOp>(
+              loc, b.create<arith::AddIOp>(loc, x, splat(b, colBlockOffset)),
+              b.create<arith::MulIOp>(loc, q, splat(b, rowBlocks)));
+          Value firstColumn = b.create<arith::ShLIOp>(loc, colBlock, i64s(b, 2));
+          place.last = [=](OpBuilder &b, Value linear) -> Value {
+            return b.create<arith::OrIOp>(loc, firstColumn,
+                                          b.create<arith::AndIOp>(loc, linear, i64s(b, 3)));
+          };
+          place.localIndex = b.create<arith::ShLIOp>(
+              loc, b.create<arith::AddIOp>(loc, block, cst(group * vectorBlocks)), two);
+          places.push_back(std::move(place));
+        }
+        emitBlockGroups(b, places);
+        Value next = b.create<arith::AddIOp>(loc, col, iteration);
+        Value wrapped = rowsIn(b, next, magic, cst(20));
+        b.create<scf::YieldOp>(
+            loc, ValueRange{b.create<arith::AddIOp>(loc, row, wrapped),
+                            b.create<arith::SubIOp>(
+                                loc, next, b.create<arith::MulIOp>(loc, wrapped, rowBlocks))});
+      }
+      Value tailBegin = b.create<arith::MaxUIOp>(
+          loc, b.create<arith::ShLIOp>(loc, vectorEnd, two), headEnd);
+      elementLoop(tailBegin, end);
+    }
   }
   b.create<func::ReturnOp>(loc);
   return func;

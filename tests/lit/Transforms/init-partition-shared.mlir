@@ -3,9 +3,11 @@
 // The four lanes of a Philox block differ only in the two low bits of the linear index: what a
 // region computes from `linear >> k` (k >= 2), the row and the keys alone is computed once per
 // group of blocks and shared by its lanes (here one multiply per group, as the Philox rounds);
-// what reads the lane (`linear` itself, its low bits, the column) is computed per lane.
+// what reads the lane (`linear` itself, its low bits, the column) is computed per lane. (Checked
+// in the loop along rows; the loop across rows shares the same way.)
 
 // CHECK-LABEL: func.func @initc_kernel_0(
+// CHECK:         } else {
 // CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32_i64
 // CHECK-COUNT-2:     arith.muli %{{.+}} : vector<16xi64>
 // CHECK-NOT:         arith.muli
@@ -13,6 +15,7 @@
 // CHECK-NOT:         arith.muli
 // CHECK:             llvm.store
 // CHECK-LABEL: func.func @initc_kernel_0.x86_64_v3(
+// CHECK:         } else {
 // CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c8_i64
 // CHECK:             arith.muli %{{.+}} : vector<8xi64>
 // CHECK-NOT:         arith.muli
@@ -20,6 +23,7 @@
 
 // A shift by one keeps a lane bit: per lane.
 // CHECK-LABEL: func.func @initc_kernel_1(
+// CHECK:         } else {
 // CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32_i64
 // CHECK-COUNT-8:     arith.muli %{{.+}} : vector<16xi64>
 // CHECK-NOT:         arith.muli

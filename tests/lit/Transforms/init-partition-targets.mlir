@@ -10,9 +10,17 @@
 
 // CHECK-LABEL: init.param @a : tensor<4x64xf32> kernel @initc_kernel_0{{$}}
 // CHECK-LABEL: init.param @h : tensor<4x64xbf16> kernel @initc_kernel_1{{$}}
+// A 2-D slice has two vector loops: across rows, when its rows are whole blocks but shorter
+// than a few iterations (the iteration's first row and column carried), and along each row.
 // CHECK-LABEL: func.func @initc_kernel_0(
 // CHECK-SAME:      attributes {initc.kernel, initc.target_cpu = "x86-64-v4"}
-// CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32_i64
+// CHECK:         scf.if %{{.+}} {
+// CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32_i64 iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}) -> (i64, i64)
+// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
+// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
+// CHECK:             scf.yield %{{.+}}, %{{.+}} : i64, i64
+// CHECK:         } else {
+// CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32_i64{{.*}} : i64 {
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 // CHECK-NEXT:      }
@@ -37,7 +45,7 @@
 // CHECK-NEXT:        %[[B47:.+]] = vector.shuffle %[[B45]], %[[B67]] [0, 1, 2, {{.+}}, 15] : vector<8xi32>, vector<8xi32>
 // CHECK-NEXT:        %[[ALL:.+]] = vector.shuffle %[[B03]], %[[B47]] [0, 1, 2, {{.+}}, 31] : vector<16xi32>, vector<16xi32>
 // CHECK:             llvm.store %[[ALL]], %{{.+}} {alignment = 4 : i64} : vector<32xi32>, !llvm.ptr
-// CHECK-NEXT:      }
+// CHECK:             scf.yield
 
 // 16-bit elements: the two elements of each pair in a block share a 32-bit word (the first in
 // the low half), and the words of the two pairs interleave into the store.

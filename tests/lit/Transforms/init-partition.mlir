@@ -19,7 +19,20 @@
 // CHECK-SAME:      %[[BEGIN:[^:]+]]: i64, %[[END:[^:]+]]: i64,
 // CHECK-SAME:      %[[ARGS:[^:]+]]: !llvm.ptr {llvm.noalias, llvm.nocapture, llvm.readonly})
 // CHECK-SAME:      attributes {initc.kernel}
-// Rows of the slice, then per row: head columns, whole Philox blocks of 4, tail columns.
+// A 2-D slice whose rows are whole Philox blocks of 4 but short: the elements before the first
+// whole block, the blocks on vectors across rows (the iteration's first row and column carried),
+// the elements after the last whole iteration.
+// CHECK:         scf.if %{{.+}} {
+// CHECK:           scf.for %{{[^ ]+}} = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
+// CHECK:             llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr
+// CHECK:           scf.for %{{[^ ]+}} = %{{.+}} to %{{.+}} step %c8_i64 iter_args(%{{.+}}, %{{.+}}) -> (i64, i64)
+// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<32xi32>, !llvm.ptr
+// CHECK:             scf.yield %{{.+}}, %{{.+}} : i64, i64
+// CHECK:           scf.for %{{[^ ]+}} = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
+// CHECK:             llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr
+// Otherwise rows of the slice, then per row: head columns, whole Philox blocks of 4 (on vectors,
+// then one by one), tail columns.
+// CHECK:         } else {
 // CHECK:         scf.for %[[ROW:[^ ]+]] = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
 // CHECK:           scf.for %{{[^ ]+}} = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
 // CHECK:             %[[V:.+]] = arith.sitofp %{{.+}} : i64 to f32

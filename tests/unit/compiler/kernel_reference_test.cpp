@@ -122,7 +122,10 @@ std::vector<uint8_t> referenceElement(const Case &c, uint64_t i) {
 
 std::vector<Case> allCases() {
   std::vector<Case> cases;
-  const std::vector<std::vector<int64_t>> shapes = {{1001}, {7, 13}, {3, 5, 7}, {2, 1001}};
+  // {11, 32} and {3, 104}: rows of whole Philox blocks shorter than the main loop's
+  // iterations, which the kernels take across rows (see boxesOf).
+  const std::vector<std::vector<int64_t>> shapes = {{1001},    {7, 13},  {3, 5, 7},
+                                                    {2, 1001}, {11, 32}, {3, 104}};
   const char *dtypes[] = {"f32", "bf16", "f16", "f64"};
   int n = 0;
   for (Dist dist : {Dist::Uniform, Dist::Normal, Dist::TruncNormal, Dist::ScaledUniform,
@@ -192,6 +195,11 @@ std::vector<Box> boxesOf(const std::vector<int64_t> &shape) {
     one.shape[d] = 1;
   }
   boxes.push_back(one);
+  // A band of 16 columns from column 8 and row 1: rows of whole blocks, offset on both dims.
+  if (shape.size() == 2 && shape[0] > 1 && shape[1] >= 24 && shape[1] % 4 == 0) {
+    Box band{{1, 8}, {shape[0] - 1, 16}};
+    boxes.push_back(band);
+  }
   // A torch.chunk-style half along dim 0.
   if (shape[0] > 1) {
     Box half = whole;
@@ -365,6 +373,49 @@ TEST_F(KernelReferenceTest, VectorWidthsGiveTheSameBytes) {
     specs.insert(specs.end(), {"x86-64-v4:2", "x86-64-v4:2x16"});
   for (const std::string &spec : specs)
     EXPECT_TRUE(portable == runAll(cases, spec)) << "x86-64 and " << spec << " kernels differ";
+}
+
+TEST_F(KernelReferenceTest, IndexArgumentsHoldAcrossRows) {
+  // A recipe of the row and column indices, on slices whose short rows the kernels take across
+  // rows: every element gets its own row and column, for every CPU and split.
+  const int64_t rows = 37, cols = 32;
+  std::string type = "tensor<" + std::to_string(rows) + "x" + std::to_string(cols) + "xf32>";
+  std::string text = "init.seed 1\n"
+                     "init.param @grid : " + type + " {\n"
+                     "  %r = init.iota dim 0 start 0.0 step 1000.0 : " + type + "\n"
+                     "  %c = init.iota dim 1 start 0.0 step 1.0 : " + type + "\n"
+                     "  %0 = init.add %r, %c : " + type + "\n"
+                     "  init.yield %0 : " + type + "\n}\n";
+  std::vector<std::string> specs = {"x86-64", "x86-64-v3:2"};
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+    specs.push_back("x86-64-v4:2x16");
+  const std::vector<int64_t> shape = {rows, cols};
+  for (const std::string &spec : specs) {
+    initrt::Program program;
+    void *handle = compile(text, spec, program);
+    ASSERT_NE(handle, nullptr);
+    auto kernel = reinterpret_cast<initrt::KernelFn>(
+        dlsym(handle, program.params[0].kernel.c_str()));
+    ASSERT_NE(kernel, nullptr);
+    for (const Box &box : {Box{{0, 0}, {rows, cols}}, Box{{1, 8}, {rows - 1, 16}},
+                           Box{{3, 4}, {rows - 3, 8}}})
+      for (const std::vector<int64_t> &cuts : splitsOf(box.elements())) {
+        std::vector<float> out(size_t(box.elements()), -1.0f);
+        for (size_t s = 0; s + 1 < cuts.size(); ++s)
+          callKernel(kernel, program.params[0], out.data(), shape, box, cuts[s], cuts[s + 1]);
+        int failures = 0;
+        for (int64_t local = 0; local < box.elements() && failures < 5; ++local) {
+          int64_t r = local / box.shape[1] + box.offset[0];
+          int64_t c = local % box.shape[1] + box.offset[1];
+          if (out[size_t(local)] != float(r * 1000 + c)) {
+            ++failures;
+            ADD_FAILURE() << spec << ": element (" << r << ", " << c << ") is "
+                          << out[size_t(local)] << " (" << cuts.size() - 1 << " pieces)";
+          }
+        }
+      }
+  }
 }
 
 TEST_F(KernelReferenceTest, FloatToI64IsDefinedOutsideTheRange) {
