@@ -118,7 +118,10 @@ Loaded &kernels() {
   return loaded;
 }
 
-void runKernel(benchmark::State &state, const std::string &name) {
+/// Times the kernel of param `name` over kRows * kCols elements: the whole square tensor, or with
+/// `columns`, a slice `columns` wide (from column 64) of a tensor 16384 columns wide, whose short
+/// rows the kernels take across rows (as a 405B weight split over dp=512).
+void runKernel(benchmark::State &state, const std::string &name, int64_t columns = 0) {
   Loaded &l = kernels();
   const initrt::Param *param = nullptr;
   for (const initrt::Param &p : l.program.params)
@@ -129,9 +132,15 @@ void runKernel(benchmark::State &state, const std::string &name) {
   const int64_t n = kRows * kCols;
   const size_t width = size_t(initrt::dtypeBytes(param->dtype));
   std::vector<char> out(size_t(n) * width, 1); // resident
-  const int64_t shape[] = {kRows, kCols}, offset[] = {0, 0};
+  int64_t shape[] = {kRows, kCols}, offset[] = {0, 0}, local[] = {kRows, kCols};
+  if (columns) {
+    shape[0] = local[0] = n / columns;
+    shape[1] = 16384;
+    offset[1] = 64;
+    local[1] = columns;
+  }
   for (auto _ : state) {
-    kernel(out.data(), shape, offset, shape, 0, n, param->kernelArgs.data());
+    kernel(out.data(), shape, offset, local, 0, n, param->kernelArgs.data());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
@@ -148,13 +157,20 @@ int registerAll() {
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
     }
+  for (auto &recipe : kRecipes) {
+    std::string name = paramName(recipe[0], "f32");
+    benchmark::RegisterBenchmark((benchmarkName(recipe[0], "f32") + "/columns:32").c_str(),
+                                 [name](benchmark::State &s) { runKernel(s, name, 32); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
   return 0;
 }
 const int registered = registerAll();
 
-/// The console output, then each recipe's elements/s in f32 and the 16-bit dtypes' ratios to it
-/// (medians where there are repetitions): ratios within one run hold on a noisy machine where
-/// absolute rates do not.
+/// The console output, then each recipe's elements/s in f32 and the ratios to it of the 16-bit
+/// dtypes and of a 32-column slice (medians where there are repetitions): ratios within one run
+/// hold on a noisy machine where absolute rates do not.
 class RatioReporter : public benchmark::ConsoleReporter {
 public:
   using ConsoleReporter::ConsoleReporter;
@@ -178,15 +194,17 @@ public:
   void Finalize() override {
     ConsoleReporter::Finalize();
     std::ostream &os = GetOutputStream();
-    os << "\nelements/s, 16-bit over f32 (" << (anyMedian() ? "medians" : "one run each") << "):\n";
+    os << "\nelements/s, 16-bit and 32-column slices over f32 ("
+       << (anyMedian() ? "medians" : "one run each") << "):\n";
     char line[160];
-    std::snprintf(line, sizeof line, "%-14s %12s %20s %20s\n", "kernel", "f32", "bf16", "f16");
+    std::snprintf(line, sizeof line, "%-14s %12s %20s %20s %20s\n", "kernel", "f32", "bf16", "f16",
+                  "f32 32 columns");
     os << line;
     for (auto &recipe : kRecipes) {
       double f32 = rateOf(recipe[0], "f32");
-      std::string cells[3];
-      for (int d = 0; d < 3; ++d) {
-        double v = rateOf(recipe[0], kDtypes[d]);
+      std::string cells[4];
+      for (int d = 0; d < 4; ++d) {
+        double v = d < 3 ? rateOf(recipe[0], kDtypes[d]) : rateOf(recipe[0], "f32", "/columns:32");
         char cell[32];
         if (v <= 0)
           std::snprintf(cell, sizeof cell, "-");
@@ -196,8 +214,8 @@ public:
           std::snprintf(cell, sizeof cell, "%.2f G (%.2fx)", v / 1e9, v / f32);
         cells[d] = cell;
       }
-      std::snprintf(line, sizeof line, "%-14s %12s %20s %20s\n", recipe[0], cells[0].c_str(),
-                    cells[1].c_str(), cells[2].c_str());
+      std::snprintf(line, sizeof line, "%-14s %12s %20s %20s %20s\n", recipe[0],
+                    cells[0].c_str(), cells[1].c_str(), cells[2].c_str(), cells[3].c_str());
       os << line;
     }
   }
@@ -208,8 +226,8 @@ private:
   };
   std::map<std::string, Rates> rates;
 
-  double rateOf(const char *recipe, const char *dtype) const {
-    auto it = rates.find(benchmarkName(recipe, dtype));
+  double rateOf(const char *recipe, const char *dtype, const char *variant = "") const {
+    auto it = rates.find(benchmarkName(recipe, dtype) + variant);
     if (it == rates.end())
       return 0;
     const Rates &r = it->second;
