@@ -464,7 +464,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
   // offset are multiples of 4), the slice's blocks are consecutive in local memory, so the main
   // loop's vectors can take them in local order across rows, each vector lane computing its
   // block's row from the block's place in the slice. Used where rows are shorter than 8
-  // iterations and not a whole number of them.
+  // iterations and not a whole number of them (and global rows have fewer than 2^32 blocks, so
+  // that the row arithmetic stays 32-bit).
   int64_t perIteration = groupCount * vectorBlocks;
   if (!vectorizable || rank != 2) {
     emitRows(begin, end);
