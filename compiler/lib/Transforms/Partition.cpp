@@ -140,6 +140,23 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     return b.create<arith::ConstantOp>(loc, b.getI64VectorAttr(values));
   };
 
+  // The element at global linear index `linear` and global index `indices` (one per dim), as its
+  // stored type: the region cloned on scalars.
+  auto valueAt = [&](OpBuilder &b, Value linear, ArrayRef<Value> indices) -> Value {
+    IRMapping mapping;
+    mapping.map(region.getArgument(0), linear);
+    for (int64_t d = 0; d < rank; ++d)
+      mapping.map(region.getArgument(d + 1), indices[d]);
+    for (auto [a, value] : llvm::enumerate(kernelArgs))
+      mapping.map(region.getArgument(rank + 1 + a), value);
+    for (Operation &op : region.without_terminator())
+      b.clone(op, mapping);
+    Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
+    if (element.isInteger(1))
+      value = b.create<arith::ExtUIOp>(loc, b.getI8Type(), value);
+    return value;
+  };
+
   // Where one group of vectorBlocks blocks lies: its blocks' global indices, the region's
   // arguments for every dim but the last (one vector each), the last dim's argument for a lane
   // given the lane's linear indices, and the local index of the group's first element.
@@ -347,18 +364,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     auto evaluate = [&](OpBuilder &b, Value col, Value linear) {
       if (rank)
         globalIndex.back() = b.create<arith::AddIOp>(loc, off.back(), col);
-      IRMapping mapping;
-      mapping.map(region.getArgument(0), linear);
-      for (int64_t d = 0; d < rank; ++d)
-        mapping.map(region.getArgument(d + 1), globalIndex[d]);
-      for (auto [a, value] : llvm::enumerate(kernelArgs))
-        mapping.map(region.getArgument(rank + 1 + a), value);
-      for (Operation &op : region.without_terminator())
-        b.clone(op, mapping);
-      Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
-      if (element.isInteger(1))
-        value = b.create<arith::ExtUIOp>(loc, b.getI8Type(), value);
-      return value;
+      return valueAt(b, linear, globalIndex);
     };
     auto addressOf = [&](OpBuilder &b, Value col) -> Value {
       Value localIndex = b.create<arith::AddIOp>(loc, rowStart, col);
@@ -517,19 +523,10 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
             loc, b.create<arith::DivUIOp>(loc, local, lshape[1]), off[0]);
         Value globalCol = b.create<arith::AddIOp>(
             loc, b.create<arith::RemUIOp>(loc, local, lshape[1]), off[1]);
-        IRMapping mapping;
-        mapping.map(region.getArgument(0),
-                    b.create<arith::AddIOp>(
-                        loc, b.create<arith::MulIOp>(loc, globalRow, gshape[1]), globalCol));
-        mapping.map(region.getArgument(1), globalRow);
-        mapping.map(region.getArgument(2), globalCol);
-        for (auto [a, value] : llvm::enumerate(kernelArgs))
-          mapping.map(region.getArgument(3 + a), value);
-        for (Operation &op : region.without_terminator())
-          b.clone(op, mapping);
-        Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
-        if (element.isInteger(1))
-          value = b.create<arith::ExtUIOp>(loc, b.getI8Type(), value);
+        Value linear =
+            b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, globalRow, gshape[1]),
+                                    globalCol);
+        Value value = valueAt(b, linear, {globalRow, globalCol});
         b.create<LLVM::StoreOp>(
             loc, value, b.create<LLVM::GEPOp>(loc, ptr, storeType, out, ValueRange{local}));
       };
