@@ -1,4 +1,5 @@
 #include "initc/Target/SharedObject.h"
+#include "initc/Target/KernelScheduler.h"
 #include "initc/Target/TruncateByShuffle.h"
 #include "initrt/cpu.h"
 
@@ -215,6 +216,7 @@ std::optional<CpuTarget> resolveCpu(llvm::StringRef cpu, const TargetOptions &op
 std::optional<ResolvedTarget> createTargetMachine(const TargetOptions &options,
                                                   std::string &error) {
   initializeNativeTarget();
+  useKernelScheduler();
   if (options.optLevel > 3) {
     error = "optimization level " + std::to_string(options.optLevel) + " is out of range 0..3";
     return std::nullopt;
