@@ -183,8 +183,9 @@ struct InspectArgs {
 // by default, from the kernel benchmark (items_per_second; see benchmarks/README.md):
 //   build/bin/initc-kernel-bench --benchmark_min_time=0.2 --benchmark_repetitions=8
 //   INITRT_TARGET_CPU=x86-64-v3 build/bin/initc-kernel-bench ...
-// Each is the slowest of f32, bf16 and f16 on the slower of the two hosts measured (one core of
-// an AMD EPYC Zen 4 and of an Intel Xeon, 2 vCPUs each), so that the estimate bounds the time.
+// Each is the slowest of f32, bf16 and f16 on the slowest host measured (one core of an AMD EPYC
+// Zen 4, of a Zen 3 without AVX-512 and of an Intel Xeon, 2 vCPUs each), so that the estimate
+// bounds the time.
 // Elementwise recipes without randomness (fills, iota, masks) count at the uniform rate, an
 // upper bound on their time.
 struct KernelRates {
@@ -194,7 +195,7 @@ struct KernelRates {
 };
 constexpr KernelRates kKernelRates[] = {
     {"x86-64-v4", "AVX-512", 1.70e9, 0.92e9, 0.77e9},
-    {"x86-64-v3", "AVX2", 0.90e9, 0.48e9, 0.37e9},
+    {"x86-64-v3", "AVX2", 0.90e9, 0.48e9, 0.35e9},
 };
 // prog/init's resident memory besides the shards (binary, MPI, kernels.so, the program):
 // measured with `/usr/bin/time -f %M prog/init --rank K` when it still held a rank's shards, as
