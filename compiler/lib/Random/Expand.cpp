@@ -186,7 +186,12 @@ Value erfinvOf(OpBuilder &builder, Location loc, Value x, ErfinvDomain d) {
     p = e.horner(rng::kErfinvCentral, e.sub(w, e.f32(2.5f)));
   if (d.tail) {
     Value pt = e.horner(rng::kErfinvTail, e.sub(e.sqrt(w), e.f32(3.0f)));
-    p = p ? e.select(e.cmpf(CmpFPredicate::OLT, w, e.f32(5.0f)), p, pt) : pt;
+    if (p) {
+      p = e.select(e.cmpf(CmpFPredicate::OLT, w, e.f32(5.0f)), p, pt);
+      p.getDefiningOp()->setAttr(kRarelyFalseAttr, builder.getUnitAttr());
+    } else {
+      p = pt;
+    }
   }
   if (d.inside)
     return e.mul(p, x);

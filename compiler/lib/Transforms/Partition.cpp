@@ -17,15 +17,17 @@
 // dependency chains interleave (the `targets` option, one kernel per CPU); the blocks left over run
 // in a scalar block loop that LLVM may vectorize, and scalar loops cover the partial blocks at
 // either end of a row. A 2-D slice whose rows are whole blocks but shorter than a few iterations
-// runs the same vector code across rows instead (ir-spec/lowering.md). The region's trailing
-// arguments (Philox keys) are read from the kernel's `args`, so parameters that differ only in
-// their keys share a kernel.
+// runs the same vector code across rows instead (ir-spec/lowering.md). A select marked rarely
+// false (erfinv's tail branch) computes its false operand on vectors only in iterations where
+// some lane takes it. The region's trailing arguments (Philox keys) are read from the kernel's
+// `args`, so parameters that differ only in their keys share a kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "initc/Random/Expand.h"
 #include "initc/Transforms/Passes.h"
 #include "initrt/rng.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -216,7 +218,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       }
       return llvm::all_of(op.getOperands(), [&](Value v) { return shared.contains(v); });
     };
-    for (Operation &op : region.without_terminator()) {
+    // Clones `op` for every lane and group (once per group when shared).
+    auto cloneForAll = [&](Operation &op) {
       bool once = isShared(op);
       if (once)
         shared.insert(op.getResults().begin(), op.getResults().end());
@@ -231,6 +234,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
             continue;
           }
           Operation *clone = b.clone(op, mapping);
+          clone->removeAttr(random::kRarelyFalseAttr);
           for (Value result : clone->getResults())
             result.setType(vectorOf(result.getType()));
         }
@@ -239,6 +243,64 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
             for (Value result : op.getResults())
               mappings[group * 4 + lane].map(result, mappings[group * 4].lookup(result));
       }
+    };
+    // A select marked rarely false runs the ops only its false operand needs (erfinv's tail
+    // branch: a sqrt and a degree-8 polynomial) after a test that some lane of the iteration
+    // takes it. Ops are deferred when every use is a deferred op or such a select's false
+    // operand; constants are not (they cost nothing and may have other uses).
+    llvm::DenseSet<Operation *> deferred;
+    auto isLazySelect = [](Operation &op) {
+      return isa<arith::SelectOp>(op) && op.hasAttr(random::kRarelyFalseAttr);
+    };
+    for (Operation &op : llvm::reverse(region.without_terminator())) {
+      if (op.getNumResults() == 0 || isa<arith::ConstantOp>(op) || isLazySelect(op))
+        continue;
+      bool onlyFalseOperands = llvm::all_of(op.getUses(), [&](OpOperand &use) {
+        Operation *user = use.getOwner();
+        return deferred.contains(user) ||
+               (isLazySelect(*user) && use.get() == cast<arith::SelectOp>(user).getFalseValue() &&
+                use.getOperandNumber() == 2);
+      });
+      if (onlyFalseOperands && !op.use_empty())
+        deferred.insert(&op);
+    }
+    auto emitLazySelect = [&](arith::SelectOp select) {
+      // scf.if (every lane's condition holds) { the true operands } else { the deferred ops
+      // and the selects }, one result per lane and group.
+      Value allTrue;
+      for (IRMapping &mapping : mappings) {
+        Value condition = mapping.lookup(select.getCondition());
+        allTrue = allTrue ? b.create<arith::AndIOp>(loc, allTrue, condition).getResult()
+                          : condition;
+      }
+      allTrue = b.create<vector::ReductionOp>(loc, vector::CombiningKind::AND, allTrue);
+      SmallVector<Type> types(mappings.size(), vectorOf(select.getType()));
+      auto lazy = b.create<scf::IfOp>(loc, types, allTrue, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(lazy.thenBlock());
+        b.create<scf::YieldOp>(loc, llvm::map_to_vector(mappings, [&](IRMapping &mapping) {
+                                 return mapping.lookup(select.getTrueValue());
+                               }));
+        b.setInsertionPointToStart(lazy.elseBlock());
+        for (Operation &op : region.without_terminator())
+          if (deferred.contains(&op))
+            cloneForAll(op);
+        cloneForAll(*select);
+        b.create<scf::YieldOp>(loc, llvm::map_to_vector(mappings, [&](IRMapping &mapping) {
+                                 return mapping.lookup(select.getResult());
+                               }));
+      }
+      for (auto [mapping, result] : llvm::zip(mappings, lazy.getResults()))
+        mapping.map(select.getResult(), result);
+    };
+    for (Operation &op : region.without_terminator()) {
+      if (deferred.contains(&op))
+        continue;
+      if (isLazySelect(op))
+        emitLazySelect(cast<arith::SelectOp>(op));
+      else
+        cloneForAll(op);
     }
     // [a0 b0 a1 b1 ...]
     auto interleave = [&](Value x, Value y) -> Value {

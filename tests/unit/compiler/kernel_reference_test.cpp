@@ -25,6 +25,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,9 @@ namespace {
 
 constexpr uint64_t kSeed = 1234;
 
-enum class Dist { Uniform, Normal, TruncNormal, ScaledUniform, ScaledNormal };
+// WideTruncNormal: bounds at +-100 std, so erfinv's tail branch (|v| > 0.9966) is taken now and
+// then, which vector kernels compute only for iterations where some lane takes it.
+enum class Dist { Uniform, Normal, TruncNormal, WideTruncNormal, ScaledUniform, ScaledNormal };
 
 struct Case {
   std::string name;
@@ -61,6 +64,8 @@ std::string recipe(const Case &c) {
     return "init.normal mean 0.5 std 0.02" + s;
   case Dist::TruncNormal:
     return "init.trunc_normal mean 0.0 std 0.02 bounds [-0.04, 0.04]" + s;
+  case Dist::WideTruncNormal:
+    return "init.trunc_normal mean 0.0 std 0.02 bounds [-2.0, 2.0]" + s;
   case Dist::ScaledUniform:
     return "init.variance_scaling scale 0.333333 fan_in uniform" + s;
   case Dist::ScaledNormal:
@@ -86,6 +91,8 @@ float referenceSample(const Case &c, uint64_t i) {
     return rng::normalAt(key, i, 0.5, 0.02);
   case Dist::TruncNormal:
     return rng::truncNormalAt(key, i, 0.0, 0.02, -0.04, 0.04);
+  case Dist::WideTruncNormal:
+    return rng::truncNormalAt(key, i, 0.0, 0.02, -2.0, 2.0);
   case Dist::ScaledUniform: {
     double bound = std::sqrt(3.0 * 0.333333 / fanIn(c.shape));
     return rng::uniformAt(key, i, -bound, bound);
@@ -128,13 +135,17 @@ std::vector<Case> allCases() {
                                                     {2, 1001}, {11, 32}, {3, 104}};
   const char *dtypes[] = {"f32", "bf16", "f16", "f64"};
   int n = 0;
-  for (Dist dist : {Dist::Uniform, Dist::Normal, Dist::TruncNormal, Dist::ScaledUniform,
-                    Dist::ScaledNormal})
+  for (Dist dist : {Dist::Uniform, Dist::Normal, Dist::TruncNormal, Dist::WideTruncNormal,
+                    Dist::ScaledUniform, Dist::ScaledNormal})
     for (const char *dtype : dtypes)
       for (const auto &shape : shapes) {
         bool scaled = dist == Dist::ScaledUniform || dist == Dist::ScaledNormal;
         if (scaled && shape.size() < 2)
           continue; // the fan needs rank >= 2
+        // The tail branch's laziness does not depend on the stored type: two are enough.
+        if (dist == Dist::WideTruncNormal && std::string(dtype) != "f32" &&
+            std::string(dtype) != "bf16")
+          continue;
         Case c;
         c.name = "model.layers." + std::to_string(n) + ".weight";
         c.dist = dist;
@@ -347,6 +358,20 @@ protected:
 
 TEST_F(KernelReferenceTest, EveryElementMatchesTheReference) {
   runAll(allCases(), "x86-64-v3");
+}
+
+TEST(KernelReferenceCases, WideTruncNormalTakesTheTailBranch) {
+  // The wide cases must hold elements from erfinv's tail branch (w >= 5, |v| > 0.9966: beyond
+  // erfinv(0.9966) * 0.02 * sqrt(2) = 0.0585), else the lazy branch would go untested.
+  int tail = 0, elements = 0;
+  for (const Case &c : allCases())
+    if (c.dist == Dist::WideTruncNormal)
+      for (uint64_t i = 0; i < uint64_t(std::accumulate(c.shape.begin(), c.shape.end(),
+                                                          int64_t(1), std::multiplies<>()));
+           ++i, ++elements)
+        tail += std::fabs(referenceSample(c, i)) > 0.06f;
+  EXPECT_GE(tail, 10) << "of " << elements;
+  EXPECT_LT(tail, elements / 50);
 }
 
 TEST_F(KernelReferenceTest, SameRecipesShareAKernel) {

@@ -27,6 +27,12 @@ struct PhiloxKey {
   uint32_t k0, k1;
 };
 
+// Marks an `arith.select` whose condition is almost always true, such as erfinv's choice of its
+// central branch (the tail is taken for |x| > 0.9966 only). Vector kernels may then compute the
+// ops only the false operand needs just when some lane of an iteration takes it
+// (ir-spec/lowering.md); the values are the same.
+inline constexpr llvm::StringLiteral kRarelyFalseAttr = "initc.rarely_false";
+
 // Rule 1 of ir-spec/rng.md (same as initrt::rng::deriveKey).
 PhiloxKey derivePhiloxKey(uint64_t seed, llvm::StringRef name, uint64_t stream);
 
