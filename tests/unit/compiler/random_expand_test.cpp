@@ -302,10 +302,13 @@ TEST_F(RandomExpandTest, PhiloxWords) {
 }
 
 TEST_F(RandomExpandTest, UnitFloat) {
+  // U depends on x >> 9 only: every one of its 2^23 values, with random low bits, and the
+  // extreme words.
   SplitMix r{3};
-  std::vector<uint32_t> words = {0, 0xffffffffu, 0x1ffu, 0x200u, 0x80000000u, 0x7fffffffu};
-  while (words.size() < 20000)
-    words.push_back(static_cast<uint32_t>(r.next()));
+  std::vector<uint32_t> words = {0, 0xffffffffu, 0x1ffu, 0x200u, 0x80000000u, 0x7fffffffu,
+                                 0xfffffe00u, 0x000001ffu};
+  for (uint32_t high = 0; high < (1u << 23); ++high)
+    words.push_back(high << 9 | static_cast<uint32_t>(r.next() & 0x1ff));
   compare<uint32_t, float>("unit", words, 1,
                            [](uint32_t x, float *out) { *out = rng::unitFloat(x); });
 }
