@@ -246,23 +246,26 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     };
     // A select marked rarely false runs the ops only its false operand needs (erfinv's tail
     // branch: a sqrt and a degree-8 polynomial) after a test that some lane of the iteration
-    // takes it. Ops are deferred when every use is a deferred op or such a select's false
-    // operand; constants are not (they cost nothing and may have other uses).
-    llvm::DenseSet<Operation *> deferred;
+    // takes it. An op is deferred for the select when every use is that select's false operand
+    // or an op deferred for it; constants are not (they cost nothing and may have other uses).
     auto isLazySelect = [](Operation &op) {
       return isa<arith::SelectOp>(op) && op.hasAttr(random::kRarelyFalseAttr);
     };
-    for (Operation &op : llvm::reverse(region.without_terminator())) {
-      if (op.getNumResults() == 0 || isa<arith::ConstantOp>(op) || isLazySelect(op))
+    llvm::DenseMap<Operation *, Operation *> deferredFor;
+    for (Operation &select : region.without_terminator()) {
+      if (!isLazySelect(select))
         continue;
-      bool onlyFalseOperands = llvm::all_of(op.getUses(), [&](OpOperand &use) {
-        Operation *user = use.getOwner();
-        return deferred.contains(user) ||
-               (isLazySelect(*user) && use.get() == cast<arith::SelectOp>(user).getFalseValue() &&
-                use.getOperandNumber() == 2);
-      });
-      if (onlyFalseOperands && !op.use_empty())
-        deferred.insert(&op);
+      for (Operation *op = select.getPrevNode(); op; op = op->getPrevNode()) {
+        if (op->use_empty() || isa<arith::ConstantOp>(op) || isLazySelect(*op))
+          continue;
+        bool forThisSelect = llvm::all_of(op->getUses(), [&](OpOperand &use) {
+          Operation *user = use.getOwner();
+          return (user == &select && use.getOperandNumber() == 2) ||
+                 deferredFor.lookup(user) == &select;
+        });
+        if (forThisSelect)
+          deferredFor[op] = &select;
+      }
     }
     auto emitLazySelect = [&](arith::SelectOp select) {
       // scf.if (every lane's condition holds) { the true operands } else { the deferred ops
@@ -284,7 +287,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
                                }));
         b.setInsertionPointToStart(lazy.elseBlock());
         for (Operation &op : region.without_terminator())
-          if (deferred.contains(&op))
+          if (deferredFor.lookup(&op) == select)
             cloneForAll(op);
         cloneForAll(*select);
         b.create<scf::YieldOp>(loc, llvm::map_to_vector(mappings, [&](IRMapping &mapping) {
@@ -295,7 +298,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         mapping.map(select.getResult(), result);
     };
     for (Operation &op : region.without_terminator()) {
-      if (deferred.contains(&op))
+      if (deferredFor.count(&op))
         continue;
       if (isLazySelect(op))
         emitLazySelect(cast<arith::SelectOp>(op));

@@ -15,6 +15,12 @@ init.param @narrow : tensor<8x64xf32> {
   %0 = init.trunc_normal mean 0.0 std 0.02 bounds [-0.04, 0.04] stream 0 : tensor<8x64xf32>
   init.yield %0 : tensor<8x64xf32>
 }
+init.param @sum : tensor<8x64xf32> {
+  %0 = init.trunc_normal mean 0.0 std 0.02 bounds [-2.0, 2.0] stream 0 : tensor<8x64xf32>
+  %1 = init.trunc_normal mean 0.0 std 0.02 bounds [-2.0, 2.0] stream 1 : tensor<8x64xf32>
+  %2 = init.add %0, %1 : tensor<8x64xf32>
+  init.yield %2 : tensor<8x64xf32>
+}
 
 // FUSED-LABEL: init.param @wide
 // FUSED:         math.sqrt %{{.+}} : f32
@@ -44,3 +50,15 @@ init.param @narrow : tensor<8x64xf32> {
 // CHECK-NOT:     vector.reduction
 // CHECK-NOT:     math.sqrt
 // CHECK:         return
+// Two such selects in one kernel: each test defers only its own branch.
+// CHECK-LABEL: func.func @initc_kernel_2(
+// CHECK:         scf.for {{.+}} step %c16_i64 iter_args
+// CHECK:           vector.reduction <and>
+// CHECK-NEXT:      scf.if
+// CHECK:           } else {
+// CHECK-NEXT:        math.sqrt %{{.+}} : vector<8xf32>
+// CHECK:           vector.reduction <and>
+// CHECK-NEXT:      scf.if
+// CHECK:           } else {
+// CHECK-NEXT:        math.sqrt %{{.+}} : vector<8xf32>
+// CHECK:           arith.addf %{{.+}}, %{{.+}} : vector<8xf32>

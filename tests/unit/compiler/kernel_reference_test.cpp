@@ -37,8 +37,17 @@ namespace {
 constexpr uint64_t kSeed = 1234;
 
 // WideTruncNormal: bounds at +-100 std, so erfinv's tail branch (|v| > 0.9966) is taken now and
-// then, which vector kernels compute only for iterations where some lane takes it.
-enum class Dist { Uniform, Normal, TruncNormal, WideTruncNormal, ScaledUniform, ScaledNormal };
+// then, which vector kernels compute only for iterations where some lane takes it;
+// WideTruncNormalSum: two of them (streams s and s + 1) added, two such branches in one kernel.
+enum class Dist {
+  Uniform,
+  Normal,
+  TruncNormal,
+  WideTruncNormal,
+  WideTruncNormalSum,
+  ScaledUniform,
+  ScaledNormal
+};
 
 struct Case {
   std::string name;
@@ -65,6 +74,7 @@ std::string recipe(const Case &c) {
   case Dist::TruncNormal:
     return "init.trunc_normal mean 0.0 std 0.02 bounds [-0.04, 0.04]" + s;
   case Dist::WideTruncNormal:
+  case Dist::WideTruncNormalSum:
     return "init.trunc_normal mean 0.0 std 0.02 bounds [-2.0, 2.0]" + s;
   case Dist::ScaledUniform:
     return "init.variance_scaling scale 0.333333 fan_in uniform" + s;
@@ -93,6 +103,10 @@ float referenceSample(const Case &c, uint64_t i) {
     return rng::truncNormalAt(key, i, 0.0, 0.02, -0.04, 0.04);
   case Dist::WideTruncNormal:
     return rng::truncNormalAt(key, i, 0.0, 0.02, -2.0, 2.0);
+  case Dist::WideTruncNormalSum:
+    return rng::truncNormalAt(key, i, 0.0, 0.02, -2.0, 2.0) +
+           rng::truncNormalAt(rng::deriveKey(kSeed, c.name, uint64_t(c.stream) + 1), i, 0.0,
+                              0.02, -2.0, 2.0);
   case Dist::ScaledUniform: {
     double bound = std::sqrt(3.0 * 0.333333 / fanIn(c.shape));
     return rng::uniformAt(key, i, -bound, bound);
@@ -157,6 +171,15 @@ std::vector<Case> allCases() {
         cases.push_back(c);
         ++n;
       }
+  for (const std::vector<int64_t> &shape : {shapes[3], shapes[4]}) {
+    Case sum;
+    sum.name = "model.layers." + std::to_string(n++) + ".weight";
+    sum.dist = Dist::WideTruncNormalSum;
+    sum.dtype = "f32";
+    sum.shape = shape;
+    sum.stream = 1;
+    cases.push_back(sum);
+  }
   // Two parameters with the same recipe and shape: they may share a kernel, never values.
   Case twin = cases.front();
   twin.name = "model.twin.weight";
@@ -168,7 +191,14 @@ std::string moduleText(const std::vector<Case> &cases) {
   std::string text = "init.seed " + std::to_string(kSeed) + "\n";
   for (const Case &c : cases) {
     text += "init.param @" + c.name + " : " + tensorType(c) + " {\n";
-    text += "  %0 = " + recipe(c) + "\n";
+    if (c.dist == Dist::WideTruncNormalSum) {
+      Case second = c;
+      second.stream = c.stream + 1;
+      text += "  %a = " + recipe(c) + "\n  %b = " + recipe(second) + "\n";
+      text += "  %0 = init.add %a, %b : " + tensorType(c) + "\n";
+    } else {
+      text += "  %0 = " + recipe(c) + "\n";
+    }
     text += "  init.yield %0 : " + tensorType(c) + "\n}\n";
   }
   return text;
