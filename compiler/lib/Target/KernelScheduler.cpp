@@ -48,7 +48,8 @@ ScheduleDAGInstrs *createKernelScheduler(MachineSchedContext *context) {
       return dag;
     return createGenericSchedLive(context);
   }
-  // What createGenericSchedLive builds, with the top-down strategy.
+  // What createGenericSchedLive builds, with the top-down strategy. (The x86 target's own adds
+  // a mutation keeping compares next to their branches; the kernels' loops end cmp, jcc anyway.)
   auto *dag = new ScheduleDAGMILive(context, std::make_unique<TopDownScheduler>(context));
   dag->addMutation(createCopyConstrainDAGMutation(dag->TII, dag->TRI));
   return dag;
