@@ -1,6 +1,7 @@
 #include "initc/Target/SharedObject.h"
 #include "initc/Target/KernelScheduler.h"
 #include "initc/Target/TruncateByShuffle.h"
+#include "initc/Target/WideConstants.h"
 #include "initrt/cpu.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -30,6 +31,10 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/CodeGen/MachineModuleInfo.h"
+#include "llvm/CodeGen/Passes.h"
+#include "llvm/CodeGen/TargetPassConfig.h"
+#include "llvm/CodeGen/MachineFunctionPass.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/IR/LLVMContext.h"
@@ -422,13 +427,38 @@ LogicalResult optimizeAndCheck(llvm::Module &module, const ResolvedTarget &targe
   return checkSelfContained(module, kernelNames, error);
 }
 
+/// What TargetMachine::addPassesToEmitFile adds, with the kernels' own machine pass after
+/// instruction selection (WideConstants.cpp). Returns true when the target cannot emit
+/// `fileType`.
+bool addCodeGenPasses(llvm::TargetMachine &machine, llvm::legacy::PassManager &passes,
+                      llvm::raw_pwrite_stream &os, llvm::CodeGenFileType fileType) {
+  auto &codeGen = static_cast<llvm::LLVMTargetMachine &>(machine);
+  auto *moduleInfo = new llvm::MachineModuleInfoWrapperPass(&codeGen);
+  llvm::TargetPassConfig *config = codeGen.createPassConfig(passes);
+  config->setDisableVerify(true);
+  // Early machine LICM has hoisted the constants out of the loops by then; the register
+  // allocator later rematerializes them into their users.
+  if (machine.getOptLevel() != llvm::CodeGenOptLevel::None)
+    config->insertPass(&llvm::EarlyMachineLICMID, createWideConstantsPass());
+  passes.add(config);
+  passes.add(moduleInfo);
+  if (config->addISelPasses())
+    return true;
+  config->addMachinePasses();
+  config->setInitialized();
+  if (codeGen.addAsmPrinter(passes, os, nullptr, fileType, moduleInfo->getMMI().getContext()))
+    return true;
+  passes.add(llvm::createFreeMachineFunctionPass());
+  return false;
+}
+
 LogicalResult emitMachineCode(llvm::Module &module, const ResolvedTarget &target,
                               CodeFileKind kind, llvm::raw_pwrite_stream &os,
                               std::string &error) {
   llvm::legacy::PassManager passes;
   auto fileType = kind == CodeFileKind::Assembly ? llvm::CodeGenFileType::AssemblyFile
                                                  : llvm::CodeGenFileType::ObjectFile;
-  if (target.machine->addPassesToEmitFile(passes, os, nullptr, fileType)) {
+  if (addCodeGenPasses(*target.machine, passes, os, fileType)) {
     error = "the LLVM target for '" + target.triple + "' cannot emit this file type";
     return failure();
   }
