@@ -76,6 +76,7 @@ bool truncNormalIsNeverNaN(double mean, double stdev, double a, double b);
 mlir::Value emitLog(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 mlir::Value emitExp(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 mlir::Value emitErfinv(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+// sin(2 pi u) and cos(2 pi u) for a unit float u (rule 3: the contract takes them of no other).
 mlir::Value emitSin2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value u);
 mlir::Value emitCos2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value u);
 
