@@ -224,19 +224,27 @@ Value wordAt(ElementwiseBuilder &e, OpBuilder &b, Location loc, Value index,
   return e.select(lane.high, high, low);
 }
 
-// sin(q * pi / 2 + t) for integer q (i32).
-Value sinQuadrant(ElementwiseBuilder &e, Value q, Value t) {
+// Rule 7's S and C: sin t and cos t for |t| <= pi / 4.
+std::pair<Value, Value> sinCosOf(ElementwiseBuilder &e, Value t) {
   Value z = e.mul(t, t);
   Value s = e.add(e.mul(e.mul(e.horner(rng::kSinPoly, z), z), t), t);
   Value c = e.mul(e.mul(e.horner(rng::kCosPoly, z), z), z);
   c = e.sub(c, e.mul(e.f32(0.5f), z));
   c = e.add(c, e.f32(1.0f));
-  Value zero = e.i32(0);
-  Value odd = e.cmpi(CmpIPredicate::ne, e.andi(q, e.i32(1)), zero);
-  Value negate = e.cmpi(CmpIPredicate::ne, e.andi(q, e.i32(2)), zero);
-  Value v = e.select(odd, c, s);
-  return e.select(negate, e.neg(v), v);
+  return {s, c};
 }
+
+// Whether q (i32) is odd, as a sign-bit test (a blend takes its mask from the sign bit).
+Value isOdd(ElementwiseBuilder &e, Value q) {
+  return e.cmpi(CmpIPredicate::slt, e.shl(q, e.i32(31)), e.i32(0));
+}
+
+// v negated when q & 2: the negation flips the sign bit, as an xor with (q << 30) & 2^31 does.
+Value negatedInHalfTurns(ElementwiseBuilder &e, Value v, Value q) {
+  Value sign = e.andi(e.shl(q, e.i32(30)), e.i32(0x80000000u));
+  return e.floatOf(e.xori(e.bitsOf(v), sign));
+}
+
 
 // Rule 7's reduction for a unit float u (rule 3): u = q / 4 + r exactly, q = round-half-up(4u);
 // returns t = r * 2pi. 4u = (2k + 1) 2^-22 is never a half-integer, so rounding it to nearest
@@ -250,6 +258,17 @@ std::pair<Value, Value> reduceUnitTurn(ElementwiseBuilder &e, Value u) {
   Value q = e.subi(e.bitsOf(rounded), e.i32(llvm::bit_cast<uint32_t>(kRound)));
   Value r4 = e.sub(u4, e.sub(rounded, e.f32(kRound)));
   return {q, e.mul(r4, e.f32(rng::kTwoPi * 0.25f))};
+}
+
+// sin(2 pi u) and cos(2 pi u) of a unit float: sin_q(q) and sin_q(q + 1), sin_q(k) being
+// [S, C, -S, -C][k & 3]. The two share the quadrant's parity: cos takes S where sin takes C.
+std::pair<Value, Value> sinCos2Pi(ElementwiseBuilder &e, Value u) {
+  auto [q, t] = reduceUnitTurn(e, u);
+  auto [sinT, cosT] = sinCosOf(e, t);
+  Value odd = isOdd(e, q);
+  Value sine = negatedInHalfTurns(e, e.select(odd, cosT, sinT), q);
+  Value cosine = negatedInHalfTurns(e, e.select(odd, sinT, cosT), e.addi(q, e.i32(1)));
+  return {sine, cosine};
 }
 
 } // namespace
@@ -320,11 +339,10 @@ Value normalAt(OpBuilder &builder, Location loc, Value index, const KeyOperand &
   Value u2 = emitUnitFloat(builder, loc, e.select(lane.high, x[3], x[1]));
   // u1 is a unit float: positive, normal, finite.
   Value r = e.sqrt(e.mul(e.f32(-2.0f), logOf(builder, loc, u1, /*anyInput=*/false)));
-  // Even lanes take cos(2 pi u2), the sine one quadrant further on.
-  auto [q, t] = reduceUnitTurn(e, u2);
+  // Even lanes take cos(2 pi u2), odd lanes sin(2 pi u2).
+  auto [sine, cosine] = sinCos2Pi(e, u2);
   Value even = e.cmpi(CmpIPredicate::eq, e.andi(index, e.i64(1)), e.i64(0));
-  q = e.select(even, e.addi(q, e.i32(1)), q);
-  Value z = e.mul(r, sinQuadrant(e, q, t));
+  Value z = e.mul(r, e.select(even, cosine, sine));
   return e.add(e.f32(static_cast<float>(mean)), e.mul(e.f32(static_cast<float>(stdev)), z));
 }
 
@@ -420,14 +438,12 @@ Value emitExp(OpBuilder &builder, Location loc, Value x) {
 
 Value emitSin2Pi(OpBuilder &builder, Location loc, Value u) {
   ElementwiseBuilder e(builder, loc, u.getType());
-  auto [q, t] = reduceUnitTurn(e, u);
-  return sinQuadrant(e, q, t);
+  return sinCos2Pi(e, u).first;
 }
 
 Value emitCos2Pi(OpBuilder &builder, Location loc, Value u) {
   ElementwiseBuilder e(builder, loc, u.getType());
-  auto [q, t] = reduceUnitTurn(e, u);
-  return sinQuadrant(e, e.addi(q, e.i32(1)), t);
+  return sinCos2Pi(e, u).second;
 }
 
 Value emitErfinv(OpBuilder &builder, Location loc, Value x) {
