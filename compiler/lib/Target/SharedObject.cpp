@@ -31,10 +31,10 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/CodeGen/MachineFunctionPass.h"
 #include "llvm/CodeGen/MachineModuleInfo.h"
 #include "llvm/CodeGen/Passes.h"
 #include "llvm/CodeGen/TargetPassConfig.h"
-#include "llvm/CodeGen/MachineFunctionPass.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/IR/LLVMContext.h"
@@ -437,7 +437,8 @@ bool addCodeGenPasses(llvm::TargetMachine &machine, llvm::legacy::PassManager &p
   llvm::TargetPassConfig *config = codeGen.createPassConfig(passes);
   config->setDisableVerify(true);
   // Early machine LICM has hoisted the constants out of the loops by then; the register
-  // allocator later rematerializes them into their users.
+  // allocator then folds them into their users as memory operands (of the constant pool when
+  // rematerialized, of a spill slot when spilled).
   if (machine.getOptLevel() != llvm::CodeGenOptLevel::None)
     config->insertPass(&llvm::EarlyMachineLICMID, createWideConstantsPass());
   passes.add(config);
