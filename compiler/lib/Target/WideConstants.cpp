@@ -6,9 +6,10 @@
 // the register allocator, short of registers, reloads them as separate broadcasts inside the
 // loop: 120 per iteration of the truncated normal. On a Zen 3 a broadcast load also takes an
 // FP pipe, which the arithmetic needs. As loads of the whole splat vector (32 bytes in the
-// constant pool) they are rematerialized into their users' memory operands instead, which
-// cost a load port only: the truncated normal runs ~10% faster there. AVX-512 code folds
-// broadcasts natively (its opcodes are not these), and SSE code has no broadcasts.
+// constant pool) they become their users' memory operands instead (of the constant pool, or of
+// a slot they were spilled to once), which cost a load port only: the truncated normal runs ~5%
+// faster there. AVX-512 code folds broadcasts natively (its opcodes are not these), and SSE
+// code has no broadcasts.
 //
 // x86's opcode numbers are private to its target library; the pass finds them by name.
 //
