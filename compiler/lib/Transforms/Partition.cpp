@@ -305,13 +305,19 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       else
         cloneForAll(op);
     }
+    auto shuffle = [&](Value x, Value y, ArrayRef<int64_t> mask) -> Value {
+      return b.create<vector::ShuffleOp>(loc, x, y, mask);
+    };
+    SmallVector<int64_t> concat16(16), concat32(32);
+    std::iota(concat16.begin(), concat16.end(), 0);
+    std::iota(concat32.begin(), concat32.end(), 0);
     // [a0 b0 a1 b1 ...]
     auto interleave = [&](Value x, Value y) -> Value {
       int64_t n = cast<VectorType>(x.getType()).getNumElements();
       SmallVector<int64_t> mask;
       for (int64_t k = 0; k < n; ++k)
         mask.append({k, n + k});
-      return b.create<vector::ShuffleOp>(loc, x, y, mask);
+      return shuffle(x, y, mask);
     };
     // The four lanes of 8 blocks of 32-bit elements (one ymm each) in element order, by the
     // 4x4 transpose within 128-bit halves and one exchange of halves: 12 shuffles that x86
@@ -320,9 +326,6 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     // 44 instructions (vpermps, vblendps and index loads) where AVX-512's two-source vpermt2ps
     // is missing.
     auto transposeInLanes = [&](ArrayRef<Value> lanes) -> Value {
-      auto shuffle = [&](Value x, Value y, ArrayRef<int64_t> mask) -> Value {
-        return b.create<vector::ShuffleOp>(loc, x, y, mask);
-      };
       // [x0 y0 x1 y1 | x4 y4 x5 y5] and [x2 y2 x3 y3 | x6 y6 x7 y7]
       auto low = [&](Value x, Value y) { return shuffle(x, y, {0, 8, 1, 9, 4, 12, 5, 13}); };
       auto high = [&](Value x, Value y) { return shuffle(x, y, {2, 10, 3, 11, 6, 14, 7, 15}); };
@@ -343,12 +346,28 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       Value blocks23 = shuffle(u[2], u[3], lowHalves);
       Value blocks45 = shuffle(u[0], u[1], highHalves);
       Value blocks67 = shuffle(u[2], u[3], highHalves);
-      SmallVector<int64_t> concat16(16), concat32(32);
-      std::iota(concat16.begin(), concat16.end(), 0);
-      std::iota(concat32.begin(), concat32.end(), 0);
       Value blocks03 = shuffle(blocks01, blocks23, concat16);
       Value blocks47 = shuffle(blocks45, blocks67, concat16);
       return shuffle(blocks03, blocks47, concat32);
+    };
+    // The four lanes of 8 blocks of 16-bit elements (one xmm each, as an f16 conversion leaves
+    // them) in element order: the lanes paired into ymm [l0 | l2] and [l1 | l3], 16-bit unpacks
+    // within 128-bit halves, and one dword permute each: 6 instructions, where widening the
+    // lanes to 32-bit words (the bf16 path below) takes 12 on the two shuffle pipes.
+    auto interleaveHalves = [&](ArrayRef<Value> lanes) -> Value {
+      Value evenLanes = shuffle(lanes[0], lanes[2], concat16);
+      Value oddLanes = shuffle(lanes[1], lanes[3], concat16);
+      // [l0_0 l1_0 .. l0_3 l1_3 | l2_0 l3_0 .. l2_3 l3_3] and the same for elements 4 to 7
+      Value low = shuffle(evenLanes, oddLanes,
+                          {0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27});
+      Value high = shuffle(evenLanes, oddLanes,
+                           {4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31});
+      auto words = VectorType::get({8}, b.getI32Type());
+      auto blocksInOrder = [&](Value halves) {
+        Value pairs = b.create<vector::BitCastOp>(loc, words, halves);
+        return shuffle(pairs, pairs, {0, 4, 1, 5, 2, 6, 3, 7});
+      };
+      return shuffle(blocksInOrder(low), blocksInOrder(high), concat16);
     };
     for (int64_t group = 0; group < groups; ++group) {
       SmallVector<Value, 4> lanes;
@@ -364,7 +383,9 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         lanes.push_back(value);
       }
       Value all;
-      if (bits.getIntOrFloatBitWidth() == 16 && llvm::sys::IsLittleEndianHost) {
+      if (vectorBlocks == 8 && bits.getIntOrFloatBitWidth() == 16 && !element.isBF16()) {
+        all = interleaveHalves(lanes);
+      } else if (bits.getIntOrFloatBitWidth() == 16 && llvm::sys::IsLittleEndianHost) {
         // Two 16-bit elements of a block per 32-bit word (the first in the low half), then
         // the words of the two pairs interleaved: LLVM sees that a bf16 rounding's `>> 16`
         // and `<< 16` cancel, and no 16-bit shuffle or narrowing remains.

@@ -118,6 +118,37 @@ init.param @tied : tensor<8x8xi1> tied_to @mask
 
 // -----
 
+// f16 lanes (8 halves each, as a conversion leaves them) reach element order by pairing the
+// lanes, unpacking halves within 128-bit halves and one dword permute each; bf16 lanes widen to
+// 32-bit words instead (its rounding's shifts then cancel).
+// CHECK-LABEL: func.func @initc_kernel_0(
+// CHECK:             %[[EVEN:.+]] = vector.shuffle %{{.+}}, %{{.+}} [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] : vector<8xi16>, vector<8xi16>
+// CHECK:             %[[LOW:.+]] = vector.shuffle %[[EVEN]], %{{.+}} [0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27] : vector<16xi16>, vector<16xi16>
+// CHECK:             %[[WORDS:.+]] = vector.bitcast %[[LOW]] : vector<16xi16> to vector<8xi32>
+// CHECK:             vector.shuffle %[[WORDS]], %[[WORDS]] [0, 4, 1, 5, 2, 6, 3, 7] : vector<8xi32>, vector<8xi32>
+// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 2 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK-LABEL: func.func @initc_kernel_1(
+// CHECK-NOT:         vector<16xi16>
+// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 2 : i64} : vector<16xi32>, !llvm.ptr
+init.param @half : tensor<64xf16> {
+  %0 = init.elementwise : tensor<64xf16> {
+  ^bb0(%linear: i64, %i: i64):
+    %v = arith.uitofp %linear : i64 to f16
+    init.yield %v : f16
+  }
+  init.yield %0 : tensor<64xf16>
+}
+init.param @brain : tensor<64xbf16> {
+  %0 = init.elementwise : tensor<64xbf16> {
+  ^bb0(%linear: i64, %i: i64):
+    %v = arith.uitofp %linear : i64 to bf16
+    init.yield %v : bf16
+  }
+  init.yield %0 : tensor<64xbf16>
+}
+
+// -----
+
 // init.orthogonal (strategy redundant): the kernel draws the N(0, 1) matrix; the runtime factors
 // it, as the parameter's initc.transform says.
 // CHECK-LABEL: init.param @q : tensor<8x4xf32> kernel @initc_kernel_0 attributes {initc.gain = 2.000000e+00 : f64, initc.transform = "orthogonal", kernel_args = array<i64: {{-?[0-9]+}}>}{{$}}
