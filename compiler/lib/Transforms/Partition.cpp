@@ -72,6 +72,14 @@ bool isVectorizable(Block &region) {
   return true;
 }
 
+/// How the vector code puts the four lanes of a group of blocks into element order.
+enum class StoreShuffle {
+  Interleave,     // any element type and width: interleaves of interleaves
+  TransposeWords, // 32-bit, 8 blocks: 4x4 transposes within 128-bit halves
+  PermuteHalves,  // f16, 8 blocks: 16-bit unpacks within 128-bit halves and a dword permute
+  PairHalves,     // 16-bit: 32-bit words of two elements each, interleaved
+};
+
 /// Builds `func.func @name(out, globalShape, offset, localShape, begin, end, args)` evaluating
 /// `fused`, `groupCount` vectors of `vectorBlocks` blocks per iteration of its main loop.
 func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, ElementwiseOp fused,
@@ -135,10 +143,28 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     return b.create<arith::ConstantOp>(
         loc, DenseElementsAttr::get(vectorOf(b.getI64Type()), b.getI64IntegerAttr(v)));
   };
-  // [first, first + 1, ..., first + vectorBlocks - 1]
+  // How a group's four lanes (one vector each) reach element order for its store, and the
+  // order in which a vector's lanes hold the group's blocks so that few shuffles get them there.
+  // Each lane computes what its block's elements need whatever that order is; the store covers
+  // the same elements.
+  unsigned storeBits = storeType.getIntOrFloatBitWidth();
+  StoreShuffle storeShuffle = StoreShuffle::Interleave;
+  if (vectorBlocks == 8 && storeBits == 32)
+    storeShuffle = StoreShuffle::TransposeWords;
+  else if (vectorBlocks == 8 && element.isF16())
+    storeShuffle = StoreShuffle::PermuteHalves;
+  else if (storeBits == 16 && llvm::sys::IsLittleEndianHost)
+    storeShuffle = StoreShuffle::PairHalves;
+  SmallVector<int64_t> blockOrder(vectorBlocks);
+  std::iota(blockOrder.begin(), blockOrder.end(), 0);
+  if (storeShuffle == StoreShuffle::TransposeWords)
+    blockOrder = {0, 2, 4, 6, 1, 3, 5, 7};
+  else if (storeShuffle == StoreShuffle::PairHalves && vectorBlocks == 8)
+    blockOrder = {0, 1, 4, 5, 2, 3, 6, 7};
+  // The blocks first, first + 1, ..., first + vectorBlocks - 1 in blockOrder
   auto steps = [&](OpBuilder &b, int64_t first) -> Value {
-    SmallVector<int64_t> values(vectorBlocks);
-    std::iota(values.begin(), values.end(), first);
+    SmallVector<int64_t> values =
+        llvm::map_to_vector(blockOrder, [&](int64_t k) { return first + k; });
     return b.create<arith::ConstantOp>(loc, b.getI64VectorAttr(values));
   };
 
@@ -319,13 +345,13 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         mask.append({k, n + k});
       return shuffle(x, y, mask);
     };
-    // The four lanes of 8 blocks of 32-bit elements (one ymm each) in element order, by the
-    // 4x4 transpose within 128-bit halves and one exchange of halves: 12 shuffles that x86
-    // has as single instructions (unpcklps/unpckhps, unpcklpd/unpckhpd, vperm2f128). Given
-    // the 32-element interleave at once, LLVM 19 builds each ymm of it from four sources,
-    // 44 instructions (vpermps, vblendps and index loads) where AVX-512's two-source vpermt2ps
-    // is missing.
-    auto transposeInLanes = [&](ArrayRef<Value> lanes) -> Value {
+    // The four lanes of 8 blocks of 32-bit elements (one ymm each, blocks in the order
+    // 0 2 4 6 | 1 3 5 7) in element order, by the 4x4 transpose within 128-bit halves: 8
+    // shuffles that x86 has as single instructions (unpcklps/unpckhps, unpcklpd/unpckhpd), each
+    // result two whole blocks. Given the 32-element interleave at once, LLVM 19 builds each ymm
+    // of it from four sources, 44 instructions (vpermps, vblendps and index loads) where
+    // AVX-512's two-source vpermt2ps is missing.
+    auto transposeWords = [&](ArrayRef<Value> lanes) -> Value {
       // [x0 y0 x1 y1 | x4 y4 x5 y5] and [x2 y2 x3 y3 | x6 y6 x7 y7]
       auto low = [&](Value x, Value y) { return shuffle(x, y, {0, 8, 1, 9, 4, 12, 5, 13}); };
       auto high = [&](Value x, Value y) { return shuffle(x, y, {2, 10, 3, 11, 6, 14, 7, 15}); };
@@ -338,14 +364,9 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       Value t1 = high(lanes[0], lanes[1]);
       Value t2 = low(lanes[2], lanes[3]);
       Value t3 = high(lanes[2], lanes[3]);
-      // Block k in the low half and block k + 4 in the high half of u[k].
-      Value u[4] = {lowPairs(t0, t2), highPairs(t0, t2), lowPairs(t1, t3), highPairs(t1, t3)};
-      SmallVector<int64_t> lowHalves = {0, 1, 2, 3, 8, 9, 10, 11};
-      SmallVector<int64_t> highHalves = {4, 5, 6, 7, 12, 13, 14, 15};
-      Value blocks01 = shuffle(u[0], u[1], lowHalves);
-      Value blocks23 = shuffle(u[2], u[3], lowHalves);
-      Value blocks45 = shuffle(u[0], u[1], highHalves);
-      Value blocks67 = shuffle(u[2], u[3], highHalves);
+      // Blocks 2k and 2k + 1, the vector's lanes k and k + 4, in u[k].
+      Value blocks01 = lowPairs(t0, t2), blocks23 = highPairs(t0, t2);
+      Value blocks45 = lowPairs(t1, t3), blocks67 = highPairs(t1, t3);
       Value blocks03 = shuffle(blocks01, blocks23, concat16);
       Value blocks47 = shuffle(blocks45, blocks67, concat16);
       return shuffle(blocks03, blocks47, concat32);
@@ -354,7 +375,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     // them) in element order: the lanes paired into ymm [l0 | l2] and [l1 | l3], 16-bit unpacks
     // within 128-bit halves, and one dword permute each: 6 instructions, where widening the
     // lanes to 32-bit words (the bf16 path below) takes 12 on the two shuffle pipes.
-    auto interleaveHalves = [&](ArrayRef<Value> lanes) -> Value {
+    auto permuteHalves = [&](ArrayRef<Value> lanes) -> Value {
       Value evenLanes = shuffle(lanes[0], lanes[2], concat16);
       Value oddLanes = shuffle(lanes[1], lanes[3], concat16);
       // [l0_0 l1_0 .. l0_3 l1_3 | l2_0 l3_0 .. l2_3 l3_3] and the same for elements 4 to 7
@@ -383,12 +404,18 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         lanes.push_back(value);
       }
       Value all;
-      if (vectorBlocks == 8 && bits.getIntOrFloatBitWidth() == 16 && !element.isBF16()) {
-        all = interleaveHalves(lanes);
-      } else if (bits.getIntOrFloatBitWidth() == 16 && llvm::sys::IsLittleEndianHost) {
+      switch (storeShuffle) {
+      case StoreShuffle::TransposeWords:
+        all = transposeWords(lanes);
+        break;
+      case StoreShuffle::PermuteHalves:
+        all = permuteHalves(lanes);
+        break;
+      case StoreShuffle::PairHalves: {
         // Two 16-bit elements of a block per 32-bit word (the first in the low half), then
         // the words of the two pairs interleaved: LLVM sees that a bf16 rounding's `>> 16`
-        // and `<< 16` cancel, and no 16-bit shuffle or narrowing remains.
+        // and `<< 16` cancel, and no 16-bit shuffle or narrowing remains. With 8 blocks in the
+        // order 0 1 4 5 | 2 3 6 7, the interleave within 128-bit halves is element order.
         auto vectorOfI32 = vectorOf(b.getI32Type());
         Value sixteen = b.create<arith::ConstantOp>(
             loc, DenseElementsAttr::get(vectorOfI32, b.getI32IntegerAttr(16)));
@@ -400,13 +427,20 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         };
         Value first = pair(lanes[0], lanes[1]);
         Value second = pair(lanes[2], lanes[3]);
-        all = interleave(first, second);
-      } else if (vectorBlocks == 8 && bits.getIntOrFloatBitWidth() == 32) {
-        all = transposeInLanes(lanes);
-      } else {
+        if (vectorBlocks == 8) {
+          Value blocks03 = shuffle(first, second, {0, 8, 1, 9, 4, 12, 5, 13});
+          Value blocks47 = shuffle(first, second, {2, 10, 3, 11, 6, 14, 7, 15});
+          all = shuffle(blocks03, blocks47, concat16);
+        } else
+          all = interleave(first, second);
+        break;
+      }
+      case StoreShuffle::Interleave: {
         Value even = interleave(lanes[0], lanes[2]);
         Value odd = interleave(lanes[1], lanes[3]);
         all = interleave(even, odd);
+        break;
+      }
       }
       unsigned align = std::max(1u, storeType.getIntOrFloatBitWidth() / 8);
       Value address = b.create<LLVM::GEPOp>(loc, ptr, storeType, out,

@@ -24,23 +24,20 @@
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 // CHECK-NEXT:      }
-// 8 blocks of 32-bit elements: the 4x4 transpose within 128-bit halves (unpck*), then the
-// halves exchanged (vperm2f128).
+// 8 blocks of 32-bit elements, held in the order 0 2 4 6 | 1 3 5 7: the 4x4 transpose within
+// 128-bit halves (unpck*) leaves two whole blocks in each vector, and no halves to exchange.
 // CHECK-LABEL: func.func @initc_kernel_0.x86_64_v3(
 // CHECK-SAME:      attributes {initc.kernel, initc.target_cpu = "x86-64-v3"}
 // CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c8_i64
+// CHECK:             arith.constant dense<[0, 2, 4, 6, 1, 3, 5, 7]> : vector<8xi64>
 // CHECK:             %[[T0:.+]] = vector.shuffle %[[L0:.+]], %[[L1:.+]] [0, 8, 1, 9, 4, 12, 5, 13] : vector<8xi32>, vector<8xi32>
 // CHECK-NEXT:        %[[T1:.+]] = vector.shuffle %[[L0]], %[[L1]] [2, 10, 3, 11, 6, 14, 7, 15] : vector<8xi32>, vector<8xi32>
 // CHECK-NEXT:        %[[T2:.+]] = vector.shuffle %[[L2:.+]], %[[L3:.+]] [0, 8, 1, 9, 4, 12, 5, 13] : vector<8xi32>, vector<8xi32>
 // CHECK-NEXT:        %[[T3:.+]] = vector.shuffle %[[L2]], %[[L3]] [2, 10, 3, 11, 6, 14, 7, 15] : vector<8xi32>, vector<8xi32>
-// CHECK-NEXT:        %[[U0:.+]] = vector.shuffle %[[T0]], %[[T2]] [0, 1, 8, 9, 4, 5, 12, 13] : vector<8xi32>, vector<8xi32>
-// CHECK-NEXT:        %[[U1:.+]] = vector.shuffle %[[T0]], %[[T2]] [2, 3, 10, 11, 6, 7, 14, 15] : vector<8xi32>, vector<8xi32>
-// CHECK-NEXT:        %[[U2:.+]] = vector.shuffle %[[T1]], %[[T3]] [0, 1, 8, 9, 4, 5, 12, 13] : vector<8xi32>, vector<8xi32>
-// CHECK-NEXT:        %[[U3:.+]] = vector.shuffle %[[T1]], %[[T3]] [2, 3, 10, 11, 6, 7, 14, 15] : vector<8xi32>, vector<8xi32>
-// CHECK-NEXT:        %[[B01:.+]] = vector.shuffle %[[U0]], %[[U1]] [0, 1, 2, 3, 8, 9, 10, 11] : vector<8xi32>, vector<8xi32>
-// CHECK-NEXT:        %[[B23:.+]] = vector.shuffle %[[U2]], %[[U3]] [0, 1, 2, 3, 8, 9, 10, 11] : vector<8xi32>, vector<8xi32>
-// CHECK-NEXT:        %[[B45:.+]] = vector.shuffle %[[U0]], %[[U1]] [4, 5, 6, 7, 12, 13, 14, 15] : vector<8xi32>, vector<8xi32>
-// CHECK-NEXT:        %[[B67:.+]] = vector.shuffle %[[U2]], %[[U3]] [4, 5, 6, 7, 12, 13, 14, 15] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[B01:.+]] = vector.shuffle %[[T0]], %[[T2]] [0, 1, 8, 9, 4, 5, 12, 13] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[B23:.+]] = vector.shuffle %[[T0]], %[[T2]] [2, 3, 10, 11, 6, 7, 14, 15] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[B45:.+]] = vector.shuffle %[[T1]], %[[T3]] [0, 1, 8, 9, 4, 5, 12, 13] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[B67:.+]] = vector.shuffle %[[T1]], %[[T3]] [2, 3, 10, 11, 6, 7, 14, 15] : vector<8xi32>, vector<8xi32>
 // CHECK-NEXT:        %[[B03:.+]] = vector.shuffle %[[B01]], %[[B23]] [0, 1, 2, {{.+}}, 15] : vector<8xi32>, vector<8xi32>
 // CHECK-NEXT:        %[[B47:.+]] = vector.shuffle %[[B45]], %[[B67]] [0, 1, 2, {{.+}}, 15] : vector<8xi32>, vector<8xi32>
 // CHECK-NEXT:        %[[ALL:.+]] = vector.shuffle %[[B03]], %[[B47]] [0, 1, 2, {{.+}}, 31] : vector<16xi32>, vector<16xi32>
@@ -57,9 +54,16 @@
 // CHECK-NEXT:        %[[P01:.+]] = arith.ori %[[E0]], %[[H1]] : vector<16xi32>
 // CHECK:             %[[ALL:.+]] = vector.shuffle %[[P01]], %{{.+}} [0, 16, 1, 17, 2, 18, {{.+}}, 15, 31] : vector<16xi32>, vector<16xi32>
 // CHECK:             llvm.store %[[ALL]], %{{.+}} {alignment = 2 : i64} : vector<32xi32>, !llvm.ptr
+// With 8 blocks, held in the order 0 1 4 5 | 2 3 6 7, the words interleave within 128-bit halves.
 // CHECK-LABEL: func.func @initc_kernel_1.x86_64_v3(
 // CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c8_i64
-// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 2 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK:             arith.constant dense<[0, 1, 4, 5, 2, 3, 6, 7]> : vector<8xi64>
+// CHECK:             %[[P01:.+]] = arith.ori %{{.+}}, %{{.+}} : vector<8xi32>
+// CHECK:             %[[P23:.+]] = arith.ori %{{.+}}, %{{.+}} : vector<8xi32>
+// CHECK-NEXT:        %[[B03:.+]] = vector.shuffle %[[P01]], %[[P23]] [0, 8, 1, 9, 4, 12, 5, 13] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[B47:.+]] = vector.shuffle %[[P01]], %[[P23]] [2, 10, 3, 11, 6, 14, 7, 15] : vector<8xi32>, vector<8xi32>
+// CHECK-NEXT:        %[[ALL:.+]] = vector.shuffle %[[B03]], %[[B47]] [0, 1, 2, {{.+}}, 15] : vector<8xi32>, vector<8xi32>
+// CHECK:             llvm.store %[[ALL]], %{{.+}} {alignment = 2 : i64} : vector<16xi32>, !llvm.ptr
 // CHECK-NOT:   func.func
 
 // TWICE: error: init-partition: target 'x86-64-v3' is listed twice
