@@ -92,7 +92,9 @@ inline constexpr uint64_t kPieceBytes = uint64_t(4) << 20;
 /// buffers (2 * threads + 2 pieces, touched once), and hands each piece to `sink` on the calling
 /// thread, in job order and in offset order within a job (so a streaming checksum can follow),
 /// while the worker threads compute the next pieces. Memory stays a few MiB per thread whatever
-/// the shard sizes, and no page is faulted in more than once: for writing a checkpoint. Jobs with
+/// the shard sizes, and no page is faulted in more than once: for writing a checkpoint. When
+/// the sink is ahead, the calling thread sleeps until the pieces of all but `threads` slots are
+/// ready, so that the workers wake it once per batch rather than once per piece. Jobs with
 /// a whole-tensor transform are computed whole first and handed over as one piece. Returns
 /// false with `error` when the sink fails or memory cannot be mapped.
 bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &options,

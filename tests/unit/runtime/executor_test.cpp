@@ -9,9 +9,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 using namespace initrt;
 
@@ -342,4 +344,102 @@ TEST_F(ExecutorTest, CApiFillMatchesTheExecutor) {
   EXPECT_NE(std::string(err).find("program.json"), std::string::npos) << err;
   EXPECT_EQ(initrt_program_open(nullptr, &missing, err, sizeof err), INITRT_INVALID_ARGUMENT);
   EXPECT_STREQ(initrt_status_name(INITRT_SIZE_MISMATCH), "INITRT_SIZE_MISMATCH");
+}
+
+namespace {
+
+// A kernel that writes each element's global index (1-D slices) and, for the slow variant,
+// takes its time, so that the sink runs ahead of the workers and has to wait for them.
+void writeIndices(void *out, const int64_t *, const int64_t *offset, const int64_t *, int64_t begin,
+                  int64_t end, const uint64_t *) {
+  auto *words = static_cast<uint32_t *>(out);
+  for (int64_t i = begin; i < end; ++i)
+    words[i] = uint32_t(offset[0] + i);
+}
+void writeIndicesSlowly(void *out, const int64_t *globalShape, const int64_t *offset,
+                        const int64_t *localShape, int64_t begin, int64_t end,
+                        const uint64_t *args) {
+  std::this_thread::sleep_for(std::chrono::microseconds(200 + (begin / 1024) % 7 * 300));
+  writeIndices(out, globalShape, offset, localShape, begin, end, args);
+}
+
+} // namespace
+
+TEST(StreamShardJobs, HandsEveryPieceOverInOrderWhateverWaits) {
+  // Jobs of several pieces, of one, and empty; for each thread count, a sink that keeps up
+  // (it waits for batches of pieces) and one that sleeps (the workers wait for slots).
+  const int64_t pieceElements = int64_t(kPieceBytes) / 4;
+  const std::vector<int64_t> sizes = {pieceElements * 5 / 2, 100, 0, pieceElements * 7 + 64, 1};
+  std::vector<Param> params(sizes.size());
+  std::vector<ShardJob> jobs(sizes.size());
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    params[j].shape = {sizes[j] + 3};
+    jobs[j].param = &params[j];
+    jobs[j].slice = Slice{{3}, {sizes[j]}};
+    jobs[j].bytes = uint64_t(sizes[j]) * 4;
+  }
+  for (KernelFn kernel : {&writeIndices, &writeIndicesSlowly})
+    for (int threads : {1, 2, 3, 5})
+      for (bool slowSink : {false, true}) {
+        SCOPED_TRACE(testing::Message() << threads << " threads, slow kernel "
+                                        << (kernel == &writeIndicesSlowly) << ", slow sink "
+                                        << slowSink);
+        for (ShardJob &job : jobs)
+          job.kernel = kernel;
+        RunOptions options;
+        options.threads = threads;
+        // The sink's waits time out only after a minute, so a lost wake-up hangs the test.
+        options.progressIntervalSeconds = 60;
+        std::vector<uint64_t> received(jobs.size(), 0);
+        std::vector<int> calls(jobs.size(), 0);
+        size_t lastJob = 0;
+        uint64_t wrong = 0;
+        auto sink = [&](size_t job, uint64_t offset, const void *data, uint64_t bytes,
+                        std::string &) {
+          EXPECT_GE(job, lastJob); // jobs in order
+          lastJob = job;
+          EXPECT_EQ(offset, received[job]); // pieces in order, none skipped
+          const auto *words = static_cast<const uint32_t *>(data);
+          for (uint64_t i = 0; i < bytes / 4; ++i)
+            wrong += words[i] != uint32_t(3 + offset / 4 + i);
+          received[job] += bytes;
+          ++calls[job];
+          if (slowSink)
+            std::this_thread::sleep_for(std::chrono::microseconds(500));
+          return true;
+        };
+        std::string error;
+        ASSERT_TRUE(streamShardJobs(jobs, options, sink, error)) << error;
+        EXPECT_EQ(wrong, 0u);
+        for (size_t j = 0; j < jobs.size(); ++j) {
+          EXPECT_EQ(received[j], jobs[j].bytes) << "job " << j;
+          EXPECT_GE(calls[j], 1) << "job " << j;
+        }
+      }
+}
+
+TEST(StreamShardJobs, AFailingSinkStopsTheRun) {
+  Param param;
+  const int64_t elements = int64_t(kPieceBytes) / 4 * 9;
+  param.shape = {elements};
+  ShardJob job;
+  job.param = &param;
+  job.kernel = &writeIndices;
+  job.slice = Slice{{0}, {elements}};
+  job.bytes = uint64_t(elements) * 4;
+  for (int threads : {1, 3}) {
+    RunOptions options;
+    options.threads = threads;
+    int calls = 0;
+    auto sink = [&](size_t, uint64_t, const void *, uint64_t, std::string &why) {
+      if (++calls < 3)
+        return true;
+      why = "disk full";
+      return false;
+    };
+    std::string error;
+    EXPECT_FALSE(streamShardJobs({job}, options, sink, error));
+    EXPECT_EQ(error, "disk full");
+    EXPECT_EQ(calls, 3);
+  }
 }
