@@ -37,6 +37,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/SwapByteOrder.h"
 
+#include <array>
 #include <functional>
 #include <numeric>
 
@@ -75,7 +76,7 @@ bool isVectorizable(Block &region) {
 /// How the vector code puts the four lanes of a group of blocks into element order.
 enum class StoreShuffle {
   Interleave,     // any element type and width: interleaves of interleaves
-  TransposeWords, // 32-bit, 8 blocks: 4x4 transposes within 128-bit halves
+  TransposeWords, // 32-bit, 8 or 16 blocks: 4x4 transposes within 128-bit lanes
   PermuteHalves,  // f16, 8 blocks: 16-bit unpacks within 128-bit halves and a dword permute
   PairHalves,     // 16-bit: 32-bit words of two elements each, interleaved
 };
@@ -149,7 +150,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
   // the same elements.
   unsigned storeBits = storeType.getIntOrFloatBitWidth();
   StoreShuffle storeShuffle = StoreShuffle::Interleave;
-  if (vectorBlocks == 8 && storeBits == 32)
+  if ((vectorBlocks == 8 || vectorBlocks == 16) && storeBits == 32)
     storeShuffle = StoreShuffle::TransposeWords;
   else if (vectorBlocks == 8 && element.isF16())
     storeShuffle = StoreShuffle::PermuteHalves;
@@ -157,9 +158,11 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     storeShuffle = StoreShuffle::PairHalves;
   SmallVector<int64_t> blockOrder(vectorBlocks);
   std::iota(blockOrder.begin(), blockOrder.end(), 0);
-  if (storeShuffle == StoreShuffle::TransposeWords)
-    blockOrder = {0, 2, 4, 6, 1, 3, 5, 7};
-  else if (storeShuffle == StoreShuffle::PairHalves && vectorBlocks == 8)
+  if (storeShuffle == StoreShuffle::TransposeWords) {
+    // Position 4L + k (128-bit lane L, word k) holds block (vectorBlocks / 4) k + L.
+    for (int64_t position = 0; position < vectorBlocks; ++position)
+      blockOrder[position] = position % 4 * (vectorBlocks / 4) + position / 4;
+  } else if (storeShuffle == StoreShuffle::PairHalves && vectorBlocks == 8)
     blockOrder = {0, 1, 4, 5, 2, 3, 6, 7};
   // The blocks first, first + 1, ..., first + vectorBlocks - 1 in blockOrder
   auto steps = [&](OpBuilder &b, int64_t first) -> Value {
@@ -345,31 +348,40 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         mask.append({k, n + k});
       return shuffle(x, y, mask);
     };
-    // The four lanes of 8 blocks of 32-bit elements (one ymm each, blocks in the order
-    // 0 2 4 6 | 1 3 5 7) in element order, by the 4x4 transpose within 128-bit halves: 8
-    // shuffles that x86 has as single instructions (unpcklps/unpckhps, unpcklpd/unpckhpd), each
-    // result two whole blocks. Given the 32-element interleave at once, LLVM 19 builds each ymm
-    // of it from four sources, 44 instructions (vpermps, vblendps and index loads) where
-    // AVX-512's two-source vpermt2ps is missing.
+    // The four lanes of 8 or 16 blocks of 32-bit elements (one ymm or zmm each, position 4L + k
+    // holding block (vectorBlocks / 4) k + L) in element order, by the 4x4 transpose within
+    // 128-bit lanes: 8 shuffles that x86 has as single instructions (unpcklps/unpckhps,
+    // unpcklpd/unpckhpd), the k-th result blocks (vectorBlocks / 4) k and up. Given the
+    // interleave at once, LLVM 19 builds each ymm of it from four sources, 44 instructions
+    // (vpermps, vblendps and index loads) where AVX-512's two-source vpermt2ps is missing, and
+    // each zmm from two vpermt2ps and a masked move.
     auto transposeWords = [&](ArrayRef<Value> lanes) -> Value {
-      // [x0 y0 x1 y1 | x4 y4 x5 y5] and [x2 y2 x3 y3 | x6 y6 x7 y7]
-      auto low = [&](Value x, Value y) { return shuffle(x, y, {0, 8, 1, 9, 4, 12, 5, 13}); };
-      auto high = [&](Value x, Value y) { return shuffle(x, y, {2, 10, 3, 11, 6, 14, 7, 15}); };
-      // the same on pairs of elements
-      auto lowPairs = [&](Value x, Value y) { return shuffle(x, y, {0, 1, 8, 9, 4, 5, 12, 13}); };
-      auto highPairs = [&](Value x, Value y) {
-        return shuffle(x, y, {2, 3, 10, 11, 6, 7, 14, 15});
+      // Within each 128-bit lane L: [x0 y0 x1 y1] and [x2 y2 x3 y3] (words 4L + k), and the
+      // same on pairs of words.
+      auto withinLanes = [&](Value x, Value y, std::array<int64_t, 4> pattern) {
+        SmallVector<int64_t> mask;
+        for (int64_t lane = 0; lane < vectorBlocks / 4; ++lane)
+          for (int64_t k : pattern)
+            mask.push_back(k + 4 * lane);
+        return shuffle(x, y, mask);
       };
+      const int64_t n = vectorBlocks; // an index into y
+      auto low = [&](Value x, Value y) { return withinLanes(x, y, {0, n, 1, n + 1}); };
+      auto high = [&](Value x, Value y) { return withinLanes(x, y, {2, n + 2, 3, n + 3}); };
+      auto lowPairs = [&](Value x, Value y) { return withinLanes(x, y, {0, 1, n, n + 1}); };
+      auto highPairs = [&](Value x, Value y) { return withinLanes(x, y, {2, 3, n + 2, n + 3}); };
       Value t0 = low(lanes[0], lanes[1]);
       Value t1 = high(lanes[0], lanes[1]);
       Value t2 = low(lanes[2], lanes[3]);
       Value t3 = high(lanes[2], lanes[3]);
-      // Blocks 2k and 2k + 1, the vector's lanes k and k + 4, in u[k].
-      Value blocks01 = lowPairs(t0, t2), blocks23 = highPairs(t0, t2);
-      Value blocks45 = lowPairs(t1, t3), blocks67 = highPairs(t1, t3);
-      Value blocks03 = shuffle(blocks01, blocks23, concat16);
-      Value blocks47 = shuffle(blocks45, blocks67, concat16);
-      return shuffle(blocks03, blocks47, concat32);
+      Value u0 = lowPairs(t0, t2), u1 = highPairs(t0, t2);
+      Value u2 = lowPairs(t1, t3), u3 = highPairs(t1, t3);
+      SmallVector<int64_t> concat(2 * n), concatTwice(4 * n);
+      std::iota(concat.begin(), concat.end(), 0);
+      std::iota(concatTwice.begin(), concatTwice.end(), 0);
+      Value firstHalf = shuffle(u0, u1, concat);
+      Value secondHalf = shuffle(u2, u3, concat);
+      return shuffle(firstHalf, secondHalf, concatTwice);
     };
     // The four lanes of 8 blocks of 16-bit elements (one xmm each, as an f16 conversion leaves
     // them) in element order: the lanes paired into ymm [l0 | l2] and [l1 | l3], 16-bit unpacks
@@ -450,9 +462,9 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
   };
 
   // Elements [rangeBegin, rangeEnd) row by row: the partial blocks at either end of a row one
-  // element at a time, whole Philox blocks in between on vectors (when vectorizable, and
-  // `groupCount` groups of them fit), the blocks left over one by one in a loop LLVM may
-  // vectorize.
+  // element at a time, whole Philox blocks in between on vectors (when vectorizable: in
+  // iterations of `groupCount` groups, then of one), the blocks left over one by one in a loop
+  // LLVM may vectorize.
   auto emitRows = [&](Value rangeBegin, Value rangeEnd) {
     Value rowBegin = b.create<arith::DivUIOp>(loc, rangeBegin, rowLength);
     Value rowEnd = b.create<arith::DivUIOp>(
@@ -514,20 +526,19 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         loc, headEnd,
         b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, blockEnd, four), base));
     scalarLoop(colLo, headEnd);
-    // Whole groups of vectorBlocks blocks on vectors, then the remaining blocks one by one.
-    Value vectorEnd = blockBegin;
-    if (vectorizable) {
-      Value group = cst(vectorBlocks * groupCount);
-      Value count = b.create<arith::SubIOp>(loc, blockEnd, blockBegin);
-      vectorEnd = b.create<arith::AddIOp>(
-          loc, blockBegin,
-          b.create<arith::MulIOp>(loc, b.create<arith::DivUIOp>(loc, count, group), group));
-      auto groups = b.create<scf::ForOp>(loc, blockBegin, vectorEnd, group);
+    // Iterations of `groups` groups of vectorBlocks blocks on vectors from block `from` while
+    // they fit before blockEnd; returns where they end.
+    auto groupLoop = [&](Value from, int64_t groups) -> Value {
+      Value step = cst(vectorBlocks * groups);
+      Value count = b.create<arith::SubIOp>(loc, blockEnd, from);
+      Value whole = b.create<arith::DivUIOp>(loc, count, step);
+      Value end = b.create<arith::AddIOp>(loc, from, b.create<arith::MulIOp>(loc, whole, step));
+      auto loop = b.create<scf::ForOp>(loc, from, end, step);
       OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(groups.getBody());
-      Value firstBlock = groups.getInductionVar();
+      b.setInsertionPointToStart(loop.getBody());
+      Value firstBlock = loop.getInductionVar();
       SmallVector<GroupPlace, kMaxGroups> places;
-      for (int64_t group = 0; group < groupCount; ++group) {
+      for (int64_t group = 0; group < groups; ++group) {
         GroupPlace place;
         place.blocks = b.create<arith::AddIOp>(loc, splat(b, firstBlock),
                                                steps(b, group * vectorBlocks));
@@ -545,6 +556,16 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         places.push_back(std::move(place));
       }
       emitBlockGroups(b, places);
+      return end;
+    };
+    // Whole iterations of groupCount groups on vectors, then single groups (a row of 512
+    // blocks leaves 32 to them after 10 iterations of 3 groups of 16), then the remaining
+    // blocks one by one.
+    Value vectorEnd = blockBegin;
+    if (vectorizable) {
+      vectorEnd = groupLoop(blockBegin, groupCount);
+      if (groupCount > 1)
+        vectorEnd = groupLoop(vectorEnd, 1);
     }
     {
       auto blocks = b.create<scf::ForOp>(loc, vectorEnd, blockEnd, one);

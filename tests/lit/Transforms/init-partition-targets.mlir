@@ -20,10 +20,29 @@
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 // CHECK:             scf.yield %{{.+}}, %{{.+}} : i64, i64
 // CHECK:         } else {
+// 16 blocks of 32-bit elements, position 4L + k (128-bit lane L) holding block 4k + L: the 4x4
+// transpose within 128-bit lanes leaves blocks 4k to 4k + 3 in its k-th vector.
 // CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32_i64{{.*}} : i64 {
-// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
+// CHECK:             arith.constant dense<[0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15]> : vector<16xi64>
+// CHECK:             %[[T0:.+]] = vector.shuffle %[[L0:.+]], %[[L1:.+]] [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xi32>, vector<16xi32>
+// CHECK-NEXT:        %[[T1:.+]] = vector.shuffle %[[L0]], %[[L1]] [2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31] : vector<16xi32>, vector<16xi32>
+// CHECK-NEXT:        %[[T2:.+]] = vector.shuffle %[[L2:.+]], %[[L3:.+]] [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xi32>, vector<16xi32>
+// CHECK-NEXT:        %[[T3:.+]] = vector.shuffle %[[L2]], %[[L3]] [2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31] : vector<16xi32>, vector<16xi32>
+// CHECK-NEXT:        %[[U0:.+]] = vector.shuffle %[[T0]], %[[T2]] [0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29] : vector<16xi32>, vector<16xi32>
+// CHECK-NEXT:        %[[U1:.+]] = vector.shuffle %[[T0]], %[[T2]] [2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31] : vector<16xi32>, vector<16xi32>
+// CHECK-NEXT:        %[[U2:.+]] = vector.shuffle %[[T1]], %[[T3]] [0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29] : vector<16xi32>, vector<16xi32>
+// CHECK-NEXT:        %[[U3:.+]] = vector.shuffle %[[T1]], %[[T3]] [2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31] : vector<16xi32>, vector<16xi32>
+// CHECK-NEXT:        %[[U01:.+]] = vector.shuffle %[[U0]], %[[U1]] [0, 1, 2, {{.+}}, 31] : vector<16xi32>, vector<16xi32>
+// CHECK-NEXT:        %[[U23:.+]] = vector.shuffle %[[U2]], %[[U3]] [0, 1, 2, {{.+}}, 31] : vector<16xi32>, vector<16xi32>
+// CHECK-NEXT:        %[[ALL:.+]] = vector.shuffle %[[U01]], %[[U23]] [0, 1, 2, {{.+}}, 63] : vector<32xi32>, vector<32xi32>
+// CHECK:             llvm.store %[[ALL]], %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 // CHECK-NEXT:      }
+// The groups left after the iterations of two, one at a time; then the blocks left, one by one.
+// CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c16_i64 : i64 {
+// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
+// CHECK-NEXT:      }
+// CHECK-NEXT:      scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c1_i64 : i64 {
 // 8 blocks of 32-bit elements, held in the order 0 2 4 6 | 1 3 5 7: the 4x4 transpose within
 // 128-bit halves (unpck*) leaves two whole blocks in each vector, and no halves to exchange.
 // CHECK-LABEL: func.func @initc_kernel_0.x86_64_v3(
