@@ -92,6 +92,11 @@ expect_error "compile --target-cpu empty entry" "error: --target-cpu 'x86-64-v4,
   "$INITC" compile "$IR/good.mlir" -o "$IR/prog-cpu" --target-cpu x86-64-v4,
 expect_error "compile --target-cpu unknown" "error: unknown target CPU 'pentium9'" \
   "$INITC" compile "$IR/good.mlir" -o "$IR/prog-cpu" --target-cpu x86-64-v3,pentium9
+expect_error "compile --target-cpu bad loop shape" \
+  "error: init-partition: target 'x86-64-v4:9' is not CPU, CPU:GROUPS or CPU:GROUPSxBLOCKS" \
+  "$INITC" compile "$IR/good.mlir" -o "$IR/prog-cpu" --target-cpu x86-64-v4:9,x86-64-v3
+expect_error "compile --target-cpu twice with a shape" "error: target CPU 'x86-64-v3' is listed twice" \
+  "$INITC" compile "$IR/good.mlir" -o "$IR/prog-cpu" --target-cpu x86-64-v3:1,x86-64-v3
 no_output "$IR/prog-cpu"
 expect_error "compile bad --stage" "unknown --stage 'nope'" \
   "$INITC" compile "$IR/good.mlir" --emit=mlir --stage=nope

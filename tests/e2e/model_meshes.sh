@@ -51,6 +51,14 @@ for cpu in x86-64-v4 x86-64-v3 x86-64; do
   cmp "$WORK/f32-dp_1.safetensors" "$WORK/variant-$cpu.safetensors" || fail "$cpu kernels differ"
   echo "ok kernels for $cpu"
 done
+# Vector loops of other shapes than the defaults (CPU:GROUPSxBLOCKS), as for measuring: the same
+# bytes again.
+"$INITC" compile "$WORK/model-f32.mlir" -o "$WORK/prog-shapes" \
+  --target-cpu x86-64-v4:1x16,x86-64-v3:1 >/dev/null || fail "compile with loop shapes"
+"$WORK/prog-shapes/init" --out "$WORK/shapes" --quiet || fail "run with loop shapes"
+"$INITC" assemble "$WORK/shapes" -o "$WORK/shapes.safetensors" >/dev/null || fail "assemble shapes"
+cmp "$WORK/f32-dp_1.safetensors" "$WORK/shapes.safetensors" || fail "loop shapes change the bytes"
+echo "ok kernels with loop shapes 1x16 and 1x8"
 # A variant whose code may use an extension this CPU lacks is passed over, or, asked for, refused
 # before any kernel runs (tigerlake's includes AVX512-VP2INTERSECT, which few CPUs have).
 if grep -qw avx512_vp2intersect /proc/cpuinfo; then

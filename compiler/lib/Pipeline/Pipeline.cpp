@@ -68,7 +68,11 @@ LogicalResult initc::kernelTargets(llvm::ArrayRef<std::string> cpus,
                                    std::vector<std::string> &targets, std::string &error) {
   targets.clear();
   llvm::StringSet<> seen;
-  for (const std::string &cpu : cpus) {
+  for (const std::string &entry : cpus) {
+    // `CPU`, or `CPU:GROUPS[xBLOCKS]` to choose the vector loop's shape (init-partition checks
+    // it): for measuring what suits a machine.
+    auto [cpuName, shape] = llvm::StringRef(entry).split(':');
+    std::string cpu = cpuName.str();
     if (!seen.insert(cpu).second) {
       error = "target CPU '" + cpu + "' is listed twice";
       return failure();
@@ -76,6 +80,10 @@ LogicalResult initc::kernelTargets(llvm::ArrayRef<std::string> cpus,
     std::optional<unsigned> registers = target::vectorRegisters(cpu, options, error);
     if (!registers)
       return failure();
+    if (!shape.empty()) {
+      targets.push_back(entry);
+      continue;
+    }
     // Several groups of blocks per iteration, so that independent chains hide the latency of
     // Philox's multiplies and of the polynomials: three of 16 blocks with AVX-512 (32 registers
     // of 16 floats), so that the float transforms run at full width, else two of 8. With AVX2,

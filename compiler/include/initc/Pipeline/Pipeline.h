@@ -30,14 +30,15 @@ struct PipelineOptions {
   std::string mesh;   // `dp=2,tp=2`; empty keeps the module's mesh
   std::string shard;  // preset or rules file; empty keeps the module's shardings
   bool printTiming = false;
-  /// init-partition's targets: `CPU:GROUPS` per CPU each kernel is built for, best first
+  /// init-partition's targets: `CPU:GROUPSxBLOCKS` per CPU each kernel is built for, best first
   /// (kernelTargets() makes them); empty: one kernel per recipe for TargetOptions::cpu.
   std::vector<std::string> kernelTargets;
 };
 
-/// init-partition targets for `cpus` (best first, "native" allowed): two block groups per
-/// iteration (independent chains to hide latency), of 16 blocks with AVX-512's 32 vector
-/// registers, else of 8. Fails with a message for an unknown CPU or one listed twice.
+/// init-partition targets for `cpus` (best first, "native" allowed): several block groups per
+/// iteration (independent chains to hide latency), three of 16 blocks with AVX-512's 32 vector
+/// registers, else two of 8; an entry `CPU:GROUPS[xBLOCKS]` keeps its own. Fails with a message
+/// for an unknown CPU or one listed twice.
 mlir::LogicalResult kernelTargets(llvm::ArrayRef<std::string> cpus,
                                   const target::TargetOptions &options,
                                   std::vector<std::string> &targets, std::string &error);
