@@ -89,7 +89,7 @@ Loaded &kernels() {
     std::vector<std::string> cpus;
     for (llvm::StringRef cpu : llvm::split(targetCpus(), ','))
       cpus.push_back(cpu.str());
-    target.cpu = llvm::StringRef(cpus.back()).split(':').first.str(); // without a loop shape
+    target.cpu = initc::targetCpuName(cpus.back());
     if (!module || failed(initc::kernelTargets(cpus, target, options.kernelTargets, error)) ||
         failed(initc::runPipeline(*module, options, initc::Stage::Partitioned)) ||
         failed(initc::buildProgram(*module, "bench", l.program, error)) ||

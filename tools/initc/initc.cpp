@@ -437,7 +437,7 @@ int runCompile(const CompileArgs &args) {
     cpus.push_back(cpu.trim().str());
   }
   // The target machine's own CPU: the last, most portable one (every kernel names its own).
-  targetOptions.cpu = llvm::StringRef(cpus.back()).split(':').first.str();
+  targetOptions.cpu = initc::targetCpuName(cpus.back());
   {
     std::string error;
     if (failed(initc::kernelTargets(cpus, targetOptions, options.kernelTargets, error)))

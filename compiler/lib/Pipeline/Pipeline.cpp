@@ -71,8 +71,8 @@ LogicalResult initc::kernelTargets(llvm::ArrayRef<std::string> cpus,
   for (const std::string &entry : cpus) {
     // `CPU`, or `CPU:GROUPS[xBLOCKS]` to choose the vector loop's shape (init-partition checks
     // it): for measuring what suits a machine.
-    auto [cpuName, shape] = llvm::StringRef(entry).split(':');
-    std::string cpu = cpuName.str();
+    std::string cpu = targetCpuName(entry);
+    bool shaped = cpu.size() != entry.size();
     if (!seen.insert(cpu).second) {
       error = "target CPU '" + cpu + "' is listed twice";
       return failure();
@@ -80,7 +80,7 @@ LogicalResult initc::kernelTargets(llvm::ArrayRef<std::string> cpus,
     std::optional<unsigned> registers = target::vectorRegisters(cpu, options, error);
     if (!registers)
       return failure();
-    if (!shape.empty()) {
+    if (shaped) {
       targets.push_back(entry);
       continue;
     }

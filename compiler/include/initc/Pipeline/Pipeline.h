@@ -35,6 +35,9 @@ struct PipelineOptions {
   std::vector<std::string> kernelTargets;
 };
 
+/// The CPU of a `--target-cpu` entry: `CPU` or `CPU:GROUPS[xBLOCKS]`.
+inline std::string targetCpuName(llvm::StringRef entry) { return entry.split(':').first.str(); }
+
 /// init-partition targets for `cpus` (best first, "native" allowed): several block groups per
 /// iteration (independent chains to hide latency), three of 16 blocks with AVX-512's 32 vector
 /// registers, else two of 8; an entry `CPU:GROUPS[xBLOCKS]` keeps its own. Fails with a message
