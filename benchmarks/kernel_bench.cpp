@@ -23,8 +23,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -133,7 +135,13 @@ void runKernel(benchmark::State &state, const std::string &name, int64_t columns
       dlsym(l.handle, (param->kernel + l.suffix).c_str()));
   const int64_t n = kRows * kCols;
   const size_t width = size_t(initrt::dtypeBytes(param->dtype));
-  std::vector<char> out(size_t(n) * width, 1); // resident
+  // Page-aligned and resident, as prog/init's buffers are: a std::vector's data starts 16 bytes
+  // into a page, where every 64-byte store straddles two cache lines, which slows the 16-bit
+  // kernels more than f32's.
+  const size_t bytes = size_t(n) * width, page = 4096;
+  std::unique_ptr<char, decltype(&std::free)> out(
+      static_cast<char *>(std::aligned_alloc(page, (bytes + page - 1) / page * page)), &std::free);
+  std::memset(out.get(), 1, bytes);
   int64_t shape[] = {kRows, kCols}, offset[] = {0, 0}, local[] = {kRows, kCols};
   if (columns) {
     shape[0] = local[0] = n / columns;
@@ -142,8 +150,8 @@ void runKernel(benchmark::State &state, const std::string &name, int64_t columns
     local[1] = columns;
   }
   for (auto _ : state) {
-    kernel(out.data(), shape, offset, local, 0, n, param->kernelArgs.data());
-    benchmark::DoNotOptimize(out.data());
+    kernel(out.get(), shape, offset, local, 0, n, param->kernelArgs.data());
+    benchmark::DoNotOptimize(out.get());
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * n * int64_t(width));
