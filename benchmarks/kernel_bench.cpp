@@ -4,7 +4,7 @@
 // torch's default +-100 std; in f32, bf16, f16) through the real pipeline for the CPUs `initc
 // compile` targets by default (x86-64-v4,x86-64-v3; or --target-cpu=LIST), loads kernels.so,
 // picks the variant prog/init would run on this CPU (INITRT_TARGET_CPU forces one) and times
-// each kernel over a 4M-element shard whose pages are already resident, so the number is the
+// each kernel over a 4M-element shard, page-aligned and already resident, so the number is the
 // kernel's own speed. The per-core rates `initc inspect` quotes come from here.
 #include "initc/Pipeline/Pipeline.h"
 #include "initc/Registration.h"
@@ -263,6 +263,15 @@ int main(int argc, char **argv) {
       console = std::string(argv[i]) == "--benchmark_format=console";
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h")
+      // Google Benchmark's own usage follows.
+      std::printf(
+          "initc-kernel-bench: each kernel's elements and bytes per second on one thread, and\n"
+          "the bf16, f16 and 32-column rates over f32's (benchmarks/README.md).\n"
+          "  --target-cpu=LIST  CPUs to compile the kernels for, as `initc compile\n"
+          "                     --target-cpu` takes them (default x86-64-v4,x86-64-v3);\n"
+          "                     CPU:GROUPSxBLOCKS sets a vector loop shape, e.g. x86-64-v4:2x16\n"
+          "  INITRT_TARGET_CPU=CPU in the environment runs that CPU's variant, e.g. x86-64-v3\n\n");
     if (std::string(argv[i]).rfind(flag, 0) == 0)
       targetCpus() = argv[i] + flag.size();
     else
