@@ -135,12 +135,15 @@ void runKernel(benchmark::State &state, const std::string &name, int64_t columns
       dlsym(l.handle, (param->kernel + l.suffix).c_str()));
   const int64_t n = kRows * kCols;
   const size_t width = size_t(initrt::dtypeBytes(param->dtype));
-  // Page-aligned and resident, as prog/init's buffers are: a std::vector's data starts 16 bytes
-  // into a page, where every 64-byte store straddles two cache lines, which slows the 16-bit
-  // kernels more than f32's.
+  // Page-aligned and resident, as prog/init's buffers are (a std::vector's data starts 16 bytes
+  // into a page, where every 64-byte store would straddle two cache lines).
   const size_t bytes = size_t(n) * width, page = 4096;
   std::unique_ptr<char, decltype(&std::free)> out(
       static_cast<char *>(std::aligned_alloc(page, (bytes + page - 1) / page * page)), &std::free);
+  if (!out) {
+    state.SkipWithError("cannot allocate the output buffer");
+    return;
+  }
   std::memset(out.get(), 1, bytes);
   int64_t shape[] = {kRows, kCols}, offset[] = {0, 0}, local[] = {kRows, kCols};
   if (columns) {
@@ -263,7 +266,7 @@ int main(int argc, char **argv) {
       console = std::string(argv[i]) == "--benchmark_format=console";
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h")
+    if (std::string(argv[i]) == "--help")
       // Google Benchmark's own usage follows.
       std::printf(
           "initc-kernel-bench: each kernel's elements and bytes per second on one thread, and\n"
