@@ -475,7 +475,11 @@ Value emitRoundToBF16Bits(OpBuilder &builder, Location loc, Value x, bool neverN
   ElementwiseBuilder e(builder, loc, x.getType());
   Value bits = e.bitsOf(x);
   Value hi = e.shru(bits, e.i32(16));
-  Value rounded = e.addi(bits, e.addi(e.i32(0x7fff), e.andi(hi, e.i32(1))));
+  // Rule 8's B + 0x7fff + ((B >> 16) & 1) as a select of the addend, the one place this file
+  // departs from rng.h's form: on AVX-512 a bit test into a mask register and a blend, which
+  // leaves the shift port to Philox (bf16 normal kernel 1.04x). The tests check every tie.
+  Value odd = e.cmpi(CmpIPredicate::ne, e.andi(bits, e.i32(0x10000)), e.i32(0));
+  Value rounded = e.addi(bits, e.select(odd, e.i32(0x8000), e.i32(0x7fff)));
   rounded = e.shru(rounded, e.i32(16));
   if (neverNaN)
     return e.trunc(rounded, 16);

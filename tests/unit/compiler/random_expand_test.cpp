@@ -374,6 +374,10 @@ TEST_F(RandomExpandTest, SinCos2Pi) {
 
 TEST_F(RandomExpandTest, RoundToHalfPrecisions) {
   std::vector<float> x = allKindsOfFloats(100000);
+  // Every tie and its neighbours, for every upper half: the rounding's carry decisions.
+  for (uint32_t high = 0; high < 0x10000; ++high)
+    for (uint32_t low : {0x7fffu, 0x8000u, 0x8001u})
+      x.push_back(rng::floatOf(high << 16 | low));
   compare<float, uint16_t>("bf16", x, 1,
                            [](float v, uint16_t *out) { *out = rng::toBF16Bits(v); });
   // Without the NaN case: every number, infinities and the largest finite floats included.
