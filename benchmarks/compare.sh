@@ -4,9 +4,11 @@
 # (one rank: prog/init with the output discarded, and the C API filling a process's own fresh
 # buffers; hf init, and torch init for the PyTorch stack) against a memset of the same bytes into
 # fresh huge pages, PyTorch eager construction of the same module stack, numpy's default_rng; two
-# ranks against one; writing the checkpoint against dd.
+# ranks against one; writing the checkpoint against dd; the same model in bf16 against f32.
 #
 #   BUILD_DIR=build benchmarks/compare.sh [WORK_DIR]
+#
+# CONFIG=path/to/config.json compares on another llama-style HF config (the tests run a tiny one).
 #
 # Needs a build with INITC_BUILD_BENCHMARKS=ON (initc-memset-fresh, initc-fill-bench), mpirun
 # for the two-rank run, and /usr/bin/python3 with torch and numpy (apt-get install
@@ -26,7 +28,7 @@ if [ ! -x "$memset_tool" ]; then # a build without benchmarks: compile the one C
   memset_tool=$work/initc-memset-fresh
   cc -O2 -o "$memset_tool" "$here/memset_fresh.c"
 fi
-config=$here/configs/tinyllama-1.1b.json
+config=${CONFIG:-$here/configs/tinyllama-1.1b.json}
 threads=1
 
 now() { date +%s.%N; }
@@ -56,20 +58,29 @@ gbps() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]
 "$bin/initc" import hf "$config" -o "$work/model-torch.mlir" --dtype f32 --init-style torch
 "$bin/initc" compile "$work/model-torch.mlir" -o "$work/prog1t" >/dev/null
 "$bin/initc" compile "$work/model.mlir" --mesh dp=2 --shard fsdp -o "$work/prog2" >/dev/null
-bytes=$(python3 - "$work/prog1/program.json" <<'PY'
+# The same model in bf16: as many elements in half the bytes.
+"$bin/initc" import hf "$config" -o "$work/model-bf16.mlir" --dtype bf16
+"$bin/initc" compile "$work/model-bf16.mlir" -o "$work/prog1b" >/dev/null
+# bytes_of PROGRAM: the bytes of its checkpoint's tensors.
+bytes_of() {
+  python3 - "$1/program.json" <<'PY'
 import json, sys, math
 d = json.load(open(sys.argv[1]))
 size = {"F32": 4, "BF16": 2, "F16": 2, "F64": 8, "BOOL": 1, "I64": 8}
 print(sum(math.prod(p["shape"]) * size[p["dtype"]] for p in d["params"] if p["persistent"]))
 PY
-)
-echo "TinyLlama-1.1B f32: $bytes bytes, $threads thread(s) per rank, best of $runs runs (RUNS=N to change)"
+}
+bytes=$(bytes_of "$work/prog1")
+bf16_bytes=$(bytes_of "$work/prog1b")
+echo "$(basename "$config" .json) f32: $bytes bytes, $threads thread(s) per rank, best of $runs runs (RUNS=N to change)"
 printf '%-44s %10s %10s %10s\n' "run" "seconds" "GB/s" "initc is"
 
 initc_s=$(best_value wall "$work/prog1/init" --rank 0 --discard --quiet --threads $threads)
 printf '%-44s %10.3f %10s %10s\n' "initc prog/init --rank 0 --discard" "$initc_s" "$(gbps $bytes $initc_s)" ""
 torch_style_s=$(best_value wall "$work/prog1t/init" --rank 0 --discard --quiet --threads $threads)
 printf '%-44s %10.3f %10s %10s\n' "  the same, --init-style torch" "$torch_style_s" "$(gbps $bytes $torch_style_s)" ""
+bf16_s=$(best_value wall "$work/prog1b/init" --rank 0 --discard --quiet --threads $threads)
+printf '%-44s %10.3f %10s %10sx\n' "  the same in bf16 (elements/s vs f32)" "$bf16_s" "$(gbps $bf16_bytes $bf16_s)" "$(ratio $initc_s $bf16_s)"
 # On an AVX-512 CPU, the AVX2 variant too: the floor every x86-64-v3 CPU gets.
 avx2_s=""
 if grep -qw avx512f /proc/cpuinfo; then
@@ -153,11 +164,10 @@ fi
 write_ckpt() { rm -rf "$work/ckpt"; sync; "$work/prog1/init" --rank 0 --out "$work/ckpt" --quiet --threads $threads; }
 write_dd() {
   rm -f "$work/dd.bin"; sync
-  dd if=/dev/zero of="$work/dd.bin" bs=4M count=$((bytes / 4194304)) conv=fsync status=none
+  dd if=/dev/zero of="$work/dd.bin" bs=4M count="$bytes" iflag=count_bytes conv=fsync status=none
 }
 write_s=$(best_value wall write_ckpt)
 dd_s=$(best_value wall write_dd)
-dd_s=$(python3 -c "print($dd_s * $bytes / ($bytes // 4194304 * 4194304))")
 rm -rf "$work/ckpt" "$work/dd.bin"
 printf '%-44s %10.3f %10s %10s\n' "initc writing the checkpoint" "$write_s" "$(gbps $bytes $write_s)" ""
 printf '%-44s %10.3f %10s %10s\n' "dd of the same bytes (conv=fsync), vs initc" "$dd_s" "$(gbps $bytes $dd_s)" "$(ratio $dd_s $write_s)x"
