@@ -474,7 +474,6 @@ bool truncNormalIsNeverNaN(double mean, double stdev, double a, double b) {
 Value emitRoundToBF16Bits(OpBuilder &builder, Location loc, Value x, bool neverNaN) {
   ElementwiseBuilder e(builder, loc, x.getType());
   Value bits = e.bitsOf(x);
-  Value hi = e.shru(bits, e.i32(16));
   // Rule 8's B + 0x7fff + ((B >> 16) & 1) as a select of the addend, the one place this file
   // departs from rng.h's form: on AVX-512 a bit test into a mask register and a blend, which
   // leaves the shift port to Philox (bf16 normal kernel 1.04x). The tests check every tie.
@@ -483,7 +482,7 @@ Value emitRoundToBF16Bits(OpBuilder &builder, Location loc, Value x, bool neverN
   rounded = e.shru(rounded, e.i32(16));
   if (neverNaN)
     return e.trunc(rounded, 16);
-  Value nan = e.ori(hi, e.i32(0x40));
+  Value nan = e.ori(e.shru(bits, e.i32(16)), e.i32(0x40));
   Value isNan = e.cmpi(CmpIPredicate::ugt, e.andi(bits, e.i32(0x7fffffff)), e.i32(0x7f800000));
   return e.trunc(e.select(isNan, nan, rounded), 16);
 }
