@@ -29,6 +29,20 @@ if [ ! -x "$memset_tool" ]; then # a build without benchmarks: compile the one C
   cc -O2 -o "$memset_tool" "$here/memset_fresh.c"
 fi
 config=${CONFIG:-$here/configs/tinyllama-1.1b.json}
+# The PyTorch stack below is a llama's: say so before anything runs, not in a traceback later.
+python3 - "$config" <<'PY' || exit 2
+import json, sys
+try:
+    c = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    sys.exit(f"compare.sh: cannot read config {sys.argv[1]}: {e}")
+need = ["vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+        "num_attention_heads", "num_key_value_heads"]
+missing = [k for k in need if k not in c]
+if missing:
+    sys.exit(f"compare.sh: {sys.argv[1]} is not a llama-style config (no {', '.join(missing)}); "
+             "CONFIG takes one with " + ", ".join(need))
+PY
 threads=1
 
 now() { date +%s.%N; }

@@ -18,4 +18,9 @@ done
 bad=$(grep -E 'x$' "$WORK/compare.log" | grep -vE ' [0-9]+\.[0-9]{2}x$' || true)
 [ -z "$bad" ] || fail "malformed ratios: $bad"
 (($(grep -cE ' [0-9]+\.[0-9]{2}x$' "$WORK/compare.log") >= 10)) || fail "too few ratios: $(cat "$WORK/compare.log")"
+# A config the script cannot compare stops it before anything runs, with what it needs.
+fails_cleanly "a gpt2 config" "gpt2_tiny.json is not a llama-style config \(no hidden_size" \
+  env CONFIG="$ROOT/tests/e2e/configs/gpt2_tiny.json" BUILD_DIR="$BUILD_DIR" \
+  bash "$ROOT/benchmarks/compare.sh" "$WORK/gpt2"
+[ ! -e "$WORK/gpt2/model.mlir" ] || fail "compare.sh ran on after rejecting its config"
 echo "PASS $TEST_NAME"
