@@ -2,6 +2,7 @@
 #include "initrt/program.h"
 #include "initrt/checksum.h"
 #include "initrt/program_io.h"
+#include "initrt/safetensors.h"
 
 #include <nlohmann/json.hpp>
 
@@ -672,43 +673,7 @@ bool writeProgramJson(const std::string &path, const Program &program, std::stri
   const std::string text =
       document.dump(1, ' ', /*ensure_ascii=*/false,
                     nlohmann::ordered_json::error_handler_t::replace) + "\n";
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string temp = dir + "/." + base + ".tmp-" + std::to_string(getpid());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    error = "cannot create " + temp + ": " + std::strerror(errno);
-    return false;
-  }
-  const char *data = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    ssize_t written = ::write(fd, data, left);
-    if (written < 0 && errno == EINTR)
-      continue;
-    if (written <= 0) {
-      error = "cannot write " + temp + ": " + std::strerror(errno);
-      ::close(fd);
-      ::unlink(temp.c_str());
-      return false;
-    }
-    data += written;
-    left -= size_t(written);
-  }
-  bool synced = ::fsync(fd) == 0;
-  int syncErrno = errno;
-  if (::close(fd) != 0 || !synced) {
-    error = "cannot write " + temp + ": " + std::strerror(synced ? errno : syncErrno);
-    ::unlink(temp.c_str());
-    return false;
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    error = "cannot rename " + temp + " to " + path + ": " + std::strerror(errno);
-    ::unlink(temp.c_str());
-    return false;
-  }
-  return true;
+  return writeFileAtomically(path, text, error);
 }
 
 } // namespace initrt

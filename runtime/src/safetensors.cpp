@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
@@ -67,6 +68,9 @@ std::string writeErrorText(int err, const std::string &path, const char *what) {
   case EFBIG:
     return path + " exceeds the file size limit of this process or file system (see `ulimit -f`)"
                   ": raise the limit or write elsewhere";
+  case ESPIPE:
+    return "cannot write " + path + ": it is a pipe or a stream, and this output is written "
+                                    "out of order: write to a regular file";
   default:
     return std::string("cannot ") + what + " " + path + ": " + errnoText(err);
   }
@@ -300,10 +304,49 @@ void AtomicFile::discard() {
 bool AtomicFile::open(const std::string &path, uint64_t expectedBytes, std::string &error) {
   discard();
   writtenEnd = 0;
+  direct = false;
   ignoreFileSizeSignal();
   finalPath = path;
-  std::string dir = directoryOf(path);
-  std::string temp = dir + "/." + baseNameOf(path) + ".tmp-" + std::to_string(::getpid());
+  // A symbolic link stays a link: the file it names is the one replaced.
+  struct stat info;
+  if (::lstat(path.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
+    if (char *resolved = ::realpath(path.c_str(), nullptr)) {
+      finalPath = resolved;
+      std::free(resolved);
+    } else { // a link to a file yet to be written: create that file
+      std::string target(size_t(info.st_size ? info.st_size : 4096), '\0');
+      ssize_t length = ::readlink(path.c_str(), target.data(), target.size());
+      if (length <= 0) {
+        error = "cannot write " + path + ": cannot read the symbolic link: " + errnoText(errno);
+        return false;
+      }
+      target.resize(size_t(length));
+      finalPath = target[0] == '/' ? target : directoryOf(path) + "/" + target;
+    }
+  }
+  if (::stat(finalPath.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    if (S_ISDIR(info.st_mode)) {
+      error = "cannot write " + path + ": it is a directory: name a file";
+      return false;
+    }
+    // A pipe, a device or a socket (/dev/null, a FIFO a reader waits on) is written as it is:
+    // renaming a temporary over it would replace it with a regular file.
+    int handle;
+    do {
+      handle = ::open(finalPath.c_str(), O_WRONLY | O_CLOEXEC);
+    } while (handle < 0 && errno == EINTR);
+    if (handle < 0) {
+      error = writeErrorText(errno, path, "open");
+      return false;
+    }
+    fd = handle;
+    direct = true;
+    return true;
+  }
+  std::string dir = directoryOf(finalPath);
+  // The temporary name stays within NAME_MAX (255) for any legal final name.
+  std::string temp = dir + "/." + baseNameOf(finalPath).substr(0, 200) + ".tmp-" +
+                     std::to_string(::getpid());
   int handle;
   do {
     handle = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -410,6 +453,15 @@ bool AtomicFile::commit(std::string &error) {
   if (fd < 0) {
     error = "cannot write " + finalPath + ": the file is not open";
     return false;
+  }
+  if (direct) { // nothing to rename; a pipe or a device has nothing to flush either
+    int rc = ::close(fd);
+    fd = -1;
+    if (rc != 0 && errno != EINTR) {
+      error = writeErrorText(errno, finalPath, "close");
+      return false;
+    }
+    return true;
   }
   // fallocate may have reserved more than was written (only if a caller miscounted): trim.
   off_t end = std::max(::lseek(fd, 0, SEEK_CUR), off_t(writtenEnd));

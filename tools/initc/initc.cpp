@@ -12,6 +12,7 @@
 #include "initrt/checkpoint.h"
 #include "initrt/executor.h"
 #include "initrt/report.h"
+#include "initrt/safetensors.h"
 #include "initrt/program_io.h"
 #include "initrt/sharding.h"
 
@@ -69,10 +70,12 @@ struct Session {
   }
 };
 
-/// Writes to `path` ("-" for stdout) under a temporary name next to it, then renames it: a full
-/// disk or a kill never leaves a partial file under the final name. A write error is reported,
-/// not left to the stream's destructor (which would abort).
-int writeOutput(const std::string &path, llvm::function_ref<void(llvm::raw_ostream &)> print) {
+/// Writes to `path` ("-" for stdout) atomically (initrt::AtomicFile: a temporary name next to it,
+/// then a rename, so that a full disk or a kill never leaves a partial file under the final name;
+/// a pipe or a device is written as it is). `input`, when given, is the file the output was made
+/// from: writing over it is refused.
+int writeOutput(const std::string &path, llvm::function_ref<void(llvm::raw_ostream &)> print,
+                llvm::StringRef input = {}) {
   std::error_code ec;
   if (path == "-") {
     print(llvm::outs());
@@ -83,27 +86,16 @@ int writeOutput(const std::string &path, llvm::function_ref<void(llvm::raw_ostre
     llvm::outs().clear_error();
     return fail("cannot write to stdout: " + ec.message());
   }
-  llvm::SmallString<256> temp(llvm::sys::path::parent_path(path));
-  llvm::sys::path::append(temp, "." + llvm::sys::path::filename(path).str() + ".tmp-" +
-                                    std::to_string(::getpid()));
-  {
-    llvm::raw_fd_ostream os(temp, ec);
-    if (ec)
-      return fail("cannot write '" + path + "': " + ec.message() + ": choose another -o");
-    print(os);
-    os.close();
-    if (os.has_error()) {
-      ec = os.error();
-      os.clear_error();
-    }
-  }
-  if (!ec)
-    ec = llvm::sys::fs::rename(temp, path);
-  if (ec) {
-    (void)llvm::sys::fs::remove(temp);
-    return fail("cannot write '" + path + "': " + ec.message() +
-                ": free space or choose another -o");
-  }
+  bool same = false;
+  if (!input.empty() && !llvm::sys::fs::equivalent(input, path, same) && same)
+    return fail("-o '" + path + "' is the input file: choose another -o");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  print(os);
+  os.flush();
+  std::string error;
+  if (!initrt::writeFileAtomically(path, text, error))
+    return fail(error);
   return 0;
 }
 
@@ -167,7 +159,8 @@ int runImport(const ImportArgs &args) {
     return fail(error);
   if (failed(mlir::verify(*module)))
     return fail("the imported model does not verify (a bug in initc: please report it)");
-  return writeOutput(args.output, [&](llvm::raw_ostream &os) { module->print(os); });
+  return writeOutput(
+      args.output, [&](llvm::raw_ostream &os) { module->print(os); }, args.config);
 }
 
 //===----------------------------------------------------------------------===//
@@ -400,7 +393,7 @@ int runInspect(const InspectArgs &args) {
 struct CompileArgs {
   std::string model, mesh, shard, output, emit, stage = "partitioned";
   std::string targetCpu = "x86-64-v4,x86-64-v3", linker;
-  bool timing = false;
+  bool timing = false, stageGiven = false;
 };
 
 /// "x86-64-v4, x86-64-v3" for a program with kernels for both.
@@ -444,39 +437,43 @@ int runCompile(const CompileArgs &args) {
       return fail(error);
   }
 
+  initc::Stage stage = initc::Stage::Partitioned;
+  if (!initc::parseStage(args.stage, stage))
+    return fail("unknown --stage '" + args.stage + "'");
+  if (args.stageGiven && args.emit != "mlir")
+    return fail("--stage applies to --emit=mlir only: add --emit=mlir, or drop --stage");
   if (!args.emit.empty()) {
-    initc::Stage stage;
-    if (args.emit == "mlir") {
-      if (!initc::parseStage(args.stage, stage))
-        return fail("unknown --stage '" + args.stage + "'");
-    } else {
+    if (args.emit != "mlir")
       stage = initc::Stage::Partitioned;
-    }
     if (failed(initc::runPipeline(*module, options, stage)))
       return 1;
     std::string output = args.output.empty() ? "-" : args.output;
     if (args.emit == "mlir" && stage != initc::Stage::LLVM)
-      return writeOutput(output, [&](llvm::raw_ostream &os) { module->print(os); });
+      return writeOutput(
+          output, [&](llvm::raw_ostream &os) { module->print(os); }, args.model);
     auto kernels = initc::extractKernels(*module);
     std::string error;
     if (failed(initc::target::lowerToLLVMDialect(*kernels, error)))
       return fail(error);
     if (args.emit == "mlir")
-      return writeOutput(output, [&](llvm::raw_ostream &os) { kernels->print(os); });
+      return writeOutput(
+          output, [&](llvm::raw_ostream &os) { kernels->print(os); }, args.model);
     llvm::LLVMContext llvmContext;
     auto llvmModule =
         initc::target::translateAndOptimize(*kernels, llvmContext, targetOptions, error);
     if (!llvmModule)
       return fail(error);
     if (args.emit == "llvm")
-      return writeOutput(output, [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
+      return writeOutput(
+          output, [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); }, args.model);
     llvm::SmallString<0> assembly;
     llvm::raw_svector_ostream assemblyStream(assembly);
     if (failed(initc::target::emitMachineCode(*llvmModule, targetOptions,
                                               initc::target::CodeFileKind::Assembly,
                                               assemblyStream, error)))
       return fail(error);
-    return writeOutput(output, [&](llvm::raw_ostream &os) { os << assembly; });
+    return writeOutput(
+        output, [&](llvm::raw_ostream &os) { os << assembly; }, args.model);
   }
 
   if (args.output.empty())
@@ -498,12 +495,15 @@ int runCompile(const CompileArgs &args) {
   uint64_t bytes = 0;
   for (auto &p : program.params)
     bytes += p.numElements() * initrt::dtypeBytes(p.dtype);
+  std::string dir = args.output;
+  while (dir.size() > 1 && dir.back() == '/')
+    dir.pop_back();
   llvm::outs() << "compiled " << program.modelName << ": " << program.params.size()
                << " tensors (" << initrt::formatBytes(bytes) << "), " << kernels << " kernels, "
                << program.mesh.size() << " ranks, target " << targetsText(program) << ", in "
-               << llvm::format("%.2f", seconds) << " s -> " << args.output << "\n"
-               << "run it: mpirun -np " << program.mesh.size() << " " << args.output
-               << "/init --out CKPT_DIR   (or " << args.output
+               << llvm::format("%.2f", seconds) << " s -> " << dir << "\n"
+               << "run it: mpirun -np " << program.mesh.size() << " " << dir
+               << "/init --out CKPT_DIR   (or " << dir
                << "/init --rank K --out CKPT_DIR for one rank)\n";
   return 0;
 }
@@ -567,8 +567,9 @@ int main(int argc, char **argv) {
   std::string stages;
   for (auto s : initc::stageNames())
     stages += (stages.empty() ? "" : ", ") + s.str();
-  compile->add_option("--stage", compileArgs.stage, "with --emit=mlir, the stage: " + stages)
-      ->capture_default_str();
+  auto *stageOption =
+      compile->add_option("--stage", compileArgs.stage, "with --emit=mlir, the stage: " + stages)
+          ->capture_default_str();
   compile->add_option("--target-cpu", compileArgs.targetCpu,
                       "CPUs the kernels are compiled for, best first, comma-separated: x86-64, "
                       "x86-64-v2/v3/v4, native, znver4, ... kernels.so holds code for each and "
@@ -607,8 +608,10 @@ int main(int argc, char **argv) {
     return runImport(importArgs);
   if (*inspect)
     return runInspect(inspectArgs);
-  if (*compile)
+  if (*compile) {
+    compileArgs.stageGiven = stageOption->count() > 0;
     return runCompile(compileArgs);
+  }
   std::string error;
   // Both read a whole checkpoint: a bar on a terminal, the bytes and the time at the end.
   auto start = std::chrono::steady_clock::now();

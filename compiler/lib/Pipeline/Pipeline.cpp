@@ -193,6 +193,9 @@ LogicalResult initc::buildProgram(ModuleOp module, llvm::StringRef modelName,
           dim.push_back(a);
         p.splitAxes.push_back(dim);
       }
+      // Unsplit trailing dims (`[[]]` for a replicated one) are left out: replicated is `[]`.
+      while (!p.splitAxes.empty() && p.splitAxes.back().empty())
+        p.splitAxes.pop_back();
     }
     if (auto kernel = param.getKernelAttr())
       p.kernel = kernel.getValue().str();
@@ -269,19 +272,54 @@ LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef model
             "' is missing: build the target initrt-run, or reinstall initc";
     return failure();
   }
-  // A directory that exists must be a program directory we may replace.
-  if (fs::exists(dir)) {
-    llvm::SmallString<256> marker(dir);
-    llvm::sys::path::append(marker, "program.json");
-    std::error_code ec;
-    bool empty = fs::directory_iterator(dir, ec) == fs::directory_iterator();
-    if (!fs::is_directory(dir) || (!empty && !fs::exists(marker))) {
-      error = "refusing to replace '" + dir.str() +
-              "': it exists and is not a program directory; choose another -o";
+  // `prog/` and `prog` are the same directory; the temporary one is its sibling.
+  std::string dirPath = dir.str();
+  while (dirPath.size() > 1 && dirPath.back() == '/')
+    dirPath.pop_back();
+  {
+    llvm::SmallString<256> absolute(dirPath), cwd;
+    if (fs::exists(dirPath))
+      (void)fs::real_path(dirPath, absolute);
+    else
+      (void)fs::make_absolute(absolute);
+    llvm::sys::path::remove_dots(absolute, /*remove_dot_dot=*/true);
+    (void)fs::current_path(cwd);
+    llvm::StringRef here(cwd);
+    if (absolute == "/" || here == absolute.str() || here.starts_with((absolute + "/").str())) {
+      error = "-o '" + dir.str() +
+              "' contains the current directory, which would be replaced: name a program "
+              "directory, e.g. -o prog";
       return failure();
     }
   }
-  std::string tmp = (dir + ".tmp-" + std::to_string(::getpid())).str();
+  // A directory that exists must hold a program and nothing else: replacing it must not take a
+  // checkpoint or anything else with it.
+  if (fs::exists(dirPath)) {
+    if (!fs::is_directory(dirPath)) {
+      error = "refusing to replace '" + dir.str() + "': it is not a directory; choose another -o";
+      return failure();
+    }
+    std::error_code ec;
+    bool isProgram = fs::exists(dirPath + "/program.json");
+    for (fs::directory_iterator it(dirPath, ec), end; it != end && !ec; it.increment(ec)) {
+      llvm::StringRef name = llvm::sys::path::filename(it->path());
+      if (!isProgram) {
+        error = "refusing to replace '" + dir.str() +
+                "': it exists and is not a program directory; choose another -o";
+        return failure();
+      }
+      if (name != "program.json" && name != program.kernelsFile && name != "init") {
+        error = "refusing to replace the program in '" + dir.str() + "': it also holds '" +
+                name.str() + "', which is not part of a program; move it or choose another -o";
+        return failure();
+      }
+    }
+    if (ec) {
+      error = "cannot read '" + dir.str() + "': " + ec.message();
+      return failure();
+    }
+  }
+  std::string tmp = dirPath + ".tmp-" + std::to_string(::getpid());
   (void)fs::remove_directories(tmp);
   if (auto ec = fs::create_directories(tmp)) {
     error = "cannot create '" + tmp + "': " + ec.message();
@@ -321,10 +359,21 @@ LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef model
   if (auto ec = fs::setPermissions(initPath, fs::all_read | fs::all_exe | fs::owner_write))
     return fail("cannot make '" + initPath + "' executable: " + ec.message());
 
-  if (fs::exists(dir))
-    if (auto ec = fs::remove_directories(dir))
+  // The old program moves aside before the new one moves in, so that a failure leaves one of
+  // them whole under the final name.
+  std::string old = dirPath + ".old-" + std::to_string(::getpid());
+  bool replacing = fs::exists(dirPath);
+  if (replacing) {
+    (void)fs::remove_directories(old);
+    if (auto ec = fs::rename(dirPath, old))
       return fail("cannot replace '" + dir.str() + "': " + ec.message());
-  if (auto ec = fs::rename(tmp, dir))
+  }
+  if (auto ec = fs::rename(tmp, dirPath)) {
+    if (replacing)
+      (void)fs::rename(old, dirPath);
     return fail("cannot move the program into '" + dir.str() + "': " + ec.message());
+  }
+  if (replacing)
+    (void)fs::remove_directories(old);
   return success();
 }

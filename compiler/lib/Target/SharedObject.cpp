@@ -214,6 +214,17 @@ std::optional<CpuTarget> resolveCpu(llvm::StringRef cpu, const TargetOptions &op
   if (!features)
     return std::nullopt;
   resolved.features = *features;
+  // The kernels are 64-bit code: a 32-bit CPU (i686, pentium4, ...) would abort LLVM.
+  if (target.triple.find("x86_64") == 0) {
+    std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+        target.llvmTarget->createMCSubtargetInfo(target.triple, resolved.cpu, resolved.features));
+    if (!subtarget->checkFeatures("+64bit")) {
+      error = "target CPU '" + resolved.cpu +
+              "' runs only 32-bit code, and the kernels are x86-64 code: use x86-64, "
+              "x86-64-v3, x86-64-v4, native or a 64-bit CPU name";
+      return std::nullopt;
+    }
+  }
   settleExtensions(resolved, target);
   return resolved;
 }

@@ -76,9 +76,12 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
         param.emitError() << error;
         return signalPassFailure();
       }
-      // Trailing unsplit dims are left out, as the mesh dialect prints them.
-      while (!split.empty() && split.back().empty())
+      // Trailing unsplit dims are left out, as the mesh dialect prints them, but one is kept:
+      // LLVM 19's parser rejects the empty list `#mesh.shard<@mesh, []>` its printer writes.
+      while (split.size() > 1 && split.back().empty())
         split.pop_back();
+      if (split.empty())
+        split.emplace_back(); // a scalar
       SmallVector<SmallVector<mesh::MeshAxis>> axes;
       for (auto &dim : split)
         axes.push_back(SmallVector<mesh::MeshAxis>(dim.begin(), dim.end()));

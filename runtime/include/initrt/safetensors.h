@@ -55,6 +55,8 @@ bool writeSafetensors(const std::string &path, const std::vector<SafetensorsTens
 /// into place by commit() after an fsync, then the directory is fsynced. Until commit() succeeds
 /// nothing exists under the final name; the destructor removes an uncommitted temporary.
 /// Errors say what to do ("no space left on DIR: free space or choose another --out").
+/// A symbolic link is followed (its target is replaced, the link stays); a pipe, a device or a
+/// socket is written directly, since a rename would replace it with a regular file.
 class AtomicFile {
 public:
   AtomicFile() = default;
@@ -79,6 +81,7 @@ public:
 private:
   std::string finalPath, tempPath;
   int fd = -1;
+  bool direct = false;     // writing a pipe or device itself: no temporary, no rename
   uint64_t writtenEnd = 0; // end of the furthest writeAt
 };
 

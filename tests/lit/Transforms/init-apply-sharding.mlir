@@ -1,8 +1,9 @@
-// RUN: initc-opt %s --init-apply-sharding="mesh=dp=2,tp=2 shard=replicated" | FileCheck %s --check-prefixes=MESH,REPL
-// RUN: initc-opt %s --init-apply-sharding="mesh=dp=2,tp=2 shard=fsdp" | FileCheck %s --check-prefixes=MESH,FSDP
-// RUN: initc-opt %s --init-apply-sharding="mesh=dp=2,tp=2 shard=tp" | FileCheck %s --check-prefixes=MESH,TP
-// RUN: initc-opt %s --init-apply-sharding="mesh=dp=2,tp=2 shard=fsdp+tp" | FileCheck %s --check-prefixes=MESH,FSDPTP
-// RUN: initc-opt %s --init-apply-sharding="mesh=dp=2,tp=2 shard=%S/Inputs/rules.json" | FileCheck %s --check-prefixes=MESH,RULES
+// The output parses back (round trip through initc-opt), replicated parameters included.
+// RUN: initc-opt %s --init-apply-sharding="mesh=dp=2,tp=2 shard=replicated" | initc-opt | FileCheck %s --check-prefixes=MESH,REPL
+// RUN: initc-opt %s --init-apply-sharding="mesh=dp=2,tp=2 shard=fsdp" | initc-opt | FileCheck %s --check-prefixes=MESH,FSDP
+// RUN: initc-opt %s --init-apply-sharding="mesh=dp=2,tp=2 shard=tp" | initc-opt | FileCheck %s --check-prefixes=MESH,TP
+// RUN: initc-opt %s --init-apply-sharding="mesh=dp=2,tp=2 shard=fsdp+tp" | initc-opt | FileCheck %s --check-prefixes=MESH,FSDPTP
+// RUN: initc-opt %s --init-apply-sharding="mesh=dp=2,tp=2 shard=%S/Inputs/rules.json" | initc-opt | FileCheck %s --check-prefixes=MESH,RULES
 // The old mesh is replaced; the new one comes right after the seed.
 // RUN: initc-opt %s --init-apply-sharding="mesh=data=4,model=2 shard=fsdp+tp" | FileCheck %s --check-prefix=RENAMED
 
@@ -26,7 +27,7 @@ mesh.mesh @old(shape = 8) {init.axis_names = ["x"]}
 // RENAMED-NEXT: mesh.mesh @mesh(shape = 4x2) {init.axis_names = ["data", "model"]}
 
 // MESH-LABEL: init.param @model.embed_tokens.weight
-// REPL-SAME:    sharding #mesh.shard<@mesh, []>
+// REPL-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}]]>
 // FSDP-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}0]]>
 // TP-SAME:      sharding #mesh.shard<@mesh, {{\[\[}}1]]>
 // FSDPTP-SAME:  sharding #mesh.shard<@mesh, {{\[\[}}1], [0]]>
@@ -39,7 +40,7 @@ init.param @"model.embed_tokens.weight" : tensor<64x32xf32> axes ["vocab", "embe
 }
 
 // MESH-LABEL: init.param @model.layers.0.self_attn.o_proj.weight
-// REPL-SAME:    sharding #mesh.shard<@mesh, []>
+// REPL-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}]]>
 // FSDP-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}0]]>
 // TP-SAME:      sharding #mesh.shard<@mesh, {{\[\[}}], [1]]>
 // FSDPTP-SAME:  sharding #mesh.shard<@mesh, {{\[\[}}0], [1]]>
@@ -72,18 +73,18 @@ init.param @"model.layers.0.mlp.uneven" : tensor<5x3xf32> axes ["mlp", "embed"] 
 
 // fsdp takes the first dim that has at least as many rows as dp has parts: here dim 1.
 // MESH-LABEL: init.param @model.layers.0.short : tensor<1x5xf32>
-// REPL-SAME:    sharding #mesh.shard<@mesh, []>
+// REPL-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}]]>
 // FSDP-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}], [0]]>
-// TP-SAME:      sharding #mesh.shard<@mesh, []>
+// TP-SAME:      sharding #mesh.shard<@mesh, {{\[\[}}]]>
 init.param @"model.layers.0.short" : tensor<1x5xf32> axes ["embed", "embed"] {
   %0 = init.fill 1.0 : tensor<1x5xf32>
   init.yield %0 : tensor<1x5xf32>
 }
 
 // MESH-LABEL: init.param @model.norm.weight
-// REPL-SAME:    sharding #mesh.shard<@mesh, []>
+// REPL-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}]]>
 // FSDP-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}0]]>
-// TP-SAME:      sharding #mesh.shard<@mesh, []>
+// TP-SAME:      sharding #mesh.shard<@mesh, {{\[\[}}]]>
 // FSDPTP-SAME:  sharding #mesh.shard<@mesh, {{\[\[}}0]]>
 // RULES-SAME:   sharding #mesh.shard<@mesh, {{\[\[}}0]]>
 init.param @"model.norm.weight" : tensor<32xf32> axes ["embed"] {
@@ -93,7 +94,7 @@ init.param @"model.norm.weight" : tensor<32xf32> axes ["embed"] {
 
 // A scalar is never split.
 // MESH-LABEL: init.param @scale : tensor<f32>
-// FSDPTP-SAME:  sharding #mesh.shard<@mesh, []>
+// FSDPTP-SAME:  sharding #mesh.shard<@mesh, {{\[\[}}]]>
 init.param @scale : tensor<f32> {
   %0 = init.fill 1.0 : tensor<f32>
   init.yield %0 : tensor<f32>

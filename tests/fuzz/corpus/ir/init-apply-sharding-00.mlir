@@ -12,7 +12,7 @@ mesh.mesh @old(shape = 8) {init.axis_names = ["x"]}
 // RENAMED-NEXT: mesh.mesh @mesh(shape = 4x2) {init.axis_names = ["data", "model"]}
 
 // MESH-LABEL: init.param @model.embed_tokens.weight
-// REPL-SAME:    sharding #mesh.shard<@mesh, []>
+// REPL-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}]]>
 // FSDP-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}0]]>
 // TP-SAME:      sharding #mesh.shard<@mesh, {{\[\[}}1]]>
 // FSDPTP-SAME:  sharding #mesh.shard<@mesh, {{\[\[}}1], [0]]>
@@ -25,7 +25,7 @@ init.param @"model.embed_tokens.weight" : tensor<64x32xf32> axes ["vocab", "embe
 }
 
 // MESH-LABEL: init.param @model.layers.0.self_attn.o_proj.weight
-// REPL-SAME:    sharding #mesh.shard<@mesh, []>
+// REPL-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}]]>
 // FSDP-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}0]]>
 // TP-SAME:      sharding #mesh.shard<@mesh, {{\[\[}}], [1]]>
 // FSDPTP-SAME:  sharding #mesh.shard<@mesh, {{\[\[}}0], [1]]>
@@ -58,18 +58,18 @@ init.param @"model.layers.0.mlp.uneven" : tensor<5x3xf32> axes ["mlp", "embed"] 
 
 // fsdp takes the first dim that has at least as many rows as dp has parts: here dim 1.
 // MESH-LABEL: init.param @model.layers.0.short : tensor<1x5xf32>
-// REPL-SAME:    sharding #mesh.shard<@mesh, []>
+// REPL-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}]]>
 // FSDP-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}], [0]]>
-// TP-SAME:      sharding #mesh.shard<@mesh, []>
+// TP-SAME:      sharding #mesh.shard<@mesh, {{\[\[}}]]>
 init.param @"model.layers.0.short" : tensor<1x5xf32> axes ["embed", "embed"] {
   %0 = init.fill 1.0 : tensor<1x5xf32>
   init.yield %0 : tensor<1x5xf32>
 }
 
 // MESH-LABEL: init.param @model.norm.weight
-// REPL-SAME:    sharding #mesh.shard<@mesh, []>
+// REPL-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}]]>
 // FSDP-SAME:    sharding #mesh.shard<@mesh, {{\[\[}}0]]>
-// TP-SAME:      sharding #mesh.shard<@mesh, []>
+// TP-SAME:      sharding #mesh.shard<@mesh, {{\[\[}}]]>
 // FSDPTP-SAME:  sharding #mesh.shard<@mesh, {{\[\[}}0]]>
 // RULES-SAME:   sharding #mesh.shard<@mesh, {{\[\[}}0]]>
 init.param @"model.norm.weight" : tensor<32xf32> axes ["embed"] {
@@ -79,7 +79,7 @@ init.param @"model.norm.weight" : tensor<32xf32> axes ["embed"] {
 
 // A scalar is never split.
 // MESH-LABEL: init.param @scale : tensor<f32>
-// FSDPTP-SAME:  sharding #mesh.shard<@mesh, []>
+// FSDPTP-SAME:  sharding #mesh.shard<@mesh, {{\[\[}}]]>
 init.param @scale : tensor<f32> {
   %0 = init.fill 1.0 : tensor<f32>
   init.yield %0 : tensor<f32>

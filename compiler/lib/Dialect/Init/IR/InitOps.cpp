@@ -149,7 +149,10 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     if (!mesh)
       return emitOpError("sharding refers to an unknown mesh '@")
              << sharding.getMesh().getValue() << "'";
-    if ((int64_t)sharding.getSplitAxes().size() > type.getRank())
+    // `[[]]` is how a replicated scalar is written: `[]` does not parse in LLVM 19.
+    auto split = sharding.getSplitAxes();
+    bool replicatedScalar = type.getRank() == 0 && split.size() == 1 && split[0].empty();
+    if ((int64_t)split.size() > type.getRank() && !replicatedScalar)
       return emitOpError("sharding splits ")
              << sharding.getSplitAxes().size() << " dims of a tensor of rank " << type.getRank();
     if (!sharding.getPartialAxes().empty())
