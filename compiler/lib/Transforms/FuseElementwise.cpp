@@ -50,6 +50,9 @@ public:
   Value toElement(Value scalar, Type element);
 
 private:
+  /// The element of `value`, whose operands' elements are emitted already.
+  FailureOr<Value> emitOp(Value value);
+
   OpBuilder &b;
   Location loc;
   uint64_t seed;
@@ -222,16 +225,38 @@ Value ElementEmitter::random(Operation *op, Type element) {
   return roundTo(sample, element);
 }
 
-FailureOr<Value> ElementEmitter::emit(Value value) {
-  if (auto it = cache.find(value); it != cache.end())
-    return it->second;
+FailureOr<Value> ElementEmitter::emit(Value root) {
+  // Operands before users, in the order a recursive walk would take, but on a stack of our
+  // own: a chain of tens of thousands of ops must not overflow the thread's stack.
+  SmallVector<std::pair<Value, unsigned>> stack{{root, 0u}};
+  while (!stack.empty()) {
+    auto &[value, next] = stack.back();
+    if (cache.count(value)) {
+      stack.pop_back();
+      continue;
+    }
+    Operation *op = value.getDefiningOp();
+    if (next < op->getNumOperands()) {
+      Value operand = op->getOperand(next++);
+      if (!cache.count(operand))
+        stack.push_back({operand, 0u}); // `value` and `next` are not used after this
+      continue;
+    }
+    if (failed(emitOp(value)))
+      return failure();
+    stack.pop_back();
+  }
+  return cache.lookup(root);
+}
+
+FailureOr<Value> ElementEmitter::emitOp(Value value) {
   Operation *op = value.getDefiningOp();
   auto type = cast<RankedTensorType>(value.getType());
   Type element = type.getElementType();
   Type compute = computeType(element);
   Value result;
 
-  auto operand = [&](Value v) { return emit(v); };
+  auto operand = [&](Value v) -> FailureOr<Value> { return cache.lookup(v); };
   auto dim = [&](int64_t d) { return dims[d]; };
 
   if (isa<UniformOp, NormalOp, TruncNormalOp, VarianceScalingOp>(op)) {
