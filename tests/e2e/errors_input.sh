@@ -167,7 +167,7 @@ mesh_cases=(
   "dp=x|mesh axis 'dp' has size 'x'"
   "dp=99999999999999999999|mesh axis 'dp' has size '99999999999999999999'"
   "dp=2,dp=2|mesh axis 'dp' is named twice"
-  "dp=65536,tp=65536|the mesh .dp=65536,tp=65536. has more than 2\\^31 devices"
+  "dp=65536,tp=32768|the mesh .dp=65536,tp=32768. has more than 2\\^31 - 1 devices"
   "d p=2|mesh axis name 'd p' must be letters, digits or '_'"
 )
 for c in "${mesh_cases[@]}"; do

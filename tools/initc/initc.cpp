@@ -144,7 +144,7 @@ std::string shardingText(const initrt::Program &program, const initrt::Param &pa
 
 struct ImportArgs {
   std::string config, output = "-", initStyle = "hf", dtype = "f32";
-  uint64_t seed = 0;
+  std::string seed = "0"; // checked here: CLI11 saturates out-of-range integers
 };
 
 int runImport(const ImportArgs &args) {
@@ -152,7 +152,8 @@ int runImport(const ImportArgs &args) {
   initc::import::HFImportOptions options;
   options.initStyle = args.initStyle;
   options.dtype = args.dtype;
-  options.seed = args.seed;
+  if (llvm::StringRef(args.seed).getAsInteger(10, options.seed))
+    return fail("--seed '" + args.seed + "' is not an integer from 0 to 18446744073709551615");
   std::string error;
   auto module = initc::import::importHFConfig(*session.context, args.config, options, error);
   if (!module)
@@ -246,14 +247,16 @@ int runInspect(const InspectArgs &args) {
   for (initc::init::ParamOp param : module->getOps<initc::init::ParamOp>())
     costByName[param.getSymName()] = generationCost(param);
 
-  // Bytes each rank holds: the sum of its slices (replicas count on every rank holding them),
-  // and the elements it generates at each cost.
+  // Rank 0 holds the most of every parameter: a split dim's part index never decreases with a
+  // mesh coordinate, and torch.chunk's parts never grow with the index. So rank 0's slices
+  // bound every rank's bytes and time, without a walk over all ranks (2^31 of them at most).
   constexpr size_t kCosts = 3;
   int64_t ranks = program.mesh.size();
-  std::vector<uint64_t> rankBytes(ranks, 0);
-  std::vector<std::array<double, kCosts>> rankElements(ranks, {0.0, 0.0, 0.0});
+  const int64_t largestRank = 0;
   std::vector<uint64_t> maxSliceBytes(program.params.size(), 0);
-  uint64_t totalBytes = 0, paramCount = 0, bufferCount = 0;
+  std::array<double, kCosts> largestElements = {0.0, 0.0, 0.0};
+  uint64_t totalBytes = 0, largest = 0; // below 2^63: verifyModel bounds the model's bytes
+  uint64_t paramCount = 0, bufferCount = 0;
   for (size_t i = 0; i < program.params.size(); ++i) {
     const initrt::Param &p = program.params[i];
     uint64_t elementBytes = initrt::dtypeBytes(p.dtype);
@@ -261,31 +264,21 @@ int runInspect(const InspectArgs &args) {
     (p.buffer ? bufferCount : paramCount) += p.numElements();
     auto cost = costByName.find(p.name);
     size_t costIndex = size_t(cost == costByName.end() ? Cost::Uniform : cost->second);
-    for (int64_t r = 0; r < ranks; ++r) {
-      uint64_t elements = initrt::sliceForRank(program.mesh, p, r).numElements();
-      uint64_t bytes = elements * elementBytes;
-      rankBytes[r] += bytes;
-      rankElements[r][costIndex] += double(elements);
-      maxSliceBytes[i] = std::max(maxSliceBytes[i], bytes);
-    }
+    uint64_t elements = initrt::sliceForRank(program.mesh, p, largestRank).numElements();
+    maxSliceBytes[i] = elements * elementBytes;
+    largest += maxSliceBytes[i];
+    largestElements[costIndex] += double(elements);
   }
-  uint64_t largest = *std::max_element(rankBytes.begin(), rankBytes.end());
-  int64_t largestRank = std::max_element(rankBytes.begin(), rankBytes.end()) - rankBytes.begin();
-  // The slowest rank and its seconds on one core, for each kernel variant's rates.
+  // Its seconds on one core, for each kernel variant's rates.
   struct TimeEstimate {
     int64_t slowestRank = 0;
     double seconds = 0;
   };
   std::vector<TimeEstimate> times;
   for (const KernelRates &rates : kKernelRates) {
-    TimeEstimate t;
-    for (int64_t r = 0; r < ranks; ++r) {
-      double seconds = 0;
-      for (size_t c = 0; c < kCosts; ++c)
-        seconds += rankElements[r][c] / rateOf(rates, Cost(c));
-      if (seconds > t.seconds)
-        t = {r, seconds};
-    }
+    TimeEstimate t{largestRank, 0.0};
+    for (size_t c = 0; c < kCosts; ++c)
+      t.seconds += largestElements[c] / rateOf(rates, Cost(c));
     times.push_back(t);
   }
   double largestMemory = double(largest) + kRuntimeOverheadBytes;

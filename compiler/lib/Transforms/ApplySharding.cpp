@@ -38,8 +38,14 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
       module.emitError("--mesh: ") << error;
       return signalPassFailure();
     }
-    if (shard.empty())
+    if (shard.empty()) {
+      if (!mesh.empty()) { // a mesh alone would be dropped: say how to use it
+        module.emitError("--mesh needs --shard: pass a preset (replicated, fsdp, tp, fsdp+tp) or "
+                         "a JSON rules file");
+        return signalPassFailure();
+      }
       return; // validation of existing shardings is the verifier's job
+    }
 
     auto rules = ShardingRules::load(shard, spec, error);
     if (!rules) {

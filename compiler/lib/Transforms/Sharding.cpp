@@ -62,8 +62,8 @@ mlir::LogicalResult initc::parseMeshSpec(StringRef text, MeshSpec &mesh, std::st
       return mlir::failure();
     }
     total *= value;
-    if (total > (1LL << 31)) {
-      error = "the mesh '" + text.str() + "' has more than 2^31 devices";
+    if (total > INT32_MAX) {
+      error = "the mesh '" + text.str() + "' has more than 2^31 - 1 devices (one MPI rank each)";
       return mlir::failure();
     }
     mesh.axisNames.push_back(name.str());

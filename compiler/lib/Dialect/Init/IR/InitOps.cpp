@@ -53,12 +53,41 @@ SmallVector<std::string> getMeshAxisNames(mesh::MeshOp mesh) {
 }
 
 LogicalResult verifyModel(ModuleOp module) {
+  // M2: parameters live at the top level; a nested module's would be skipped without a word.
+  for (auto nested : module.getOps<ModuleOp>())
+    return nested.emitError()
+           << "nested modules are not read: put every 'init.param' at the top level of the file";
+  // M3: a model initializes something.
+  if (module.getOps<ParamOp>().empty())
+    return module.emitError()
+           << "the model has no 'init.param': there is nothing to initialize (ir-spec/dialect.md "
+              "shows the form of a parameter)";
   // M1: a module holding parameters has exactly one seed.
-  bool hasParams = !module.getOps<ParamOp>().empty();
-  if (hasParams && module.getOps<SeedOp>().empty())
+  if (module.getOps<SeedOp>().empty())
     return module.emitError()
            << "the model has no 'init.seed': add one, e.g. 'init.seed 0' (initc import hf writes "
               "it from --seed)";
+  // M4: a mesh has at most 2^31 - 1 devices: one MPI rank (an int) each.
+  for (auto mesh : module.getOps<mesh::MeshOp>()) {
+    int64_t devices = 1;
+    for (int64_t size : mesh.getShape())
+      if (size > 0 && (__builtin_mul_overflow(devices, size, &devices) || devices > INT32_MAX))
+        return mesh.emitError() << "mesh '@" << mesh.getSymName()
+                                << "' has more than 2^31 - 1 devices (one MPI rank each)";
+  }
+  // M5: the model's bytes are counted in signed 64 bits downstream (C12 bounds each parameter).
+  uint64_t total = 0;
+  for (ParamOp param : module.getOps<ParamOp>()) {
+    if (param.getTiedTo())
+      continue;
+    RankedTensorType type = param.getTensorType();
+    uint64_t bytes = (type.getElementTypeBitWidth() + 7) / 8;
+    for (int64_t dim : type.getShape())
+      bytes *= uint64_t(dim);
+    if (__builtin_add_overflow(total, bytes, &total) || total > (uint64_t)INT64_MAX)
+      return param.emitError() << "the parameters up to this one hold more than 2^63 - 1 bytes "
+                                  "in all; check the shapes";
+  }
   return success();
 }
 
