@@ -134,7 +134,7 @@ public:
     return true;
   }
 
-  /// An optional positive finite number.
+  /// An optional positive number, finite and non-zero as an f32 (the samples' precision).
   bool optionalPositiveNumber(StringRef field, double &out) {
     const json::Value *value = find(field);
     if (!value)
@@ -143,6 +143,10 @@ public:
     if (!v || !std::isfinite(*v) || !(*v > 0))
       return fail("'" + field + "' must be a positive number, but it is " + describe(*value) +
                   "; fix or remove it");
+    if (!std::isfinite((float)*v) || !((float)*v > 0))
+      return fail("'" + field + "' is " + describe(*value) +
+                  ", which is " + (std::isfinite((float)*v) ? "0" : "infinite") +
+                  " in f32, the precision initc computes in; use a value from 1e-38 to 3e38");
     out = *v;
     return true;
   }
@@ -287,9 +291,16 @@ bool readLlamaConfig(ConfigFields &fields, StringRef modelType, LlamaConfig &c) 
     if (!object)
       return fields.fail("'rope_scaling' must be an object or null, but it is " +
                          describe(*scaling));
-    std::optional<StringRef> type = object->getString("rope_type");
-    if (!type)
-      type = object->getString("type");
+    std::optional<StringRef> type;
+    for (StringRef key : {"rope_type", "type"}) {
+      const json::Value *entry = object->get(key);
+      if (!entry || entry->kind() == json::Value::Null || type)
+        continue;
+      type = entry->getAsString();
+      if (!type)
+        return fields.fail("'rope_scaling." + key.str() + "' must be a string such as " +
+                           "\"default\" or \"linear\", but it is " + describe(*entry));
+    }
     c.emitInvFreq = !type || *type == "default" || *type == "dynamic";
   }
   return true;

@@ -277,8 +277,35 @@ func.func @yield_in_a_func() {
 
 // init.uniform, C1
 init.param @uniform_infinite_bound : tensor<4xf32> {
-  // expected-error @+1 {{'init.uniform' op bounds must be finite}}
+  // expected-error @+1 {{'init.uniform' op bounds and their difference must be finite in the compute type}}
   %0 = init.uniform 0xFFF0000000000000, 1.0 stream 0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.uniform, C1: finite as doubles, but infinite in f32, the compute type of f32 tensors.
+init.param @uniform_f32_infinite_bound : tensor<4xf32> {
+  // expected-error @+1 {{'init.uniform' op bounds and their difference must be finite in the compute type (f32, or f64 for f64 tensors), but they are -1.000000e+308 and 1.000000e+308}}
+  %0 = init.uniform -1.0e308, 1.0e308 stream 0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.uniform, C1: finite bounds whose difference overflows f32 (the samples would be NaN).
+init.param @uniform_f32_infinite_width : tensor<4xf32> {
+  // expected-error @+1 {{'init.uniform' op bounds and their difference must be finite in the compute type}}
+  %0 = init.uniform -3.0e38, 3.0e38 stream 0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.uniform, C2: distinct as doubles, equal in f32.
+init.param @uniform_f32_empty_interval : tensor<4xf32> {
+  // expected-error @+1 {{'init.uniform' op low (1) must be less than high (1.00000001) in the compute type}}
+  %0 = init.uniform 1.0, 1.00000001 stream 0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
 }
 
@@ -286,7 +313,7 @@ init.param @uniform_infinite_bound : tensor<4xf32> {
 
 // init.uniform, C2
 init.param @uniform_empty_interval : tensor<4xf32> {
-  // expected-error @+1 {{'init.uniform' op low (1.000000e+00) must be less than high (1.000000e+00)}}
+  // expected-error @+1 {{'init.uniform' op low (1) must be less than high (1) in the compute type}}
   %0 = init.uniform 1.0, 1.0 stream 0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
 }
@@ -313,7 +340,7 @@ init.param @uniform_integer_result : tensor<4xi64> {
 
 // init.normal, C1
 init.param @normal_nan_mean : tensor<4xf32> {
-  // expected-error @+1 {{'init.normal' op mean and std must be finite}}
+  // expected-error @+1 {{'init.normal' op mean and std must be finite in the compute type}}
   %0 = init.normal mean 0x7FF8000000000000 std 1.0 stream 0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
 }
@@ -322,9 +349,27 @@ init.param @normal_nan_mean : tensor<4xf32> {
 
 // init.normal, C2
 init.param @normal_zero_std : tensor<4xf32> {
-  // expected-error @+1 {{'init.normal' op std must be positive, but is 0.000000e+00}}
+  // expected-error @+1 {{'init.normal' op std must be positive in the compute type (f32, or f64 for f64 tensors), but is 0.000000e+00}}
   %0 = init.normal mean 0.0 std 0.0 stream 0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.normal, C2: a std that is 0 in f32.
+init.param @normal_f32_zero_std : tensor<4xf32> {
+  // expected-error @+1 {{'init.normal' op std must be positive in the compute type (f32, or f64 for f64 tensors), but is 1.000000e-50}}
+  %0 = init.normal mean 0.0 std 1.0e-50 stream 0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.normal, C1: a std that is infinite in f32.
+init.param @normal_f32_infinite_std : tensor<4xbf16> {
+  // expected-error @+1 {{'init.normal' op mean and std must be finite in the compute type (f32, or f64 for f64 tensors), but they are 0.000000e+00 and 1.000000e+300}}
+  %0 = init.normal mean 0.0 std 1.0e300 stream 0 : tensor<4xbf16>
+  init.yield %0 : tensor<4xbf16>
 }
 
 // -----
@@ -340,7 +385,7 @@ init.param @normal_negative_stream : tensor<4xf32> {
 
 // init.trunc_normal, C1
 init.param @trunc_normal_infinite_bound : tensor<4xf32> {
-  // expected-error @+1 {{'init.trunc_normal' op mean, std and bounds must be finite}}
+  // expected-error @+1 {{'init.trunc_normal' op mean, std and bounds must be finite in the compute type}}
   %0 = init.trunc_normal mean 0.0 std 1.0 bounds [-2.0, 0x7FF0000000000000] stream 0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
 }
@@ -349,7 +394,7 @@ init.param @trunc_normal_infinite_bound : tensor<4xf32> {
 
 // init.trunc_normal, C2
 init.param @trunc_normal_negative_std : tensor<4xf32> {
-  // expected-error @+1 {{'init.trunc_normal' op std must be positive, but is -1.000000e+00}}
+  // expected-error @+1 {{'init.trunc_normal' op std must be positive in the compute type (f32, or f64 for f64 tensors), but is -1.000000e+00}}
   %0 = init.trunc_normal mean 0.0 std -1.0 bounds [-2.0, 2.0] stream 0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
 }
@@ -376,7 +421,7 @@ init.param @trunc_normal_negative_stream : tensor<4xf32> {
 
 // init.variance_scaling, C1
 init.param @variance_scaling_zero_scale : tensor<4x4xf32> {
-  // expected-error @+1 {{'init.variance_scaling' op scale must be positive and finite, but is 0.000000e+00}}
+  // expected-error @+1 {{'init.variance_scaling' op scale must be positive and finite in the compute type (f32, or f64 for f64 tensors), but is 0.000000e+00}}
   %0 = init.variance_scaling scale 0.0 fan_in uniform stream 0 : tensor<4x4xf32>
   init.yield %0 : tensor<4x4xf32>
 }
@@ -421,7 +466,7 @@ init.param @orthogonal_vector : tensor<4xf32> {
 
 // init.orthogonal, C2
 init.param @orthogonal_infinite_gain : tensor<4x4xf32> {
-  // expected-error @+1 {{'init.orthogonal' op gain must be finite}}
+  // expected-error @+1 {{'init.orthogonal' op gain must be finite in the compute type}}
   %0 = init.orthogonal gain 0x7FF0000000000000 stream 0 strategy redundant : tensor<4x4xf32>
   init.yield %0 : tensor<4x4xf32>
 }

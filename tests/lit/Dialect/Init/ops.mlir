@@ -187,3 +187,14 @@ init.param @lowered : tensor<4x8xf32> axes ["mlp", "embed"] kernel @initc_kernel
 init.param @lowered_with_keys : tensor<4x8xf32> kernel @initc_kernel_0 attributes {kernel_args = array<i64: 7, -1>}
 func.func private @initc_kernel_0(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr)
 }
+
+// f64 tensors compute in f64: parameters that are zero, equal or infinite in f32 are fine.
+// CHECK-LABEL: init.param @f64_only : tensor<4xf64> {
+// CHECK:         init.uniform 1.000000e+00, 1.0000000099999999 stream 0 : tensor<4xf64>
+// CHECK:         init.normal mean 0.000000e+00 std 1.000000e-50 stream 1 : tensor<4xf64>
+init.param @f64_only : tensor<4xf64> {
+  %0 = init.uniform 1.0, 1.00000001 stream 0 : tensor<4xf64>
+  %1 = init.normal mean 0.0 std 1.0e-50 stream 1 : tensor<4xf64>
+  %2 = init.add %0, %1 : tensor<4xf64>
+  init.yield %2 : tensor<4xf64>
+}

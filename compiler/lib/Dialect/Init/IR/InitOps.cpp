@@ -11,6 +11,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/JSON.h"
 
+#include <charconv>
 #include <cmath>
 
 using namespace mlir;
@@ -94,6 +95,21 @@ LogicalResult verifyModel(ModuleOp module) {
 } // namespace initc::init
 
 static bool isFiniteValue(double v) { return std::isfinite(v); }
+
+/// `v` in the type an op of element type `element` computes in (f64 for f64, else f32): a
+/// parameter of 1e300 is finite as a double but infinite as the f32 the samples are made in.
+/// The shortest decimal that reads back as `v`: 1.00000001 stays distinct from 1.
+static std::string shortestText(double v) {
+  char text[32];
+  return std::string(text, std::to_chars(text, text + sizeof(text), v).ptr);
+}
+
+static double inComputeType(double v, Type element) {
+  return element.isF64() ? v : (double)(float)v;
+}
+static double inComputeType(double v, Value result) {
+  return inComputeType(v, cast<ShapedType>(result.getType()).getElementType());
+}
 
 //===----------------------------------------------------------------------===//
 // SeedOp
@@ -246,32 +262,50 @@ static LogicalResult verifyStream(Operation *op, int64_t stream) {
 
 LogicalResult UniformOp::verify() {
   double low = getLow().convertToDouble(), high = getHigh().convertToDouble();
-  // C1: finite bounds. C2: low < high. C3: the stream is non-negative.
-  if (!isFiniteValue(low) || !isFiniteValue(high))
-    return emitOpError("bounds must be finite");
-  if (!(low < high))
-    return emitOpError("low (") << low << ") must be less than high (" << high << ")";
+  // C1: finite bounds, and a finite width, in the compute type. C2: low < high there.
+  // C3: the stream is non-negative.
+  double lowC = inComputeType(low, getResult()), highC = inComputeType(high, getResult());
+  if (!isFiniteValue(lowC) || !isFiniteValue(highC) ||
+      !isFiniteValue(inComputeType(highC - lowC, getResult())))
+    return emitOpError("bounds and their difference must be finite in the compute type (f32, "
+                       "or f64 for f64 tensors), but they are ")
+           << low << " and " << high;
+  if (!(lowC < highC))
+    return emitOpError("low (") << shortestText(low) << ") must be less than high ("
+                                << shortestText(high)
+                                << ") in the compute type (f32, or f64 for f64 tensors)";
   return verifyStream(*this, getStream());
 }
 
 LogicalResult NormalOp::verify() {
   double mean = getMean().convertToDouble(), std = getStd().convertToDouble();
-  // C1: finite mean and std. C2: std > 0. C3: the stream is non-negative.
-  if (!isFiniteValue(mean) || !isFiniteValue(std))
-    return emitOpError("mean and std must be finite");
-  if (!(std > 0))
-    return emitOpError("std must be positive, but is ") << std;
+  // C1: finite mean and std in the compute type. C2: std > 0 there. C3: the stream is
+  // non-negative.
+  if (!isFiniteValue(inComputeType(mean, getResult())) ||
+      !isFiniteValue(inComputeType(std, getResult())))
+    return emitOpError("mean and std must be finite in the compute type (f32, or f64 for f64 "
+                       "tensors), but they are ")
+           << mean << " and " << std;
+  if (!(inComputeType(std, getResult()) > 0))
+    return emitOpError("std must be positive in the compute type (f32, or f64 for f64 "
+                       "tensors), but is ")
+           << std;
   return verifyStream(*this, getStream());
 }
 
 LogicalResult TruncNormalOp::verify() {
   double mean = getMean().convertToDouble(), std = getStd().convertToDouble();
   double a = getA().convertToDouble(), b = getB().convertToDouble();
-  // C1: finite mean, std and bounds. C2: std > 0. C3: a < b. C4: the stream is non-negative.
-  if (!isFiniteValue(mean) || !isFiniteValue(std) || !isFiniteValue(a) || !isFiniteValue(b))
-    return emitOpError("mean, std and bounds must be finite");
-  if (!(std > 0))
-    return emitOpError("std must be positive, but is ") << std;
+  // C1: finite mean, std and bounds in the compute type. C2: std > 0 there. C3: a < b.
+  // C4: the stream is non-negative.
+  auto finite = [&](double v) { return isFiniteValue(inComputeType(v, getResult())); };
+  if (!finite(mean) || !finite(std) || !finite(a) || !finite(b))
+    return emitOpError("mean, std and bounds must be finite in the compute type (f32, or f64 "
+                       "for f64 tensors)");
+  if (!(inComputeType(std, getResult()) > 0))
+    return emitOpError("std must be positive in the compute type (f32, or f64 for f64 "
+                       "tensors), but is ")
+           << std;
   if (!(a < b))
     return emitOpError("truncation bound a (") << a << ") must be less than b (" << b << ")";
   return verifyStream(*this, getStream());
@@ -289,9 +323,12 @@ double VarianceScalingOp::getFan() {
 
 LogicalResult VarianceScalingOp::verify() {
   double scale = getScale().convertToDouble();
-  // C1: scale > 0 and finite.
-  if (!isFiniteValue(scale) || !(scale > 0))
-    return emitOpError("scale must be positive and finite, but is ") << scale;
+  // C1: scale > 0 and finite in the compute type.
+  double scaleC = inComputeType(scale, getResult());
+  if (!isFiniteValue(scaleC) || !(scaleC > 0))
+    return emitOpError("scale must be positive and finite in the compute type (f32, or f64 for "
+                       "f64 tensors), but is ")
+           << scale;
   // C2: the fan is defined for the global shape (rank >= 2). C3: it is non-zero.
   // C4: the stream is non-negative.
   double fanIn, fanOut;
@@ -308,8 +345,8 @@ LogicalResult OrthogonalOp::verify() {
   if (getType().getRank() < 2)
     return emitOpError("needs a tensor of rank 2 or more, but the rank is ")
            << getType().getRank();
-  if (!isFiniteValue(getGain().convertToDouble()))
-    return emitOpError("gain must be finite");
+  if (!isFiniteValue(inComputeType(getGain().convertToDouble(), getResult())))
+    return emitOpError("gain must be finite in the compute type (f32, or f64 for f64 tensors)");
   return verifyStream(*this, getStream());
 }
 
