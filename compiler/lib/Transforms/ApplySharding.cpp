@@ -68,8 +68,11 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
     auto meshRef = FlatSymbolRefAttr::get(meshOp.getSymNameAttr());
 
     for (ParamOp param : module.getOps<ParamOp>()) {
-      if (param.getTiedTo())
-        continue; // shares the storage, and so the sharding, of the parameter it is tied to
+      if (auto tied = param.getTiedToAttr()) {
+        // shares the storage, and so the sharding, of the parameter it is tied to
+        rules->noteTied(param.getSymName(), tied.getValue());
+        continue;
+      }
       ParamShape shape;
       shape.name = param.getSymName().str();
       shape.shape.assign(param.getTensorType().getShape().begin(),

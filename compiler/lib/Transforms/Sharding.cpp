@@ -6,8 +6,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/GlobPattern.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+
+#include <nlohmann/json.hpp>
 
 #include <set>
 
@@ -118,9 +119,9 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
     }
     if (wantsTp)
       for (const char *axis : kTensorParallelAxes)
-        rules.rules.push_back({axis, false, {}, {tp}, false});
+        rules.rules.push_back({axis, false, {}, {tp}});
     if (wantsDp)
-      rules.rules.push_back({"*", true, {}, {dp}, false}); // fsdp: first free dim, see apply()
+      rules.rules.push_back({"*", true, {}, {dp}}); // fsdp: first free dim, see apply()
     return rules;
   }
 
@@ -136,87 +137,101 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
             "); see README for the format";
     return std::nullopt;
   }
-  auto json = llvm::json::parse((*buffer)->getBuffer());
-  if (!json) {
-    error = "rules file '" + spec.str() + "' is not valid JSON: " + llvm::toString(json.takeError());
+  // Key order is meaningful (the first matching name pattern decides): an ordered parser.
+  using Json = nlohmann::ordered_json;
+  Json root = Json::parse((*buffer)->getBuffer().begin(), (*buffer)->getBuffer().end(),
+                          /*cb=*/nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) {
+    std::string detail;
+    try {
+      (void)Json::parse((*buffer)->getBuffer().begin(), (*buffer)->getBuffer().end());
+    } catch (const Json::exception &e) {
+      detail = e.what(); // "[json.exception.parse_error.101] parse error at line 2, ..."
+      size_t end = detail.find("] ");
+      if (detail.rfind("[json.exception", 0) == 0 && end != std::string::npos)
+        detail.erase(0, end + 2);
+    }
+    error = "rules file '" + spec.str() + "' is not valid JSON: " + detail;
     return std::nullopt;
   }
-  auto *root = json->getAsObject();
-  if (!root) {
+  if (!root.is_object()) {
     error = "rules file '" + spec.str() + "' must hold a JSON object with \"logical_axes\" and/or "
             "\"params\"";
     return std::nullopt;
   }
-  auto axesOf = [&](const llvm::json::Value &v, std::vector<std::string> &out,
+  auto axesOf = [&](const Json &v, std::vector<std::string> &out,
                     const std::string &where) -> bool {
-    if (v.kind() == llvm::json::Value::Null)
+    if (v.is_null())
       return true;
-    if (auto s = v.getAsString()) {
-      out.push_back(s->str());
-    } else if (auto *arr = v.getAsArray()) {
-      for (auto &e : *arr) {
-        auto s = e.getAsString();
-        if (!s) {
+    if (v.is_string()) {
+      out.push_back(v.get<std::string>());
+    } else if (v.is_array()) {
+      for (const Json &e : v) {
+        if (!e.is_string()) {
           error = "rules file '" + spec.str() + "': " + where + " must list mesh axis names";
           return false;
         }
-        out.push_back(s->str());
+        out.push_back(e.get<std::string>());
       }
     } else {
       error = "rules file '" + spec.str() + "': " + where +
               " must be a mesh axis name, a list of them, or null";
       return false;
     }
-    for (auto &a : out)
+    std::set<std::string> seen;
+    for (auto &a : out) {
       if (rules.axisIndex(a) < 0) {
         error = "rules file '" + spec.str() + "': " + where + " uses mesh axis '" + a +
                 "', which the mesh " + mesh.str() + " does not have";
         return false;
       }
+      if (!seen.insert(a).second) {
+        error = "rules file '" + spec.str() + "': " + where + " lists mesh axis '" + a +
+                "' twice; a mesh axis splits a dim once";
+        return false;
+      }
+    }
     return true;
   };
-  for (auto &[key, value] : *root) {
+  for (auto &[key, value] : root.items()) {
     if (key != "logical_axes" && key != "params") {
-      error = "rules file '" + spec.str() + "': unknown key '" + key.str() +
+      error = "rules file '" + spec.str() + "': unknown key '" + key +
               "' (expected \"logical_axes\" or \"params\")";
       return std::nullopt;
     }
   }
-  if (auto *logical = root->get("logical_axes")) {
-    auto *obj = logical->getAsObject();
-    if (!obj) {
+  if (auto logical = root.find("logical_axes"); logical != root.end()) {
+    if (!logical->is_object()) {
       error = "rules file '" + spec.str() + "': \"logical_axes\" must be an object";
       return std::nullopt;
     }
-    for (auto &[name, value] : *obj) {
-      Rule rule{name.str(), false, {}, {}, false};
-      if (!axesOf(value, rule.meshAxes, "logical axis '" + name.str() + "'"))
+    for (auto &[name, value] : logical->items()) {
+      Rule rule{name, false, {}, {}};
+      if (!axesOf(value, rule.meshAxes, "logical axis '" + name + "'"))
         return std::nullopt;
       rules.rules.push_back(rule);
     }
   }
-  if (auto *params = root->get("params")) {
-    auto *obj = params->getAsObject();
-    if (!obj) {
+  if (auto params = root.find("params"); params != root.end()) {
+    if (!params->is_object()) {
       error = "rules file '" + spec.str() + "': \"params\" must be an object";
       return std::nullopt;
     }
-    for (auto &[pattern, value] : *obj) {
-      Rule rule{pattern.str(), true, {}, {}, false};
+    for (auto &[pattern, value] : params->items()) {
+      Rule rule{pattern, true, {}, {}};
       if (!llvm::GlobPattern::create(pattern)) {
-        error = "rules file '" + spec.str() + "': bad pattern '" + pattern.str() + "'";
+        error = "rules file '" + spec.str() + "': bad pattern '" + pattern + "'";
         return std::nullopt;
       }
-      auto *dims = value.getAsArray();
-      if (!dims) {
-        error = "rules file '" + spec.str() + "': params pattern '" + pattern.str() +
+      if (!value.is_array()) {
+        error = "rules file '" + spec.str() + "': params pattern '" + pattern +
                 "' must map to a list with one entry per dim";
         return std::nullopt;
       }
-      for (size_t d = 0; d < dims->size(); ++d) {
+      for (size_t d = 0; d < value.size(); ++d) {
         std::vector<std::string> axes;
-        if (!axesOf((*dims)[d], axes,
-                    "dim " + std::to_string(d) + " of pattern '" + pattern.str() + "'"))
+        if (!axesOf(value[d], axes,
+                    "dim " + std::to_string(d) + " of pattern '" + pattern + "'"))
           return std::nullopt;
         rule.dims.push_back(axes);
       }
@@ -272,24 +287,32 @@ mlir::LogicalResult ShardingRules::apply(const ParamShape &param, DimAxes &out,
     return mlir::success();
   }
 
+  // The first matching name pattern, in the file's order, decides alone; the later ones that
+  // match too are shadowed for this parameter.
+  Rule *decider = nullptr;
   for (Rule &rule : rules) {
-    if (!rule.byName)
+    if (!rule.byName || !llvm::GlobPattern::create(rule.pattern)->match(param.name))
       continue;
-    auto glob = llvm::GlobPattern::create(rule.pattern);
-    if (!glob->match(param.name))
+    if (decider) {
+      if (rule.shadowedBy.empty())
+        rule.shadowedBy = decider->pattern;
       continue;
-    rule.used = true;
-    if (rule.dims.size() > rank) {
-      error = "rules file '" + sourceName + "': pattern '" + rule.pattern + "' gives " +
-              std::to_string(rule.dims.size()) + " dims but parameter '" + param.name +
+    }
+    decider = &rule;
+  }
+  if (Rule *rule = decider) {
+    rule->used = true;
+    if (rule->dims.size() > rank) {
+      error = "rules file '" + sourceName + "': pattern '" + rule->pattern + "' gives " +
+              std::to_string(rule->dims.size()) + " dims but parameter '" + param.name +
               "' has rank " + std::to_string(rank);
       return mlir::failure();
     }
-    for (size_t d = 0; d < rule.dims.size(); ++d)
-      for (auto &axis : rule.dims[d])
+    for (size_t d = 0; d < rule->dims.size(); ++d)
+      for (auto &axis : rule->dims[d])
         if (!assign(d, axis))
           return mlir::failure();
-    return mlir::success(); // the first matching name pattern decides alone
+    return mlir::success();
   }
   for (size_t d = 0; d < rank && d < param.axes.size(); ++d) {
     for (Rule &rule : rules) {
@@ -304,14 +327,31 @@ mlir::LogicalResult ShardingRules::apply(const ParamShape &param, DimAxes &out,
   return mlir::success();
 }
 
+void ShardingRules::noteTied(StringRef name, StringRef target) {
+  for (Rule &rule : rules)
+    if (rule.byName && rule.tiedExample.empty() &&
+        llvm::GlobPattern::create(rule.pattern)->match(name))
+      rule.tiedExample = (name + "' is tied to '" + target).str();
+}
+
 mlir::LogicalResult ShardingRules::checkAllRulesUsed(std::string &error) const {
-  for (const Rule &rule : rules)
-    if (preset.empty() && !rule.used) {
-      error = "rules file '" + sourceName + "': " +
-              (rule.byName ? "pattern '" + rule.pattern + "' matches no parameter"
-                           : "logical axis '" + rule.pattern + "' is used by no parameter") +
-              "; fix or remove the rule";
-      return mlir::failure();
-    }
+  for (const Rule &rule : rules) {
+    if (!preset.empty() || rule.used)
+      continue;
+    std::string what;
+    if (!rule.byName)
+      what = "logical axis '" + rule.pattern + "' is used by no parameter; fix or remove the rule";
+    else if (!rule.shadowedBy.empty())
+      what = "pattern '" + rule.pattern + "' decides no parameter: each one it matches is "
+             "decided by an earlier pattern ('" + rule.shadowedBy + "'), and the first "
+             "matching pattern wins; move it up or remove it";
+    else if (!rule.tiedExample.empty())
+      what = "pattern '" + rule.pattern + "' matches only tied parameters ('" + rule.tiedExample +
+             "', whose sharding it shares); write the rule for the parameter it is tied to";
+    else
+      what = "pattern '" + rule.pattern + "' matches no parameter; fix or remove the rule";
+    error = "rules file '" + sourceName + "': " + what;
+    return mlir::failure();
+  }
   return mlir::success();
 }

@@ -48,7 +48,10 @@ public:
   /// The split of one parameter. Fails (with `error` naming the parameter) if a rule maps two
   /// dims to one mesh axis.
   mlir::LogicalResult apply(const ParamShape &param, DimAxes &out, std::string &error);
-  /// After every parameter was seen: rules of a file that matched nothing are errors.
+  /// Parameter `name` is tied to `target` and takes its sharding: a pattern matching only such
+  /// parameters gets an error that says so.
+  void noteTied(llvm::StringRef name, llvm::StringRef target);
+  /// After every parameter was seen: rules of a file that decided nothing are errors.
   mlir::LogicalResult checkAllRulesUsed(std::string &error) const;
 
   static llvm::ArrayRef<llvm::StringRef> presetNames();
@@ -60,6 +63,8 @@ private:
     std::vector<std::vector<std::string>> dims; // byName: mesh axes per dim
     std::vector<std::string> meshAxes;          // logical: mesh axes for that dim
     bool used = false;
+    std::string shadowedBy;  // an earlier pattern that decided a parameter this one matches
+    std::string tiedExample; // a tied parameter this pattern matches
   };
   MeshSpec mesh;
   std::string preset;              // empty for a rules file
