@@ -863,7 +863,16 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       }
       auto [it, inserted] = kernelByRegion.try_emplace(os.str(), "");
       if (inserted) {
-        it->second = "initc_kernel_" + std::to_string(next++);
+        // A name no symbol of the module has yet (a hand-written function may be called
+        // initc_kernel_0), for the kernel and each of its target variants.
+        auto taken = [&](const std::string &name) {
+          return llvm::any_of(kernelTargets, [&](const KernelTarget &target) {
+            return SymbolTable::lookupSymbolIn(module, name + target.suffix) != nullptr;
+          });
+        };
+        do
+          it->second = "initc_kernel_" + std::to_string(next++);
+        while (taken(it->second));
         for (const KernelTarget &target : kernelTargets) {
           func::FuncOp kernel = buildKernel(builder, fused.getLoc(), it->second + target.suffix,
                                             fused, target.groups, target.vectorBlocks);

@@ -244,6 +244,32 @@ init.param @unknown_kernel : tensor<4xf32> kernel @missing_kernel
 
 // -----
 
+// init.param, C9: another parameter is not a kernel.
+init.param @other : tensor<4xf32> {
+  %0 = init.fill 0.0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+// expected-error @+1 {{'init.param' op names '@other', which is not a kernel: a func.func defined with the 'initc.kernel' attribute}}
+init.param @kernel_is_a_param : tensor<4xf32> kernel @other
+
+// -----
+
+// init.param, C9: a function of another signature is not a kernel.
+func.func @no_args() attributes {initc.kernel} {
+  return
+}
+// expected-error @+1 {{'init.param' op names '@no_args', which is not a kernel}}
+init.param @kernel_wrong_signature : tensor<4xf32> kernel @no_args
+
+// -----
+
+// init.param, C9: a declaration has no code to run.
+func.func private @declared(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr) attributes {initc.kernel}
+// expected-error @+1 {{'init.param' op names '@declared', which is not a kernel}}
+init.param @kernel_declared : tensor<4xf32> kernel @declared
+
+// -----
+
 // init.param, C10
 // expected-error @+1 {{'init.param' op attribute 'type' failed to satisfy constraint: type attribute of statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 1-bit signless integer or 64-bit signless integer values}}
 init.param @dynamic_shape : tensor<?xf32> {

@@ -185,7 +185,10 @@ init.param @keyed : tensor<8xf32> {
 // CHECK-LABEL: init.param @lowered_with_keys : tensor<4x8xf32> kernel @initc_kernel_0 attributes {kernel_args = array<i64: 7, -1>}{{$}}
 init.param @lowered : tensor<4x8xf32> axes ["mlp", "embed"] kernel @initc_kernel_0
 init.param @lowered_with_keys : tensor<4x8xf32> kernel @initc_kernel_0 attributes {kernel_args = array<i64: 7, -1>}
-func.func private @initc_kernel_0(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr)
+func.func @initc_kernel_0(%out: !llvm.ptr, %shape: !llvm.ptr, %offset: !llvm.ptr, %local: !llvm.ptr,
+                          %begin: i64, %end: i64, %args: !llvm.ptr) attributes {initc.kernel} {
+  return
+}
 }
 
 // f64 tensors compute in f64: parameters that are zero, equal or infinite in f32 are fine.

@@ -227,10 +227,28 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       return emitOpError("is tied to '@") << tied.getValue() << "' of type " << target.getType()
                                           << " but has type " << getType();
   }
-  // C9: a kernel names an existing symbol (the func.func that init-partition created).
+  // C9: a kernel names a kernel: a func.func marked `initc.kernel` with the kernel signature
+  // (ir-spec/lowering.md), as init-partition creates them.
   if (auto kernel = getKernelAttr()) {
-    if (!symbolTable.lookupNearestSymbolFrom(*this, kernel))
+    Operation *symbol = symbolTable.lookupNearestSymbolFrom(*this, kernel);
+    if (!symbol)
       return emitOpError("names an unknown kernel '@") << kernel.getValue() << "'";
+    auto type = symbol->getAttrOfType<TypeAttr>("function_type");
+    auto signature = type ? dyn_cast<FunctionType>(type.getValue()) : FunctionType();
+    auto isPointer = [](Type t) { return t.getDialect().getNamespace() == "llvm"; };
+    bool isKernel = symbol->getName().getStringRef() == "func.func" &&
+                    symbol->hasAttr("initc.kernel") && signature &&
+                    symbol->getNumRegions() == 1 && !symbol->getRegion(0).empty() &&
+                    signature.getNumInputs() == 7 && signature.getNumResults() == 0;
+    for (unsigned i = 0; isKernel && i < 7; ++i)
+      isKernel = (i == 4 || i == 5) ? signature.getInput(i).isInteger(64)
+                                    : isPointer(signature.getInput(i));
+    if (!isKernel)
+      return emitOpError("names '@")
+             << kernel.getValue()
+             << "', which is not a kernel: a func.func defined with the 'initc.kernel' attribute "
+                "and the signature (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, "
+                "!llvm.ptr) -> () (ir-spec/lowering.md)";
   }
   return success();
 }
