@@ -61,6 +61,9 @@ fails_cleanly "an unknown --stage with -o DIR" "error: unknown --stage 'bogus'" 
 "$INITC" compile model.mlir -o prog/ >compile.txt || fail "compile -o prog/"
 grep -q "run it: mpirun -np 1 prog/init" compile.txt || fail "compile's hint: $(cat compile.txt)"
 [[ -x prog/init && -f prog/program.json && -f prog/kernels.so ]] || fail "prog/ not written"
+# Others may run the program as far as the umask allows (it was 0750 whatever the umask).
+[[ $(stat -c %a prog) == "$(printf '%o' $((0777 & ~$(umask))))" ]] ||
+  fail "prog/ has mode $(stat -c %a prog) under umask $(umask)"
 "$INITC" compile model.mlir -o prog/ >/dev/null || fail "recompile -o prog/"
 [[ -z $(ls -d prog.* 2>/dev/null) ]] || fail "temporary directories left: $(ls -d prog.*)"
 prog/init --rank 0 --out prog/ckpt --quiet || fail "run"

@@ -590,6 +590,24 @@ int main(int argc, char **argv) {
                    "files read at a time (default: one per hardware thread)")
       ->check(CLI::Range(1, 65536));
 
+  // CLI11 answers an unknown subcommand with "A subcommand is required": name it instead.
+  auto unknownSubcommand = [&](CLI::App &parent, int index, const char *what) {
+    if (index >= argc || argv[index][0] == '-')
+      return false;
+    std::string names;
+    for (CLI::App *sub : parent.get_subcommands({}))
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    for (CLI::App *sub : parent.get_subcommands({}))
+      if (sub->get_name() == argv[index])
+        return false;
+    llvm::errs() << "initc: error: unknown " << what << " '" << argv[index] << "': use one of "
+                 << names << " (see initc --help)\n";
+    return true;
+  };
+  if (unknownSubcommand(app, 1, "subcommand") ||
+      (argc > 1 && llvm::StringRef(argv[1]) == "import" &&
+       unknownSubcommand(*importCmd, 2, "kind of import")))
+    return 2;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -321,7 +321,8 @@ LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef model
   }
   std::string tmp = dirPath + ".tmp-" + std::to_string(::getpid());
   (void)fs::remove_directories(tmp);
-  if (auto ec = fs::create_directories(tmp)) {
+  // Readable and runnable by all, as the umask allows (the default would leave out others).
+  if (auto ec = fs::create_directories(tmp, /*IgnoreExisting=*/true, fs::all_all)) {
     error = "cannot create '" + tmp + "': " + ec.message();
     return failure();
   }

@@ -63,6 +63,8 @@
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
 #include <algorithm>
+#include <cstring>
+#include <fstream>
 #include <mutex>
 #include <optional>
 
@@ -846,6 +848,17 @@ LogicalResult emitSharedObject(ModuleOp module, llvm::StringRef soPath,
                            "-Wl,-z,noexecstack", "-Wl,-Bsymbolic", "-lgcc"});
   if (failed(runLinker(*linker, args, work.path + "/link.log", error)))
     return failure();
+  // A linker that exits 0 without writing a shared object (a wrong --linker) is caught here,
+  // not when prog/init fails to load it.
+  {
+    char magic[4] = {};
+    std::ifstream written(tempSoPath.str().str(), std::ios::binary);
+    if (!written.read(magic, sizeof(magic)) || std::memcmp(magic, "\x7f" "ELF", 4) != 0) {
+      error = "the linker '" + *linker + "' exited successfully but wrote no shared object to '" +
+              tempSoPath.str().str() + "': pass a C compiler driver (cc, gcc, clang) with --linker";
+      return failure();
+    }
+  }
   if (std::error_code ec = llvm::sys::fs::rename(tempSoPath, outPath)) {
     error = "cannot rename '" + tempSoPath.str().str() + "' to '" + outPath.str().str() +
             "': " + ec.message();

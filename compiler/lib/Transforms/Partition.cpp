@@ -791,8 +791,10 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       auto [count, blocks] = shape.split('x');
       KernelTarget target;
       target.cpu = cpu.str();
-      bool badGroups = !count.empty() && (count.getAsInteger(10, target.groups) ||
-                                          target.groups < 1 || target.groups > kMaxGroups);
+      bool emptyShape = StringRef(entry).contains(':') && count.empty(); // "CPU:" or "CPU:x16"
+      bool badGroups = emptyShape || (!count.empty() && (count.getAsInteger(10, target.groups) ||
+                                                         target.groups < 1 ||
+                                                         target.groups > kMaxGroups));
       bool badBlocks = shape.contains('x') &&
                        (blocks.getAsInteger(10, target.vectorBlocks) ||
                         (target.vectorBlocks != kDefaultVectorBlocks &&

@@ -35,6 +35,12 @@ mesh.mesh @axis_name_twice(shape = 2x2) {init.axis_names = ["dp", "dp"]}
 
 // -----
 
+// init.axis_names, C4: names print into mesh texts such as dp=2,tp=2.
+// expected-error @+1 {{mesh axis name 't,p' must be letters, digits or '_'}}
+mesh.mesh @axis_name_comma(shape = 2x2) {init.axis_names = ["dp", "t,p"]}
+
+// -----
+
 // Only init.axis_names is a discardable attribute of the dialect.
 // expected-error @+1 {{unknown init dialect attribute 'init.axes'}}
 mesh.mesh @unknown_dialect_attribute(shape = 2) {init.axes = ["dp"]}
@@ -216,6 +222,12 @@ init.param @root : tensor<4xf32> {
 init.param @middle : tensor<4xf32> tied_to @root
 // expected-error @+1 {{'init.param' op is tied to '@middle', which is itself tied; tie to '@root' instead}}
 init.param @tied_to_a_tied_param : tensor<4xf32> tied_to @middle
+
+// -----
+
+// init.param, C7: tied to itself.
+// expected-error @+1 {{'init.param' op is tied to itself; tie it to the parameter whose value it shares, or give it a body}}
+init.param @self : tensor<4xf32> tied_to @self
 
 // -----
 

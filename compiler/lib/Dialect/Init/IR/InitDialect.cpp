@@ -3,6 +3,7 @@
 #include "initc/Dialect/Init/IR/InitOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -42,6 +43,10 @@ LogicalResult InitDialect::verifyOperationAttribute(Operation *op, NamedAttribut
     StringRef name = cast<StringAttr>(a).getValue();
     if (name.empty())
       return op->emitError() << "mesh axis names must be non-empty";
+    // As --mesh has them: names that print back into a mesh text such as dp=2,tp=4.
+    if (!llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+      return op->emitError() << "mesh axis name '" << name
+                             << "' must be letters, digits or '_'";
     if (!seen.insert(name).second)
       return op->emitError() << "mesh axis name '" << name << "' is used twice";
   }

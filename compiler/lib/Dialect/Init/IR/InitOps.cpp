@@ -219,6 +219,9 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     auto target = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, tied);
     if (!target)
       return emitOpError("is tied to '@") << tied.getValue() << "', which is not a parameter";
+    if (target == *this)
+      return emitOpError("is tied to itself; tie it to the parameter whose value it shares, or "
+                         "give it a body");
     if (target.getTiedTo())
       return emitOpError("is tied to '@")
              << tied.getValue() << "', which is itself tied; tie to '@"
