@@ -857,9 +857,11 @@ int removeStaleTemporaries(const std::string &dir, const Program &program, int64
         stale.push_back(name);
   }
   ::closedir(listing);
+  // Only temporaries no writer holds: another process writing this rank (a second
+  // `--rank K`, another job on the same directory) keeps its own.
   int removed = 0;
   for (const std::string &name : stale)
-    removed += ::unlink(joinPath(dir, name).c_str()) == 0;
+    removed += removeAbandonedTemporary(joinPath(dir, name));
   return removed;
 }
 

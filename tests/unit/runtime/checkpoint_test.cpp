@@ -689,6 +689,27 @@ TEST_F(CheckpointTest, OutputDirRefusesAnotherProgram) {
   EXPECT_NE(error.find("not a directory"), std::string::npos) << error;
 }
 
+// A rerun's cleanup removes what a killed writer left, never the temporary of a writer still at
+// work (a second `prog/init --rank K` on the same directory): that one completes its file.
+TEST_F(CheckpointTest, CleanupLeavesLiveWritersTemporaries) {
+  Program program = tinyProgram();
+  std::string error;
+  ASSERT_TRUE(checkOutputDir(dir, program, false, error)) << error;
+  std::string name = shardFileName(1, 2);
+  std::ofstream(dir + "/." + name + ".tmp-999999999") << "left by a killed run";
+  AtomicFile live;
+  ASSERT_TRUE(live.open(dir + "/" + name, 4, error)) << error;
+  ASSERT_TRUE(live.write("abcd", 4, error)) << error;
+  EXPECT_EQ(listDir(dir).size(), 2u);
+  EXPECT_EQ(removeStaleTemporaries(dir, program, 1), 1);
+  EXPECT_EQ(removeStaleTemporaries(dir, program, -1), 0);
+  std::vector<std::string> left = listDir(dir);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0], "." + name + ".tmp-" + std::to_string(getpid()));
+  EXPECT_TRUE(live.commit(error)) << error;
+  EXPECT_EQ(listDir(dir), std::vector<std::string>{name});
+}
+
 TEST_F(CheckpointTest, RewritingAShardReplacesItAtomically) {
   Program program = tinyProgram();
   writeAll(program);
