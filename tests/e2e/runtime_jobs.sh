@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Jobs that go wrong around the files: ranks of one job started with different programs or
+# different --out, several writers of one rank, `--rank` under mpirun, assemble asked to write
+# over the checkpoint it reads, signals while a file is written, inputs that are not regular
+# files, a damaged index, a missing shard that owns no slice, and the modes files get. Each
+# case: one clear message, a non-zero exit without a crash, nothing left under a final name that
+# is not complete.
+source "$(dirname "$0")/common.bash"
+cd "$WORK"
+CONFIG="$ROOT/tests/e2e/configs/llama_uneven.json"
+cases=0
+
+# expect_error NAME PATTERN CMD...: CMD fails cleanly with PATTERN (grep -E) in exactly one
+# message of initc or prog/init (mpirun adds its own banner around it).
+expect_error() {
+  fails_cleanly "$@"
+  local name=$1 messages
+  messages=$(grep -E "^(init|initc)(: | \(rank)" "$WORK/err.txt" | grep -cvE "[0-9]+ problems? found$" || true)
+  ((messages == 1)) || fail "$name: $messages messages, expected one: $(head -c 800 "$WORK/err.txt")"
+  cases=$((cases + 1))
+}
+
+"$INITC" import hf "$CONFIG" -o f32.mlir
+"$INITC" import hf "$CONFIG" --seed 1 -o s1.mlir
+"$INITC" compile f32.mlir --mesh dp=2 --shard fsdp -o p2 >/dev/null
+"$INITC" compile s1.mlir --mesh dp=2 --shard fsdp -o p2s1 >/dev/null
+"${MPIRUN[@]}" -np 2 p2/init --out ref --quiet || fail "reference run"
+
+#===------------------------------------------------------------------------===#
+# The ranks of one job disagree: programs, output directories; --rank under mpirun
+#===------------------------------------------------------------------------===#
+expect_error "ranks run different programs" \
+  "init: error \(rank 1\): ranks run different programs: this rank runs .*/p2s1/init \(program id [0-9a-f]+\), rank 0 runs .*/p2/init \(program id [0-9a-f]+\): start every rank of the job with the same prog/init" \
+  "${MPIRUN[@]}" -np 1 p2/init --out ck : -np 1 p2s1/init --out ck
+[[ ! -e ck ]] || fail "different programs wrote $(ls -A ck)"
+expect_error "ranks write to different directories" \
+  "init: error \(rank 1\): ranks write to different directories: this rank has --out $WORK/cb, rank 0 has --out $WORK/ca: give every rank the same --out" \
+  "${MPIRUN[@]}" -np 1 p2/init --out ca : -np 1 p2/init --out cb
+[[ ! -e ca && ! -e cb ]] || fail "different --out directories were written"
+# The same directory spelled two ways is one directory.
+"${MPIRUN[@]}" -np 1 p2/init --out same --quiet : -np 1 p2/init --out "./same//" --quiet ||
+  fail "one --out spelled two ways"
+cmp same/index.json ref/index.json || fail "one --out spelled two ways: another index"
+expect_error "--rank under mpirun" \
+  "init: error: --rank 1 computes one rank alone, but the launcher started 4 processes, which would all write rank 1's file" \
+  "${MPIRUN[@]}" -np 4 p2/init --rank 1 --out cc
+[[ ! -e cc ]] || fail "--rank under mpirun wrote $(ls -A cc)"
+echo "ok ranks that disagree"
+
+# Several writers of one rank at once: none removes another's temporary (each holds a lock on
+# its own), and every one of them completes the same file.
+for round in 1 2 3 4 5; do
+  rm -rf cc
+  pids=()
+  for w in 1 2 3; do
+    p2/init --rank 1 --out cc --quiet 2>"writer$w.txt" &
+    pids+=($!)
+  done
+  for w in 0 1 2; do
+    wait "${pids[$w]}" || fail "writer $((w + 1)) of rank 1 failed (round $round): $(cat "writer$((w + 1)).txt")"
+  done
+  [[ $(ls -A cc) == rank-00001-of-00002.safetensors ]] || fail "writers left $(ls -A cc)"
+  cmp cc/rank-00001-of-00002.safetensors ref/rank-00001-of-00002.safetensors || fail "writers' file differs"
+done
+echo "ok concurrent writers of one rank"
+
+echo "$cases cases"
+echo "PASS $TEST_NAME"
