@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
@@ -63,6 +64,26 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   for (size_t i = 0; i < shape.size(); ++i)
     text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + "]";
+}
+
+/// What a shard's entry for a parameter holds against what the index expects, when they differ:
+/// "the file holds F32 [2, 3] at [2, 0], the index expects ..."; the global shape is named when
+/// it is what differs. Empty when they agree.
+std::string sliceMismatch(const std::string &dtype, const std::vector<int64_t> &shape,
+                          const std::vector<int64_t> &offset,
+                          const std::vector<int64_t> &globalShape, const std::string &wantDtype,
+                          const std::vector<int64_t> &wantShape,
+                          const std::vector<int64_t> &wantOffset,
+                          const std::vector<int64_t> &wantGlobalShape) {
+  if (dtype == wantDtype && shape == wantShape && offset == wantOffset &&
+      globalShape == wantGlobalShape)
+    return "";
+  bool global = globalShape != wantGlobalShape;
+  return "the file holds " + dtype + " " + shapeText(shape) + " at " + shapeText(offset) +
+         (global ? " of a tensor of shape " + shapeText(globalShape) : "") +
+         ", the index expects " + wantDtype + " " + shapeText(wantShape) + " at " +
+         shapeText(wantOffset) +
+         (global ? " of a tensor of shape " + shapeText(wantGlobalShape) : "");
 }
 
 /// Parses "rank-00003-of-00004.safetensors" (5 or more digits each).
@@ -910,12 +931,66 @@ private:
   std::map<int64_t, std::unique_ptr<OpenShard>> shards;
 };
 
+/// The path a write to `path` replaces: a symbolic link's target (AtomicFile follows links).
+std::string writtenPath(const std::string &path) {
+  struct stat info;
+  if (::lstat(path.c_str(), &info) != 0 || !S_ISLNK(info.st_mode))
+    return path;
+  if (char *resolved = ::realpath(path.c_str(), nullptr)) {
+    std::string target = resolved;
+    std::free(resolved);
+    return target;
+  }
+  std::string target(4096, '\0');
+  ssize_t length = ::readlink(path.c_str(), target.data(), target.size());
+  if (length <= 0)
+    return path;
+  target.resize(size_t(length));
+  size_t slash = path.rfind('/');
+  return target[0] == '/' || slash == std::string::npos ? target
+                                                       : path.substr(0, slash + 1) + target;
+}
+
+/// Refuses an assemble output that is one of the checkpoint's own files (its index or a shard,
+/// by device and inode, hard links and symbolic links included), or a name the checkpoint
+/// directory reserves for them: writing it would destroy the checkpoint being read.
+bool outputOutsideCheckpoint(const std::string &dir, const Index &index,
+                             const std::string &outPath, std::string &error) {
+  std::vector<std::string> names = index.files;
+  names.push_back(kIndexFile);
+  auto refuse = [&](const std::string &name) {
+    error = "-o " + outPath + " is the checkpoint's own " + name + " (in " + dir +
+            "): writing it would destroy the checkpoint being assembled; choose another -o";
+    return false;
+  };
+  struct stat out, theirs;
+  if (::stat(outPath.c_str(), &out) == 0)
+    for (const std::string &name : names)
+      if (::stat(joinPath(dir, name).c_str(), &theirs) == 0 && out.st_dev == theirs.st_dev &&
+          out.st_ino == theirs.st_ino)
+        return refuse(name);
+  // By name, for files missing from the checkpoint: is the output's directory the checkpoint's?
+  std::string target = writtenPath(outPath);
+  size_t slash = target.rfind('/');
+  std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
+  std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
+  int64_t rank, world;
+  bool reserved = base == kIndexFile || parseShardFileName(base, rank, world);
+  struct stat parentInfo, dirInfo;
+  if (reserved && ::stat(parent.c_str(), &parentInfo) == 0 && ::stat(dir.c_str(), &dirInfo) == 0 &&
+      parentInfo.st_dev == dirInfo.st_dev && parentInfo.st_ino == dirInfo.st_ino)
+    return refuse(base);
+  return true;
+}
+
 } // namespace
 
 bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std::string &error,
                         const ProgressFn &progress) {
   Index index;
   if (!readIndex(dir, index, error))
+    return false;
+  if (!outputOutsideCheckpoint(dir, index, outPath, error))
     return false;
   uint64_t total = 0, bytesRead = 0; // the model's bytes, read once and written once
   for (const IndexParam &item : index.params)
@@ -925,6 +1000,40 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
   std::vector<SafetensorsTensor> tensors;
   nlohmann::ordered_json aliases = nlohmann::ordered_json::object();
   std::vector<char> scratch;
+
+  // Every file of the checkpoint, not only those slices are read from: a rank that owns no
+  // slice (replicas) missing or damaged is a broken checkpoint too. Headers only; the data
+  // read below is checked against its checksums on the way.
+  for (int64_t rank = 0; rank < index.worldSize; ++rank) {
+    std::string where = "rank " + std::to_string(rank) + " (" + index.files[size_t(rank)] + ")";
+    OpenShard *shard = cache.get(rank, error);
+    if (!shard) {
+      error = where + ": " + error + ": " + rerunHint(dir, rank);
+      return false;
+    }
+    for (const IndexParam &item : index.params) {
+      const SafetensorsEntry *entry = shard->reader.find(item.param.name);
+      auto record = shard->records.find(item.param.name);
+      if (!entry || record == shard->records.end()) {
+        error = item.param.name + " on " + where + ": missing from the file: " +
+                rerunHint(dir, rank);
+        return false;
+      }
+      Slice slice = sliceForRank(index.mesh, item.param, rank);
+      std::string mismatch =
+          sliceMismatch(entry->dtype, entry->shape, record->second.offset,
+                        record->second.globalShape, item.dtype, slice.shape, slice.offset,
+                        item.param.shape);
+      if (!mismatch.empty()) {
+        error = item.param.name + " on " + where + ": " + mismatch + ": " + rerunHint(dir, rank);
+        return false;
+      }
+    }
+    if (shard->reader.tensors().size() != index.params.size()) {
+      error = where + ": holds tensors index.json does not list: " + rerunHint(dir, rank);
+      return false;
+    }
+  }
 
   for (const IndexParam &item : index.params) {
     const Param &param = item.param;
@@ -954,12 +1063,12 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
         error = where + ": missing from the file: " + rerunHint(dir, rank);
         return false;
       }
-      if (entry->dtype != item.dtype || entry->shape != slice.shape ||
-          record->second.offset != slice.offset) {
-        error = where + ": the file holds " + entry->dtype + " " + shapeText(entry->shape) +
-                " at " + shapeText(record->second.offset) + ", the index expects " +
-                item.dtype + " " + shapeText(slice.shape) + " at " + shapeText(slice.offset) +
-                ": " + rerunHint(dir, rank);
+      std::string mismatch =
+          sliceMismatch(entry->dtype, entry->shape, record->second.offset,
+                        record->second.globalShape, item.dtype, slice.shape, slice.offset,
+                        param.shape);
+      if (!mismatch.empty()) {
+        error = where + ": " + mismatch + ": " + rerunHint(dir, rank);
         return false;
       }
       StreamingChecksum sum;
@@ -1055,12 +1164,12 @@ RankCheck checkRankFile(const std::string &dir, const Index &index, int64_t rank
       continue;
     }
     Slice slice = sliceForRank(index.mesh, param, rank);
-    if (entry->dtype != item.dtype || entry->shape != slice.shape ||
-        record->second.offset != slice.offset || record->second.globalShape != param.shape) {
-      problems.push_back(at + ": the file holds " + entry->dtype + " " + shapeText(entry->shape) +
-                         " at " + shapeText(record->second.offset) + ", the index expects " +
-                         item.dtype + " " + shapeText(slice.shape) + " at " +
-                         shapeText(slice.offset) + ": " + rerunHint(dir, rank));
+    std::string mismatch =
+        sliceMismatch(entry->dtype, entry->shape, record->second.offset,
+                      record->second.globalShape, item.dtype, slice.shape, slice.offset,
+                      param.shape);
+    if (!mismatch.empty()) {
+      problems.push_back(at + ": " + mismatch + ": " + rerunHint(dir, rank));
       intact = false;
       continue;
     }

@@ -64,5 +64,30 @@ for round in 1 2 3 4 5; do
 done
 echo "ok concurrent writers of one rank"
 
+#===------------------------------------------------------------------------===#
+# assemble: never over the checkpoint it reads; every shard checked, owner of a slice or not
+#===------------------------------------------------------------------------===#
+cp -r ref ca
+for out in ca/rank-00000-of-00002.safetensors ca/index.json ./ca//index.json; do
+  expect_error "assemble -o $out" "initc: error: -o $out is the checkpoint's own (rank-00000-of-00002.safetensors|index.json) \(in ca\): writing it would destroy the checkpoint being assembled; choose another -o" \
+    "$INITC" assemble ca -o "$out"
+done
+cmp ca/rank-00000-of-00002.safetensors ref/rank-00000-of-00002.safetensors && cmp ca/index.json ref/index.json ||
+  fail "assemble changed the checkpoint it reads"
+"$INITC" verify ca >/dev/null || fail "verify after refused assembles"
+
+"$INITC" compile f32.mlir --mesh dp=2 --shard replicated -o pr >/dev/null
+"${MPIRUN[@]}" -np 2 pr/init --out ch --quiet || fail "replicated run"
+rm ch/rank-00001-of-00002.safetensors
+expect_error "assemble without a rank that owns no slice" \
+  "initc: error: rank 1 \(rank-00001-of-00002.safetensors\): .*no such file: rerun .prog/init --rank 1 --out ch" \
+  "$INITC" assemble ch -o x.safetensors
+echo garbage >ch/rank-00001-of-00002.safetensors
+expect_error "assemble with garbage for a rank that owns no slice" \
+  "initc: error: rank 1 \(rank-00001-of-00002.safetensors\): .*not a safetensors file.*rerun .prog/init --rank 1 --out ch" \
+  "$INITC" assemble ch -o x.safetensors
+[[ ! -e x.safetensors ]] || fail "assemble wrote a model from a broken checkpoint"
+echo "ok assemble"
+
 echo "$cases cases"
 echo "PASS $TEST_NAME"

@@ -2,6 +2,7 @@
 #include "initrt/checkpoint.h"
 #include "initrt/checksum.h"
 #include "initrt/safetensors.h"
+#include "testprogram.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -528,7 +529,7 @@ TEST_F(CheckpointTest, ReplacedShardIsReported) {
                          "the job wrote it): rerun `prog/init --rank 1 --out " +
                              dir + "` to regenerate it");
   EXPECT_FALSE(assembleCheckpoint(dir, root + "/model.safetensors", error));
-  EXPECT_NE(error.find("w on rank 1 (rank-00001-of-00002.safetensors): its tensors' checksums"),
+  EXPECT_NE(error.find("rank 1 (rank-00001-of-00002.safetensors): its tensors' checksums"),
             std::string::npos)
       << error;
 
@@ -708,6 +709,110 @@ TEST_F(CheckpointTest, CleanupLeavesLiveWritersTemporaries) {
   EXPECT_EQ(left[0], "." + name + ".tmp-" + std::to_string(getpid()));
   EXPECT_TRUE(live.commit(error)) << error;
   EXPECT_EQ(listDir(dir), std::vector<std::string>{name});
+}
+
+// assemble refuses to write over the checkpoint it reads: a shard, the index, through a link,
+// a hard link, or under a shard's name that is missing.
+TEST_F(CheckpointTest, AssembleRefusesToWriteIntoTheCheckpoint) {
+  Program program = tinyProgram();
+  writeAll(program);
+  std::string shard = shardPath(0, 2), before, after;
+  ASSERT_TRUE(testprog::readFile(shard, before));
+  ASSERT_EQ(symlink(shard.c_str(), (root + "/link.safetensors").c_str()), 0);
+  ASSERT_EQ(link((dir + "/index.json").c_str(), (root + "/hard.json").c_str()), 0);
+  for (std::string out : {shard, dir + "/index.json", dir + "/./index.json",
+                          root + "/link.safetensors", root + "/hard.json"}) {
+    std::string error;
+    EXPECT_FALSE(assembleCheckpoint(dir, out, error)) << out;
+    EXPECT_NE(error.find("-o " + out + " is the checkpoint's own "), std::string::npos) << error;
+    EXPECT_NE(error.find("choose another -o"), std::string::npos) << error;
+  }
+  ASSERT_TRUE(testprog::readFile(shard, after));
+  EXPECT_EQ(before, after);
+  std::vector<std::string> problems;
+  std::string error;
+  EXPECT_TRUE(verifyCheckpoint(dir, problems, error)) << error;
+  ASSERT_EQ(unlink(shardPath(1, 2).c_str()), 0);
+  EXPECT_FALSE(assembleCheckpoint(dir, shardPath(1, 2), error));
+  EXPECT_NE(error.find("is the checkpoint's own rank-00001-of-00002.safetensors"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(listDir(dir).size(), 2u);
+}
+
+// A rank that owns no slice (every parameter replicated: rank 1 holds copies only) is still part
+// of the checkpoint: assemble refuses it missing or damaged, as verify does.
+TEST_F(CheckpointTest, AssembleChecksShardsItReadsNoSliceFrom) {
+  Program program = tinyProgram();
+  for (Param &param : program.params)
+    for (std::vector<int> &axes : param.splitAxes)
+      axes.clear();
+  writeAll(program);
+  std::string error, out = root + "/model.safetensors";
+  ASSERT_TRUE(assembleCheckpoint(dir, out, error)) << error;
+  ASSERT_EQ(unlink(out.c_str()), 0);
+  std::string bytes;
+  ASSERT_TRUE(testprog::readFile(shardPath(1, 2), bytes));
+  ASSERT_EQ(unlink(shardPath(1, 2).c_str()), 0);
+  EXPECT_FALSE(assembleCheckpoint(dir, out, error));
+  EXPECT_NE(error.find("rank 1 (rank-00001-of-00002.safetensors): " + shardPath(1, 2) +
+                       ": no such file: rerun `prog/init --rank 1"),
+            std::string::npos)
+      << error;
+  std::ofstream(shardPath(1, 2)) << "garbage";
+  EXPECT_FALSE(assembleCheckpoint(dir, out, error));
+  EXPECT_NE(error.find("rank 1 (rank-00001-of-00002.safetensors): "), std::string::npos) << error;
+  // Valid in itself, but another program's.
+  Program other = program;
+  other.programId = "aaaaaaaaaaaaaaaa";
+  ASSERT_EQ(unlink(shardPath(1, 2).c_str()), 0);
+  std::vector<std::vector<char>> globals;
+  for (size_t i = 0; i < program.params.size(); ++i)
+    globals.push_back(globalBytes(program.params[i], i));
+  writeShard(other, 1, globals);
+  EXPECT_FALSE(assembleCheckpoint(dir, out, error));
+  EXPECT_NE(error.find("rank 1 (rank-00001-of-00002.safetensors): belongs to another program"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(access(out.c_str(), F_OK), -1);
+}
+
+// A shard whose metadata records another global shape for a slice of the right shape and place:
+// the message says which global shapes differ.
+TEST_F(CheckpointTest, GlobalShapeMismatchIsNamed) {
+  Program program = tinyProgram();
+  writeAll(program);
+  SafetensorsReader reader;
+  std::string error;
+  ASSERT_TRUE(reader.open(shardPath(1, 2), error)) << error;
+  std::vector<std::string> data;
+  std::vector<SafetensorsTensor> tensors;
+  for (const SafetensorsEntry &entry : reader.tensors()) {
+    data.emplace_back(entry.bytes(), '\0');
+    ASSERT_TRUE(reader.read(entry.begin, data.back().data(), entry.bytes(), error)) << error;
+  }
+  for (size_t t = 0; t < reader.tensors().size(); ++t) {
+    const SafetensorsEntry &entry = reader.tensors()[t];
+    tensors.push_back({entry.name, entry.dtype, entry.shape, data[t].data(), entry.bytes()});
+  }
+  SafetensorsMetadata metadata = reader.metadata();
+  for (auto &[key, value] : metadata)
+    if (key == "initc.tensors") {
+      nlohmann::ordered_json records = nlohmann::ordered_json::parse(value);
+      records["w"]["global_shape"] = {6, 3};
+      value = records.dump();
+    }
+  ASSERT_TRUE(writeSafetensors(shardPath(1, 2), tensors, metadata, error)) << error;
+  std::vector<std::string> problems;
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "w on rank 1 (rank-00001-of-00002.safetensors): the file holds F32 [2, 3] "
+                         "at [3, 0] of a tensor of shape [6, 3], the index expects F32 [2, 3] at "
+                         "[3, 0] of a tensor of shape [5, 3]: rerun `prog/init --rank 1 --out " +
+                             dir + "` to regenerate it");
+  EXPECT_FALSE(assembleCheckpoint(dir, root + "/model.safetensors", error));
+  EXPECT_NE(error.find("of a tensor of shape [6, 3], the index expects"), std::string::npos)
+      << error;
 }
 
 TEST_F(CheckpointTest, RewritingAShardReplacesItAtomically) {
