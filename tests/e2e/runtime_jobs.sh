@@ -89,5 +89,71 @@ expect_error "assemble with garbage for a rank that owns no slice" \
 [[ ! -e x.safetensors ]] || fail "assemble wrote a model from a broken checkpoint"
 echo "ok assemble"
 
+#===------------------------------------------------------------------------===#
+# A signal while a file is written: the temporary goes, the exit status names the signal
+#===------------------------------------------------------------------------===#
+cat >big.mlir <<'EOF'
+init.seed 3
+init.param @a : tensor<4096x4096xf32> {
+  %0 = init.normal mean 0.0 std 1.0 stream 0 : tensor<4096x4096xf32>
+  init.yield %0 : tensor<4096x4096xf32>
+}
+init.param @b : tensor<4096x4096xbf16> {
+  %0 = init.uniform -1.0, 1.0 stream 0 : tensor<4096x4096xbf16>
+  init.yield %0 : tensor<4096x4096xbf16>
+}
+EOF
+"$INITC" compile big.mlir -o big >/dev/null
+"$INITC" compile big.mlir --mesh dp=2 --shard fsdp -o big2 >/dev/null
+# signal_when_written SIGNAL DIR PREFIX CMD...: runs CMD, sends SIGNAL to it as soon as a file
+# named PREFIX* appears in DIR, and prints CMD's exit status as a shell shows it (128 + N for a
+# signal), or "finished" when CMD ended before the file appeared.
+signal_when_written() {
+  $PYTHON - "$@" <<'EOF'
+import os, signal, subprocess, sys, time
+sig, folder, prefix, cmd = getattr(signal, sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
+proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open("signal.log", "w"))
+deadline = time.monotonic() + 300
+while proc.poll() is None and time.monotonic() < deadline:
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        names = []
+    if any(n.startswith(prefix) for n in names):
+        proc.send_signal(sig)
+        rc = proc.wait()
+        print(128 - rc if rc < 0 else rc)
+        sys.exit(0)
+proc.kill()
+proc.wait()
+print("finished")
+EOF
+}
+mkdir -p sig
+for attempt in 1 2 3; do
+  rm -rf sig/ckpt
+  status=$(signal_when_written SIGINT sig/ckpt .rank-00000-of-00001.safetensors.tmp- big/init --out sig/ckpt --quiet)
+  [[ $status == finished ]] || break
+done
+[[ $status == 130 ]] || fail "prog/init after SIGINT: status $status, expected 130: $(cat signal.log)"
+[[ -z $(ls -A sig/ckpt) ]] || fail "SIGINT left in the checkpoint: $(ls -A sig/ckpt)"
+big/init --out sig/ckpt --quiet || fail "big run"
+for attempt in 1 2 3; do
+  status=$(signal_when_written SIGTERM sig .model.safetensors.tmp- "$INITC" assemble sig/ckpt -o sig/model.safetensors)
+  [[ $status == finished ]] || break
+  rm -f sig/model.safetensors
+done
+[[ $status == 143 ]] || fail "assemble after SIGTERM: status $status, expected 143: $(cat signal.log)"
+[[ $(ls -A sig) == ckpt ]] || fail "SIGTERM left: $(ls -A sig)"
+# Under mpirun: mpirun passes SIGTERM on to the ranks, which remove their temporaries.
+for attempt in 1 2 3; do
+  rm -rf sig/ckpt2
+  status=$(signal_when_written SIGTERM sig/ckpt2 .rank-00001-of-00002.safetensors.tmp- "${MPIRUN[@]}" -np 2 big2/init --out sig/ckpt2 --quiet)
+  [[ $status == finished ]] || break
+done
+[[ $status != finished && $status != 0 ]] || fail "mpirun after SIGTERM: status $status"
+[[ -z $(ls -A sig/ckpt2 | grep tmp) ]] || fail "SIGTERM to mpirun left: $(ls -A sig/ckpt2)"
+echo "ok signals"
+
 echo "$cases cases"
 echo "PASS $TEST_NAME"
