@@ -2,6 +2,7 @@
 
 #include "initrt/checksum.h"
 #include "initrt/executor.h"
+#include "initrt/files.h"
 #include "initrt/safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -239,24 +240,19 @@ struct Index {
   std::vector<IndexParam> params;
 };
 
+/// index.json's text; `error` names the file and what it is instead when it cannot be read.
 bool readTextFile(const std::string &path, std::string &text, std::string &error) {
-  FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file) {
-    error = path + ": " + (errno == ENOENT ? "no such file" : std::strerror(errno));
-    return false;
-  }
-  text.clear();
-  char buffer[1 << 16];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
-    text.append(buffer, got);
-  bool failed = std::ferror(file);
-  std::fclose(file);
-  if (failed) {
-    error = path + ": read error";
-    return false;
-  }
-  return true;
+  std::string why;
+  ReadFileStatus status = readRegularFile(path, kMaxJsonFileBytes, text, why);
+  if (status == ReadFileStatus::Ok)
+    return true;
+  if (status == ReadFileStatus::NotRegular)
+    error = path + " is " + why + ", not a regular file";
+  else if (status == ReadFileStatus::TooLarge)
+    error = path + " is " + why;
+  else
+    error = path + ": " + why;
+  return false;
 }
 
 std::string replicaMismatch(const std::string &name, int64_t root, int64_t rank, uint64_t a,
@@ -270,8 +266,12 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
   std::string path = joinPath(dir, kIndexFile);
   std::string text;
   if (!readTextFile(path, text, error)) {
-    error += ": not a finished checkpoint (index.json is written when every rank is done): " +
-             rerunJobHint(dir, false);
+    struct stat info;
+    if (::stat(path.c_str(), &info) == 0) // there, but not a file initc wrote
+      error += ": " + rerunJobHint(dir, true);
+    else
+      error += ": not a finished checkpoint (index.json is written when every rank is done): " +
+               rerunJobHint(dir, false);
     return false;
   }
   try {
@@ -841,6 +841,23 @@ bool checkOutputDir(const std::string &dir, const Program &program, bool overwri
 bool checkOwnShard(const std::string &dir, const Program &program, int64_t rank, bool overwrite,
                    std::string &error) {
   std::string name = shardFileName(rank, program.mesh.size());
+  // A FIFO or a device under the shard's name would be written in place (AtomicFile writes
+  // those directly), or waited on: a checkpoint holds regular files only.
+  struct stat info;
+  std::string path = joinPath(dir, name);
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    if (!overwrite) {
+      error = path + " is " + fileKindText(info.st_mode) +
+              ", not a shard file: remove it, pass --overwrite to replace it, or choose another "
+              "--out";
+      return false;
+    }
+    if (S_ISDIR(info.st_mode)) {
+      error = path + " is a directory: remove it or choose another --out";
+      return false;
+    }
+    return removeForOverwrite(path, error);
+  }
   SafetensorsReader reader;
   std::string openError;
   // A shard of ours that is unreadable is simply incomplete: this rank rewrites it.

@@ -1,6 +1,7 @@
 #include "initrt/safetensors.h"
 
 #include "initrt/checksum.h"
+#include "initrt/files.h"
 
 #include <nlohmann/json.hpp>
 
@@ -709,8 +710,9 @@ bool SafetensorsReader::open(const std::string &path, std::string &error) {
     return false;
   };
 
+  // Without blocking: a FIFO under a shard's name is refused, not waited on.
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0)
     return fail(errno == ENOENT ? "no such file" : errnoText(errno));
@@ -718,7 +720,7 @@ bool SafetensorsReader::open(const std::string &path, std::string &error) {
   if (::fstat(fd, &info) != 0)
     return fail(errnoText(errno));
   if (!S_ISREG(info.st_mode))
-    return fail("not a regular file");
+    return fail(fileKindText(info.st_mode) + ", not a regular file");
   uint64_t fileSize = uint64_t(info.st_size);
   if (fileSize < 8)
     return fail("not a safetensors file: " + std::to_string(fileSize) +

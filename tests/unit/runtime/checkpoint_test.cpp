@@ -12,7 +12,9 @@
 #include <dirent.h>
 #include <fstream>
 #include <iterator>
+#include <functional>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace initrt;
@@ -813,6 +815,64 @@ TEST_F(CheckpointTest, GlobalShapeMismatchIsNamed) {
   EXPECT_FALSE(assembleCheckpoint(dir, root + "/model.safetensors", error));
   EXPECT_NE(error.find("of a tensor of shape [6, 3], the index expects"), std::string::npos)
       << error;
+}
+
+// A FIFO (or a directory) where index.json or a shard should be: verify, assemble and a rerun
+// refuse it at once instead of waiting for a writer. Run in a child with an alarm, so that a
+// regression fails rather than hangs.
+TEST_F(CheckpointTest, FilesThatAreNotRegularAreRefusedWithoutWaiting) {
+  Program program = tinyProgram();
+  writeAll(program);
+  auto inChild = [](const std::function<bool()> &body) {
+    pid_t child = fork();
+    if (child == 0) {
+      alarm(20);
+      _exit(body() ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  };
+  std::string shard = shardPath(1, 2);
+  ASSERT_EQ(unlink(shard.c_str()), 0);
+  ASSERT_EQ(mkfifo(shard.c_str(), 0600), 0);
+  EXPECT_TRUE(inChild([&] {
+    std::vector<std::string> problems;
+    std::string error;
+    return !verifyCheckpoint(dir, problems, error) && problems.size() == 1 &&
+           problems[0].find(shard + ": a FIFO, not a regular file: rerun `prog/init --rank 1") !=
+               std::string::npos;
+  }));
+  EXPECT_TRUE(inChild([&] {
+    std::string error;
+    return !assembleCheckpoint(dir, root + "/m.safetensors", error) &&
+           error.find("a FIFO, not a regular file") != std::string::npos;
+  }));
+  EXPECT_TRUE(inChild([&] {
+    std::string error;
+    return !checkOwnShard(dir, program, 1, false, error) &&
+           error.find(shard + " is a FIFO, not a shard file: remove it, pass --overwrite") !=
+               std::string::npos;
+  }));
+  std::string error;
+  EXPECT_TRUE(inChild([&] { return checkOwnShard(dir, program, 1, true, error); }));
+  EXPECT_EQ(access(shard.c_str(), F_OK), -1);
+
+  std::string index = dir + "/index.json";
+  ASSERT_EQ(unlink(index.c_str()), 0);
+  ASSERT_EQ(mkfifo(index.c_str(), 0600), 0);
+  EXPECT_TRUE(inChild([&] {
+    std::vector<std::string> problems;
+    std::string error;
+    return !verifyCheckpoint(dir, problems, error) &&
+           error.find(index + " is a FIFO, not a regular file: rerun the whole job") !=
+               std::string::npos;
+  }));
+  EXPECT_TRUE(inChild([&] {
+    std::string error;
+    return !checkOutputDir(dir, program, false, error) &&
+           error.find("index.json is not an initc index") != std::string::npos;
+  }));
 }
 
 TEST_F(CheckpointTest, RewritingAShardReplacesItAtomically) {
