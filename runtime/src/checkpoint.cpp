@@ -390,7 +390,8 @@ bool makeDirectories(const std::string &dir, std::string &error) {
     pos = slash + 1;
     if (path.empty())
       continue;
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    // 0777 less the umask, as mkdir(1) does: a group-writable umask gives a shared directory.
+    if (::mkdir(path.c_str(), 0777) != 0 && errno != EEXIST) {
       error = "cannot create directory " + path + ": " + std::strerror(errno) +
               ": choose another --out";
       return false;

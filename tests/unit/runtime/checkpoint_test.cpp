@@ -875,6 +875,26 @@ TEST_F(CheckpointTest, FilesThatAreNotRegularAreRefusedWithoutWaiting) {
   }));
 }
 
+// Files and directories get 0666 and 0777 less the umask, as other tools' files do (they were
+// 0644 and 0755 whatever the umask).
+TEST_F(CheckpointTest, ModesFollowTheUmask) {
+  for (mode_t mask : {mode_t(002), mode_t(022), mode_t(077)}) {
+    mode_t saved = umask(mask);
+    std::string error;
+    ASSERT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
+    Program program = tinyProgram();
+    writeAll(program);
+    umask(saved);
+    struct stat info;
+    ASSERT_EQ(stat(dir.c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0777 & ~mask) << "directory, umask " << mask;
+    for (const std::string &name : listDir(dir)) {
+      ASSERT_EQ(stat((dir + "/" + name).c_str(), &info), 0);
+      EXPECT_EQ(info.st_mode & 0777, 0666 & ~mask) << name << ", umask " << mask;
+    }
+  }
+}
+
 TEST_F(CheckpointTest, RewritingAShardReplacesItAtomically) {
   Program program = tinyProgram();
   writeAll(program);
