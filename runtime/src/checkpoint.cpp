@@ -33,7 +33,8 @@ using Json = nlohmann::json;
 
 constexpr const char *kIndexFile = "index.json";
 constexpr const char *kIndexFormat = "initc-checkpoint";
-constexpr int kIndexVersion = 2;
+// Version 3 added "checksum"; earlier versions are refused (a rerun of the job rewrites them).
+constexpr int kIndexVersion = 3;
 // Bounded scratch for streaming tensor bytes out of shard files.
 constexpr uint64_t kReadChunk = 8ull << 20;
 // A shard file whose tensors match their own checksums, but not the digest index.json recorded
@@ -262,6 +263,14 @@ std::string replicaMismatch(const std::string &name, int64_t root, int64_t rank,
          checksumToHex(b) + "): the result depends on the rank, which is a bug; report it";
 }
 
+/// XXH3-64 (16 hex digits) of the index as written without its "checksum": compact JSON, keys in
+/// the file's order.
+std::string indexChecksum(OrderedJson document) {
+  document.erase("checksum");
+  std::string text = document.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return checksumHex(text.data(), text.size());
+}
+
 bool readIndex(const std::string &dir, Index &index, std::string &error) {
   std::string path = joinPath(dir, kIndexFile);
   std::string text;
@@ -275,13 +284,26 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
     return false;
   }
   try {
-    Json json = Json::parse(text);
+    OrderedJson json = OrderedJson::parse(text);
     if (json.at("format").get<std::string>() != kIndexFormat)
       throw std::runtime_error("format is not \"" + std::string(kIndexFormat) + "\"");
     if (json.at("version").get<int>() != kIndexVersion)
       throw std::runtime_error("version " + json.at("version").dump() +
                                " is not supported (this runtime reads version " +
                                std::to_string(kIndexVersion) + ")");
+    // Every field is covered: an edited seed, dtype, alias or digest is the index's damage, and
+    // is reported as such, once, rather than blamed on every shard or passed as valid.
+    std::string expected = indexChecksum(json);
+    auto recorded = json.find("checksum");
+    if (recorded == json.end() || !recorded->is_string() ||
+        recorded->get<std::string>() != expected) {
+      error = path + ": the contents do not match its \"checksum\" (" +
+              (recorded == json.end() ? std::string("none") : recorded->dump()) +
+              ", the contents give \"" + expected +
+              "\"): index.json was edited or is damaged, the shards are not at fault: " +
+              rerunJobHint(dir, true);
+      return false;
+    }
     index.programId = json.at("program_id").get<std::string>();
     index.worldSize = json.at("world_size").get<int64_t>();
     index.mesh.axisNames = json.at("mesh").at("axes").get<std::vector<std::string>>();
@@ -309,7 +331,7 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
         throw std::runtime_error("files[" + std::to_string(rank) + "] is \"" +
                                  index.files[size_t(rank)] + "\", not " +
                                  shardFileName(rank, index.worldSize));
-    for (const Json &digest : json.at("shard_digests")) {
+    for (const auto &digest : json.at("shard_digests")) {
       uint64_t value;
       if (!parseChecksumHex(digest.get<std::string>(), value))
         throw std::runtime_error("shard digest " + digest.dump() + " is not 16 hex digits");
@@ -317,7 +339,7 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
     }
     if (int64_t(index.digests.size()) != index.worldSize)
       throw std::runtime_error("shard_digests does not list world_size digests");
-    for (const Json &entry : json.at("params")) {
+    for (const auto &entry : json.at("params")) {
       IndexParam item;
       Param &param = item.param;
       param.name = entry.at("name").get<std::string>();
@@ -330,11 +352,11 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
       for (int64_t dim : param.shape)
         if (dim < 0)
           throw std::runtime_error(param.name + ": negative dimension");
-      const Json &sharding = entry.at("sharding");
+      const auto &sharding = entry.at("sharding");
       if (sharding.size() != param.shape.size())
         throw std::runtime_error(param.name + ": sharding does not list every dim");
       std::vector<bool> used(index.mesh.shape.size(), false);
-      for (const Json &dim : sharding) {
+      for (const auto &dim : sharding) {
         std::vector<int> axes;
         for (const std::string &name : dim.get<std::vector<std::string>>()) {
           auto found = std::find(index.mesh.axisNames.begin(), index.mesh.axisNames.end(), name);
@@ -752,6 +774,8 @@ bool writeIndex(const std::string &dir, const Program &program,
   std::string text;
   try {
     // Compact: a large mesh lists tens of thousands of files and digests.
+    index.dump(-1, ' ', false, Json::error_handler_t::strict); // names must be valid UTF-8
+    index["checksum"] = indexChecksum(index);
     text = index.dump(-1, ' ', false, Json::error_handler_t::strict) + "\n";
   } catch (const Json::exception &e) {
     error = "cannot write " + path + ": a name is not valid UTF-8";

@@ -90,6 +90,20 @@ expect_error "assemble with garbage for a rank that owns no slice" \
 echo "ok assemble"
 
 #===------------------------------------------------------------------------===#
+# An edited index is the damaged file, and the rerun it names restores it
+#===------------------------------------------------------------------------===#
+cp -r ref cf
+sed -i 's/"dtype":"F32"/"dtype":"BF16"/' cf/index.json
+expect_error "verify an edited index" \
+  "initc: error: cf/index.json: the contents do not match its \"checksum\" .*: index.json was edited or is damaged, the shards are not at fault: rerun the whole job" \
+  "$INITC" verify cf
+expect_error "assemble an edited index" "index.json was edited or is damaged" "$INITC" assemble cf -o cf.safetensors
+[[ ! -e cf.safetensors ]] || fail "assemble wrote a model from an edited index"
+"${MPIRUN[@]}" -np 2 p2/init --out cf --overwrite --quiet || fail "the rerun the message names"
+cmp cf/index.json ref/index.json || fail "the rerun did not restore index.json"
+echo "ok edited index"
+
+#===------------------------------------------------------------------------===#
 # A signal while a file is written: the temporary goes, the exit status names the signal
 #===------------------------------------------------------------------------===#
 cat >big.mlir <<'EOF'

@@ -187,6 +187,20 @@ protected:
     writeShard(program, rank, globals);
   }
 
+  nlohmann::ordered_json readIndexOrdered() const {
+    std::ifstream in(dir + "/index.json");
+    return nlohmann::ordered_json::parse(in);
+  }
+
+  /// Writes `index` as index.json with its "checksum" made to match: an index written so, not
+  /// an edited one (to reach the checks behind the checksum).
+  void writeSealedIndex(nlohmann::ordered_json index) const {
+    index.erase("checksum");
+    std::string text = index.dump();
+    index["checksum"] = checksumHex(text.data(), text.size());
+    std::ofstream(dir + "/index.json") << index.dump();
+  }
+
   nlohmann::json readIndexJson() const {
     std::ifstream in(dir + "/index.json");
     return nlohmann::json::parse(in);
@@ -265,7 +279,15 @@ TEST_F(CheckpointTest, WritesShardsIndexAssemblesAndVerifies) {
 
   nlohmann::json index = readIndexJson();
   EXPECT_EQ(index["format"], "initc-checkpoint");
-  EXPECT_EQ(index["version"], 2);
+  EXPECT_EQ(index["version"], 3);
+  {
+    // The checksum covers the rest of the document as written, keys in order.
+    nlohmann::ordered_json ordered = readIndexOrdered();
+    std::string recorded = ordered["checksum"];
+    ordered.erase("checksum");
+    std::string text = ordered.dump();
+    EXPECT_EQ(recorded, checksumHex(text.data(), text.size()));
+  }
   EXPECT_EQ(index["program_id"], program.programId);
   EXPECT_EQ(index["model"], "tiny");
   EXPECT_EQ(index["seed"], 1234);
@@ -540,9 +562,9 @@ TEST_F(CheckpointTest, ReplacedShardIsReported) {
   replaceShard(program, 1, 1, '\x22');
   std::vector<std::string> sums;
   ASSERT_TRUE(shardIsComplete(dir, program, 1, sums));
-  nlohmann::json index = readIndexJson();
+  nlohmann::ordered_json index = readIndexOrdered();
   index["shard_digests"][1] = checksumToHex(shardDigest(program, sums));
-  std::ofstream(dir + "/index.json") << index.dump();
+  writeSealedIndex(index);
   EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0].rfind("b: ranks 0 and 1 hold the same slice with different bytes", 0),
@@ -553,18 +575,20 @@ TEST_F(CheckpointTest, ReplacedShardIsReported) {
 TEST_F(CheckpointTest, MalformedIndexIsRefused) {
   Program program = tinyProgram();
   writeAll(program);
-  nlohmann::json good = readIndexJson();
-  auto expectRefused = [&](nlohmann::json index, const std::string &why) {
-    std::ofstream(dir + "/index.json") << index.dump();
+  nlohmann::ordered_json good = readIndexOrdered();
+  auto expectRefused = [&](nlohmann::ordered_json index, const std::string &why) {
+    writeSealedIndex(index);
     std::vector<std::string> problems;
     std::string error;
     EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
     EXPECT_NE(error.find("index.json is malformed (" + why), std::string::npos) << error;
     EXPECT_NE(error.find("rerun the whole job"), std::string::npos) << error;
   };
-  nlohmann::json index = good;
+  nlohmann::ordered_json index = good;
   index["version"] = 1;
   expectRefused(index, "version 1 is not supported");
+  index["version"] = 2; // no checksum
+  expectRefused(index, "version 2 is not supported");
   index = good;
   index["shard_digests"].erase(1);
   expectRefused(index, "shard_digests does not list world_size digests");
@@ -578,14 +602,68 @@ TEST_F(CheckpointTest, MalformedIndexIsRefused) {
   index["mesh"]["shape"] = {3};
   expectRefused(index, "the mesh does not have world_size ranks");
   index = good;
-  index["params"][0]["sharding"] = nlohmann::json::parse(R"([["dp"],[]])");
+  index["params"][0]["sharding"] = nlohmann::ordered_json::parse(R"([["dp"],[]])");
   expectRefused(index, "w: sharding names unknown mesh axis dp");
   index = good;
-  index["params"][0]["sharding"] = nlohmann::json::parse(R"([["tp"],["tp"]])");
+  index["params"][0]["sharding"] = nlohmann::ordered_json::parse(R"([["tp"],["tp"]])");
   expectRefused(index, "w: mesh axis tp splits two dims");
   index = good;
-  index["params"][0]["sharding"] = nlohmann::json::parse(R"([["tp"]])");
+  index["params"][0]["sharding"] = nlohmann::ordered_json::parse(R"([["tp"]])");
   expectRefused(index, "w: sharding does not list every dim");
+}
+
+// An edited index is the damaged file: one error naming index.json and the command that writes
+// it again, for verify and assemble alike; never a problem blamed on every shard, never a pass
+// (seed, model, totals, buffer and aliases were not checked against anything).
+TEST_F(CheckpointTest, EditedIndexIsReportedAsTheDamagedFile) {
+  Program program = tinyProgram();
+  writeAll(program);
+  std::string pristine;
+  ASSERT_TRUE(testprog::readFile(dir + "/index.json", pristine));
+  nlohmann::ordered_json good = readIndexOrdered();
+  std::vector<std::pair<const char *, std::function<void(nlohmann::ordered_json &)>>> edits = {
+      {"dtype", [](auto &i) { i["params"][0]["dtype"] = "BF16"; }},
+      {"a param removed", [](auto &i) { i["params"].erase(2); }},
+      {"seed", [](auto &i) { i["seed"] = 99; }},
+      {"model", [](auto &i) { i["model"] = "other"; }},
+      {"total_bytes", [](auto &i) { i["total_bytes"] = 1; }},
+      {"parameter_count", [](auto &i) { i["parameter_count"] = 1; }},
+      {"buffer", [](auto &i) { i["params"][1]["buffer"] = true; }},
+      {"an alias added", [](auto &i) { i["params"][1]["aliases"].push_back("b_tied"); }},
+      {"a digest", [](auto &i) { i["shard_digests"][0] = "0000000000000000"; }},
+      {"the checksum removed", [](auto &i) { i.erase("checksum"); }},
+  };
+  for (auto &[what, edit] : edits) {
+    nlohmann::ordered_json index = good;
+    edit(index);
+    std::ofstream(dir + "/index.json") << index.dump();
+    std::vector<std::string> problems;
+    std::string error;
+    EXPECT_FALSE(verifyCheckpoint(dir, problems, error)) << what;
+    EXPECT_TRUE(problems.empty()) << what << ": " << problems[0];
+    EXPECT_NE(error.find(dir + "/index.json: the contents do not match its \"checksum\""),
+              std::string::npos)
+        << what << ": " << error;
+    EXPECT_NE(error.find("index.json was edited or is damaged, the shards are not at fault: "
+                         "rerun the whole job (`mpirun -np N prog/init --out " +
+                         dir + " --overwrite`)"),
+              std::string::npos)
+        << what << ": " << error;
+    EXPECT_FALSE(assembleCheckpoint(dir, root + "/model.safetensors", error)) << what;
+    EXPECT_NE(error.find("index.json was edited or is damaged"), std::string::npos) << error;
+    EXPECT_EQ(access((root + "/model.safetensors").c_str(), F_OK), -1) << what;
+    // The rerun the message names: this program's index is rewritten, the shards kept.
+    EXPECT_TRUE(checkOutputDir(dir, program, true, error)) << error;
+    writeAll(program);
+    std::string rewritten;
+    ASSERT_TRUE(testprog::readFile(dir + "/index.json", rewritten));
+    EXPECT_EQ(rewritten, pristine) << what;
+  }
+  // Reformatted (jq .) but not edited: the same document, accepted.
+  std::ofstream(dir + "/index.json") << good.dump(2);
+  std::vector<std::string> problems;
+  std::string error;
+  EXPECT_TRUE(verifyCheckpoint(dir, problems, error)) << error;
 }
 
 // The index lists files, digests and params: a 16,384-rank mesh does not multiply them.
