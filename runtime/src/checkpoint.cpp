@@ -2,6 +2,7 @@
 
 #include "initrt/checksum.h"
 #include "initrt/executor.h"
+#include "initrt/files.h"
 #include "initrt/safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
@@ -31,7 +33,8 @@ using Json = nlohmann::json;
 
 constexpr const char *kIndexFile = "index.json";
 constexpr const char *kIndexFormat = "initc-checkpoint";
-constexpr int kIndexVersion = 2;
+// Version 3 added "checksum"; earlier versions are refused (a rerun of the job rewrites them).
+constexpr int kIndexVersion = 3;
 // Bounded scratch for streaming tensor bytes out of shard files.
 constexpr uint64_t kReadChunk = 8ull << 20;
 // A shard file whose tensors match their own checksums, but not the digest index.json recorded
@@ -63,6 +66,26 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   for (size_t i = 0; i < shape.size(); ++i)
     text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + "]";
+}
+
+/// What a shard's entry for a parameter holds against what the index expects, when they differ:
+/// "the file holds F32 [2, 3] at [2, 0], the index expects ..."; the global shape is named when
+/// it is what differs. Empty when they agree.
+std::string sliceMismatch(const std::string &dtype, const std::vector<int64_t> &shape,
+                          const std::vector<int64_t> &offset,
+                          const std::vector<int64_t> &globalShape, const std::string &wantDtype,
+                          const std::vector<int64_t> &wantShape,
+                          const std::vector<int64_t> &wantOffset,
+                          const std::vector<int64_t> &wantGlobalShape) {
+  if (dtype == wantDtype && shape == wantShape && offset == wantOffset &&
+      globalShape == wantGlobalShape)
+    return "";
+  bool global = globalShape != wantGlobalShape;
+  return "the file holds " + dtype + " " + shapeText(shape) + " at " + shapeText(offset) +
+         (global ? " of a tensor of shape " + shapeText(globalShape) : "") +
+         ", the index expects " + wantDtype + " " + shapeText(wantShape) + " at " +
+         shapeText(wantOffset) +
+         (global ? " of a tensor of shape " + shapeText(wantGlobalShape) : "");
 }
 
 /// Parses "rank-00003-of-00004.safetensors" (5 or more digits each).
@@ -218,24 +241,19 @@ struct Index {
   std::vector<IndexParam> params;
 };
 
+/// index.json's text; `error` names the file and what it is instead when it cannot be read.
 bool readTextFile(const std::string &path, std::string &text, std::string &error) {
-  FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file) {
-    error = path + ": " + (errno == ENOENT ? "no such file" : std::strerror(errno));
-    return false;
-  }
-  text.clear();
-  char buffer[1 << 16];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
-    text.append(buffer, got);
-  bool failed = std::ferror(file);
-  std::fclose(file);
-  if (failed) {
-    error = path + ": read error";
-    return false;
-  }
-  return true;
+  std::string why;
+  ReadFileStatus status = readRegularFile(path, kMaxJsonFileBytes, text, why);
+  if (status == ReadFileStatus::Ok)
+    return true;
+  if (status == ReadFileStatus::NotRegular)
+    error = path + " is " + why + ", not a regular file";
+  else if (status == ReadFileStatus::TooLarge)
+    error = path + " is " + why;
+  else
+    error = path + ": " + why;
+  return false;
 }
 
 std::string replicaMismatch(const std::string &name, int64_t root, int64_t rank, uint64_t a,
@@ -245,22 +263,47 @@ std::string replicaMismatch(const std::string &name, int64_t root, int64_t rank,
          checksumToHex(b) + "): the result depends on the rank, which is a bug; report it";
 }
 
+/// XXH3-64 (16 hex digits) of the index as written without its "checksum": compact JSON, keys in
+/// the file's order.
+std::string indexChecksum(OrderedJson document) {
+  document.erase("checksum");
+  std::string text = document.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return checksumHex(text.data(), text.size());
+}
+
 bool readIndex(const std::string &dir, Index &index, std::string &error) {
   std::string path = joinPath(dir, kIndexFile);
   std::string text;
   if (!readTextFile(path, text, error)) {
-    error += ": not a finished checkpoint (index.json is written when every rank is done): " +
-             rerunJobHint(dir, false);
+    struct stat info;
+    if (::stat(path.c_str(), &info) == 0) // there, but not a file initc wrote
+      error += ": " + rerunJobHint(dir, true);
+    else
+      error += ": not a finished checkpoint (index.json is written when every rank is done): " +
+               rerunJobHint(dir, false);
     return false;
   }
   try {
-    Json json = Json::parse(text);
+    OrderedJson json = OrderedJson::parse(text);
     if (json.at("format").get<std::string>() != kIndexFormat)
       throw std::runtime_error("format is not \"" + std::string(kIndexFormat) + "\"");
     if (json.at("version").get<int>() != kIndexVersion)
       throw std::runtime_error("version " + json.at("version").dump() +
                                " is not supported (this runtime reads version " +
                                std::to_string(kIndexVersion) + ")");
+    // Every field is covered: an edited seed, dtype, alias or digest is the index's damage, and
+    // is reported as such, once, rather than blamed on every shard or passed as valid.
+    std::string expected = indexChecksum(json);
+    auto recorded = json.find("checksum");
+    if (recorded == json.end() || !recorded->is_string() ||
+        recorded->get<std::string>() != expected) {
+      error = path + ": the contents do not match its \"checksum\" (" +
+              (recorded == json.end() ? std::string("none") : recorded->dump()) +
+              ", the contents give \"" + expected +
+              "\"): index.json was edited or is damaged, the shards are not at fault: " +
+              rerunJobHint(dir, true);
+      return false;
+    }
     index.programId = json.at("program_id").get<std::string>();
     index.worldSize = json.at("world_size").get<int64_t>();
     index.mesh.axisNames = json.at("mesh").at("axes").get<std::vector<std::string>>();
@@ -288,7 +331,7 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
         throw std::runtime_error("files[" + std::to_string(rank) + "] is \"" +
                                  index.files[size_t(rank)] + "\", not " +
                                  shardFileName(rank, index.worldSize));
-    for (const Json &digest : json.at("shard_digests")) {
+    for (const auto &digest : json.at("shard_digests")) {
       uint64_t value;
       if (!parseChecksumHex(digest.get<std::string>(), value))
         throw std::runtime_error("shard digest " + digest.dump() + " is not 16 hex digits");
@@ -296,7 +339,7 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
     }
     if (int64_t(index.digests.size()) != index.worldSize)
       throw std::runtime_error("shard_digests does not list world_size digests");
-    for (const Json &entry : json.at("params")) {
+    for (const auto &entry : json.at("params")) {
       IndexParam item;
       Param &param = item.param;
       param.name = entry.at("name").get<std::string>();
@@ -309,11 +352,11 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
       for (int64_t dim : param.shape)
         if (dim < 0)
           throw std::runtime_error(param.name + ": negative dimension");
-      const Json &sharding = entry.at("sharding");
+      const auto &sharding = entry.at("sharding");
       if (sharding.size() != param.shape.size())
         throw std::runtime_error(param.name + ": sharding does not list every dim");
       std::vector<bool> used(index.mesh.shape.size(), false);
-      for (const Json &dim : sharding) {
+      for (const auto &dim : sharding) {
         std::vector<int> axes;
         for (const std::string &name : dim.get<std::vector<std::string>>()) {
           auto found = std::find(index.mesh.axisNames.begin(), index.mesh.axisNames.end(), name);
@@ -369,7 +412,8 @@ bool makeDirectories(const std::string &dir, std::string &error) {
     pos = slash + 1;
     if (path.empty())
       continue;
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    // 0777 less the umask, as mkdir(1) does: a group-writable umask gives a shared directory.
+    if (::mkdir(path.c_str(), 0777) != 0 && errno != EEXIST) {
       error = "cannot create directory " + path + ": " + std::strerror(errno) +
               ": choose another --out";
       return false;
@@ -730,6 +774,8 @@ bool writeIndex(const std::string &dir, const Program &program,
   std::string text;
   try {
     // Compact: a large mesh lists tens of thousands of files and digests.
+    index.dump(-1, ' ', false, Json::error_handler_t::strict); // names must be valid UTF-8
+    index["checksum"] = indexChecksum(index);
     text = index.dump(-1, ' ', false, Json::error_handler_t::strict) + "\n";
   } catch (const Json::exception &e) {
     error = "cannot write " + path + ": a name is not valid UTF-8";
@@ -820,6 +866,23 @@ bool checkOutputDir(const std::string &dir, const Program &program, bool overwri
 bool checkOwnShard(const std::string &dir, const Program &program, int64_t rank, bool overwrite,
                    std::string &error) {
   std::string name = shardFileName(rank, program.mesh.size());
+  // A FIFO or a device under the shard's name would be written in place (AtomicFile writes
+  // those directly), or waited on: a checkpoint holds regular files only.
+  struct stat info;
+  std::string path = joinPath(dir, name);
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    if (!overwrite) {
+      error = path + " is " + fileKindText(info.st_mode) +
+              ", not a shard file: remove it, pass --overwrite to replace it, or choose another "
+              "--out";
+      return false;
+    }
+    if (S_ISDIR(info.st_mode)) {
+      error = path + " is a directory: remove it or choose another --out";
+      return false;
+    }
+    return removeForOverwrite(path, error);
+  }
   SafetensorsReader reader;
   std::string openError;
   // A shard of ours that is unreadable is simply incomplete: this rank rewrites it.
@@ -857,9 +920,11 @@ int removeStaleTemporaries(const std::string &dir, const Program &program, int64
         stale.push_back(name);
   }
   ::closedir(listing);
+  // Only temporaries no writer holds: another process writing this rank (a second
+  // `--rank K`, another job on the same directory) keeps its own.
   int removed = 0;
   for (const std::string &name : stale)
-    removed += ::unlink(joinPath(dir, name).c_str()) == 0;
+    removed += removeAbandonedTemporary(joinPath(dir, name));
   return removed;
 }
 
@@ -908,12 +973,66 @@ private:
   std::map<int64_t, std::unique_ptr<OpenShard>> shards;
 };
 
+/// The path a write to `path` replaces: a symbolic link's target (AtomicFile follows links).
+std::string writtenPath(const std::string &path) {
+  struct stat info;
+  if (::lstat(path.c_str(), &info) != 0 || !S_ISLNK(info.st_mode))
+    return path;
+  if (char *resolved = ::realpath(path.c_str(), nullptr)) {
+    std::string target = resolved;
+    std::free(resolved);
+    return target;
+  }
+  std::string target(4096, '\0');
+  ssize_t length = ::readlink(path.c_str(), target.data(), target.size());
+  if (length <= 0)
+    return path;
+  target.resize(size_t(length));
+  size_t slash = path.rfind('/');
+  return target[0] == '/' || slash == std::string::npos ? target
+                                                       : path.substr(0, slash + 1) + target;
+}
+
+/// Refuses an assemble output that is one of the checkpoint's own files (its index or a shard,
+/// by device and inode, hard links and symbolic links included), or a name the checkpoint
+/// directory reserves for them: writing it would destroy the checkpoint being read.
+bool outputOutsideCheckpoint(const std::string &dir, const Index &index,
+                             const std::string &outPath, std::string &error) {
+  std::vector<std::string> names = index.files;
+  names.push_back(kIndexFile);
+  auto refuse = [&](const std::string &name) {
+    error = "-o " + outPath + " is the checkpoint's own " + name + " (in " + dir +
+            "): writing it would destroy the checkpoint being assembled; choose another -o";
+    return false;
+  };
+  struct stat out, theirs;
+  if (::stat(outPath.c_str(), &out) == 0)
+    for (const std::string &name : names)
+      if (::stat(joinPath(dir, name).c_str(), &theirs) == 0 && out.st_dev == theirs.st_dev &&
+          out.st_ino == theirs.st_ino)
+        return refuse(name);
+  // By name, for files missing from the checkpoint: is the output's directory the checkpoint's?
+  std::string target = writtenPath(outPath);
+  size_t slash = target.rfind('/');
+  std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
+  std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
+  int64_t rank, world;
+  bool reserved = base == kIndexFile || parseShardFileName(base, rank, world);
+  struct stat parentInfo, dirInfo;
+  if (reserved && ::stat(parent.c_str(), &parentInfo) == 0 && ::stat(dir.c_str(), &dirInfo) == 0 &&
+      parentInfo.st_dev == dirInfo.st_dev && parentInfo.st_ino == dirInfo.st_ino)
+    return refuse(base);
+  return true;
+}
+
 } // namespace
 
 bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std::string &error,
                         const ProgressFn &progress) {
   Index index;
   if (!readIndex(dir, index, error))
+    return false;
+  if (!outputOutsideCheckpoint(dir, index, outPath, error))
     return false;
   uint64_t total = 0, bytesRead = 0; // the model's bytes, read once and written once
   for (const IndexParam &item : index.params)
@@ -923,6 +1042,40 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
   std::vector<SafetensorsTensor> tensors;
   nlohmann::ordered_json aliases = nlohmann::ordered_json::object();
   std::vector<char> scratch;
+
+  // Every file of the checkpoint, not only those slices are read from: a rank that owns no
+  // slice (replicas) missing or damaged is a broken checkpoint too. Headers only; the data
+  // read below is checked against its checksums on the way.
+  for (int64_t rank = 0; rank < index.worldSize; ++rank) {
+    std::string where = "rank " + std::to_string(rank) + " (" + index.files[size_t(rank)] + ")";
+    OpenShard *shard = cache.get(rank, error);
+    if (!shard) {
+      error = where + ": " + error + ": " + rerunHint(dir, rank);
+      return false;
+    }
+    for (const IndexParam &item : index.params) {
+      const SafetensorsEntry *entry = shard->reader.find(item.param.name);
+      auto record = shard->records.find(item.param.name);
+      if (!entry || record == shard->records.end()) {
+        error = item.param.name + " on " + where + ": missing from the file: " +
+                rerunHint(dir, rank);
+        return false;
+      }
+      Slice slice = sliceForRank(index.mesh, item.param, rank);
+      std::string mismatch =
+          sliceMismatch(entry->dtype, entry->shape, record->second.offset,
+                        record->second.globalShape, item.dtype, slice.shape, slice.offset,
+                        item.param.shape);
+      if (!mismatch.empty()) {
+        error = item.param.name + " on " + where + ": " + mismatch + ": " + rerunHint(dir, rank);
+        return false;
+      }
+    }
+    if (shard->reader.tensors().size() != index.params.size()) {
+      error = where + ": holds tensors index.json does not list: " + rerunHint(dir, rank);
+      return false;
+    }
+  }
 
   for (const IndexParam &item : index.params) {
     const Param &param = item.param;
@@ -952,12 +1105,12 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
         error = where + ": missing from the file: " + rerunHint(dir, rank);
         return false;
       }
-      if (entry->dtype != item.dtype || entry->shape != slice.shape ||
-          record->second.offset != slice.offset) {
-        error = where + ": the file holds " + entry->dtype + " " + shapeText(entry->shape) +
-                " at " + shapeText(record->second.offset) + ", the index expects " +
-                item.dtype + " " + shapeText(slice.shape) + " at " + shapeText(slice.offset) +
-                ": " + rerunHint(dir, rank);
+      std::string mismatch =
+          sliceMismatch(entry->dtype, entry->shape, record->second.offset,
+                        record->second.globalShape, item.dtype, slice.shape, slice.offset,
+                        param.shape);
+      if (!mismatch.empty()) {
+        error = where + ": " + mismatch + ": " + rerunHint(dir, rank);
         return false;
       }
       StreamingChecksum sum;
@@ -1053,12 +1206,12 @@ RankCheck checkRankFile(const std::string &dir, const Index &index, int64_t rank
       continue;
     }
     Slice slice = sliceForRank(index.mesh, param, rank);
-    if (entry->dtype != item.dtype || entry->shape != slice.shape ||
-        record->second.offset != slice.offset || record->second.globalShape != param.shape) {
-      problems.push_back(at + ": the file holds " + entry->dtype + " " + shapeText(entry->shape) +
-                         " at " + shapeText(record->second.offset) + ", the index expects " +
-                         item.dtype + " " + shapeText(slice.shape) + " at " +
-                         shapeText(slice.offset) + ": " + rerunHint(dir, rank));
+    std::string mismatch =
+        sliceMismatch(entry->dtype, entry->shape, record->second.offset,
+                      record->second.globalShape, item.dtype, slice.shape, slice.offset,
+                      param.shape);
+    if (!mismatch.empty()) {
+      problems.push_back(at + ": " + mismatch + ": " + rerunHint(dir, rank));
       intact = false;
       continue;
     }

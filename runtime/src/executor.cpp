@@ -12,6 +12,8 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
+#include <sys/stat.h>
 #include <mutex>
 #include <cstdlib>
 #include <system_error>
@@ -254,9 +256,70 @@ int selectKernelVariant(const Program &program, const std::string &requested,
 }
 
 KernelLibrary::~KernelLibrary() {
+  // dlclose before the descriptor is closed: while a library is loaded under the name
+  // /proc/self/fd/N, no other handle can be given descriptor N.
   if (handle)
     dlclose(handle);
+  if (fd >= 0)
+    ::close(fd);
 }
+
+bool KernelLibrary::forceCopy = false;
+
+namespace {
+
+// Reads the whole of `fd` from offset 0 into `checksum`, and into `copy` when it is >= 0.
+bool checksumDescriptor(int fd, StreamingChecksum &checksum, int copy, std::string &why) {
+  std::vector<char> buffer(size_t(4) << 20);
+  for (off_t offset = 0;;) {
+    ssize_t got = ::pread(fd, buffer.data(), buffer.size(), offset);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0) {
+      why = std::strerror(errno);
+      return false;
+    }
+    if (got == 0)
+      return true;
+    checksum.update(buffer.data(), size_t(got));
+    for (ssize_t put = 0; copy >= 0 && put < got;) {
+      ssize_t wrote = ::write(copy, buffer.data() + put, size_t(got - put));
+      if (wrote < 0 && errno == EINTR)
+        continue;
+      if (wrote <= 0) {
+        why = std::string("cannot copy it: ") + std::strerror(wrote < 0 ? errno : ENOSPC);
+        return false;
+      }
+      put += wrote;
+    }
+    offset += got;
+  }
+}
+
+// The name under which the dynamic loader finds the library open on `fd`: /proc/self/fd/N,
+// unless /proc is missing or a library loaded under that name earlier is still mapped (the
+// loader would return that one). Empty when it cannot be used.
+std::string descriptorName(int fd) {
+  std::string name = "/proc/self/fd/" + std::to_string(fd);
+  struct stat byName, byFd;
+  if (::stat(name.c_str(), &byName) != 0 || ::fstat(fd, &byFd) != 0 ||
+      byName.st_dev != byFd.st_dev || byName.st_ino != byFd.st_ino)
+    return "";
+  // RTLD_NOLOAD finds a loaded object by name, or by device and inode. The latter is this very
+  // file, loaded by another live handle: the same bytes, fine to share. The former is a library
+  // once loaded from a descriptor of the same number that dlclose did not unmap.
+  if (void *loaded = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+    struct link_map *map = nullptr;
+    bool stale = dlinfo(loaded, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name ||
+                 name == map->l_name;
+    dlclose(loaded);
+    if (stale)
+      return "";
+  }
+  return name;
+}
+
+} // namespace
 
 std::unique_ptr<KernelLibrary> KernelLibrary::load(const std::string &progDir,
                                                    const Program &program, std::string &error,
@@ -268,37 +331,66 @@ std::unique_ptr<KernelLibrary> KernelLibrary::load(const std::string &progDir,
   const std::string path = progDir + "/" + program.kernelsFile;
   const std::string corrupt = ": " + progDir + " is corrupt or from another compile: recompile";
 
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  // The library is opened once: the bytes checksummed are those of the file the loader maps,
+  // whatever happens to the path meanwhile (a program directory replaced by another compile).
+  // Loading it by path instead would return a library already loaded under that path by an
+  // open handle: the old kernels, even for another dtype.
+  std::unique_ptr<KernelLibrary> library(new KernelLibrary());
+  do {
+    library->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  } while (library->fd < 0 && errno == EINTR);
+  if (library->fd < 0) {
     error = "cannot open " + path + ": " + std::strerror(errno) + corrupt;
     return nullptr;
   }
-  StreamingChecksum checksum;
-  std::vector<char> buffer(size_t(4) << 20);
-  for (;;) {
-    ssize_t got = ::read(fd, buffer.data(), buffer.size());
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0) {
-      error = "cannot read " + path + ": " + std::strerror(errno);
-      ::close(fd);
-      return nullptr;
-    }
-    if (got == 0)
-      break;
-    checksum.update(buffer.data(), size_t(got));
+  struct stat info;
+  if (::fstat(library->fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    error = path + " is not a regular file" + corrupt;
+    return nullptr;
   }
-  ::close(fd);
+  StreamingChecksum checksum;
+  std::string why;
+  if (!checksumDescriptor(library->fd, checksum, -1, why)) {
+    error = "cannot read " + path + ": " + why;
+    return nullptr;
+  }
   if (checksum.hex() != program.kernelsChecksum) {
     error = path + " has checksum " + checksum.hex() + " but program.json expects " +
             program.kernelsChecksum + corrupt;
     return nullptr;
   }
 
-  std::unique_ptr<KernelLibrary> library(new KernelLibrary());
-  // A relative path would make dlopen search the library path instead of progDir.
-  std::string openPath = path.find('/') == 0 ? path : "./" + path;
-  library->handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string openPath = forceCopy ? "" : descriptorName(library->fd);
+  if (!openPath.empty()) {
+    library->handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  } else {
+    // Without /proc: a private copy under a unique name, checksummed as it is written, removed
+    // once loaded (the mapping keeps it, and its inode, until dlclose).
+    const char *tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/initrt-kernels-XXXXXX";
+    std::vector<char> name(pattern.begin(), pattern.end());
+    name.push_back('\0');
+    int copy = ::mkstemp(name.data());
+    if (copy < 0) {
+      error = "cannot load " + path + ": cannot create a private copy " + pattern + ": " +
+              std::strerror(errno) + " (set TMPDIR to a writable directory)";
+      return nullptr;
+    }
+    StreamingChecksum copied;
+    bool ok = checksumDescriptor(library->fd, copied, copy, why);
+    ::close(copy);
+    if (ok && copied.hex() != program.kernelsChecksum) {
+      ok = false;
+      why = "it changed while it was read";
+    }
+    if (ok)
+      library->handle = dlopen(name.data(), RTLD_NOW | RTLD_LOCAL);
+    ::unlink(name.data());
+    if (!ok) {
+      error = "cannot load " + path + ": " + why + corrupt;
+      return nullptr;
+    }
+  }
   if (!library->handle) {
     const char *why = dlerror();
     error = "cannot load " + path + ": " + (why ? why : "unknown error") + corrupt;

@@ -1,6 +1,7 @@
 // DType helpers, Mesh/Param methods, and program.json reading, validation and writing.
 #include "initrt/program.h"
 #include "initrt/checksum.h"
+#include "initrt/files.h"
 #include "initrt/program_io.h"
 #include "initrt/safetensors.h"
 
@@ -571,24 +572,32 @@ bool parseProgramJson(const std::string &text, const std::string &source, Progra
 
 bool readProgram(const std::string &progDir, Program &out, std::string &error) {
   const std::string path = progDir + "/program.json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot open " + path + ": " + std::strerror(errno) +
+  std::string text, why;
+  switch (readRegularFile(path, kMaxJsonFileBytes, text, why)) {
+  case ReadFileStatus::Ok:
+    break;
+  case ReadFileStatus::OpenFailed:
+    error = "cannot open " + path + ": " + (why == "no such file" ? std::strerror(ENOENT) : why) +
             " (is " + progDir + " a directory written by `initc compile`?)";
     return false;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    error = "cannot read " + path + ": " + std::strerror(errno);
+  case ReadFileStatus::NotRegular:
+    error = path + " is " + why + ", not a regular file: " + progDir +
+            " is not a program directory written by `initc compile`; recompile";
+    return false;
+  case ReadFileStatus::TooLarge:
+    error = path + " is " + why + " (a program for 16,384 ranks is a few MB): it is not a "
+            "program.json written by `initc compile`; recompile";
+    return false;
+  case ReadFileStatus::ReadFailed:
+    error = "cannot read " + path + ": " + why;
     return false;
   }
   Program program;
-  if (!parseProgramJson(text.str(), path, program, error))
+  if (!parseProgramJson(text, path, program, error))
     return false;
   // The checksum covers the document as programToJson writes it without the checksum, so an
   // edited or damaged file is refused rather than producing another model's values.
-  json root = json::parse(text.str());
+  json root = json::parse(text);
   std::string expected = programChecksum(program);
   if (!root.contains("checksum") || !root["checksum"].is_string() ||
       root["checksum"].get<std::string>() != expected) {

@@ -1,10 +1,12 @@
 #include "initrt/safetensors.h"
 
 #include "initrt/checksum.h"
+#include "initrt/files.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include <fcntl.h>
 #include <mutex>
 #include <set>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -160,6 +163,93 @@ bool readFully(int fd, uint64_t offset, void *out, uint64_t bytes, int &err) {
   return true;
 }
 
+// Temporaries being written, for the signal handler that removes them: a fixed table of paths,
+// each slot claimed and released by atomic operations only, so that the handler (which may run on
+// any thread, at any moment) reads a path only once it is complete and never one being reused.
+enum TempSlotState : int { kSlotFree, kSlotFilling, kSlotLive, kSlotTaken };
+constexpr size_t kTempSlots = 64;
+constexpr size_t kTempPathMax = 4096;
+struct TempSlot {
+  std::atomic<int> state{kSlotFree};
+  char path[kTempPathMax];
+};
+TempSlot gTempSlots[kTempSlots];
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
+struct sigaction gPreviousActions[std::size(kCleanupSignals)];
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free atomics");
+
+// Removes every registered temporary, then lets the signal do what it did before this handler
+// was installed (by default, end the process: its exit status still says which signal).
+void removeTemporariesOnSignal(int signal) {
+  int savedErrno = errno;
+  for (TempSlot &slot : gTempSlots) {
+    int expected = kSlotLive;
+    if (slot.state.compare_exchange_strong(expected, kSlotTaken, std::memory_order_acquire))
+      ::unlink(slot.path);
+  }
+  for (size_t i = 0; i < std::size(kCleanupSignals); ++i)
+    if (kCleanupSignals[i] == signal)
+      ::sigaction(signal, &gPreviousActions[i], nullptr);
+  // Pending until this handler returns (the signal is blocked while it runs), then delivered to
+  // the previous action.
+  ::raise(signal);
+  errno = savedErrno;
+}
+
+void installCleanupHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action;
+    std::memset(&action, 0, sizeof(action));
+    action.sa_handler = removeTemporariesOnSignal;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (int signal : kCleanupSignals)
+      sigaddset(&action.sa_mask, signal);
+    for (size_t i = 0; i < std::size(kCleanupSignals); ++i) {
+      struct sigaction &previous = gPreviousActions[i];
+      if (::sigaction(kCleanupSignals[i], nullptr, &previous) != 0)
+        continue;
+      // An ignored signal (nohup) stays ignored.
+      if (!(previous.sa_flags & SA_SIGINFO) && previous.sa_handler == SIG_IGN)
+        continue;
+      ::sigaction(kCleanupSignals[i], &action, nullptr);
+    }
+  });
+}
+
+// Registers a temporary's path; returns its slot, or -1 when the table is full or the path too
+// long (then a signal leaves that temporary behind, as a kill -9 would).
+int registerTemporary(const std::string &path) {
+  installCleanupHandler();
+  if (path.size() >= kTempPathMax)
+    return -1;
+  for (size_t i = 0; i < kTempSlots; ++i) {
+    int expected = kSlotFree;
+    if (gTempSlots[i].state.compare_exchange_strong(expected, kSlotFilling,
+                                                   std::memory_order_acquire)) {
+      std::memcpy(gTempSlots[i].path, path.c_str(), path.size() + 1);
+      gTempSlots[i].state.store(kSlotLive, std::memory_order_release);
+      return int(i);
+    }
+  }
+  return -1;
+}
+
+void unregisterTemporary(int &slot) {
+  if (slot < 0)
+    return;
+  int expected = kSlotLive;
+  // Taken: the handler is removing it and the process is ending; the slot is never reused.
+  gTempSlots[size_t(slot)].state.compare_exchange_strong(expected, kSlotFree,
+                                                         std::memory_order_release);
+  slot = -1;
+}
+
+bool sameFile(const struct stat &a, const struct stat &b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 } // namespace
 
 int safetensorsDTypeBits(const std::string &dtype) {
@@ -291,14 +381,34 @@ bool writeSafetensors(const std::string &path, const std::vector<SafetensorsTens
 AtomicFile::~AtomicFile() { discard(); }
 
 void AtomicFile::discard() {
-  if (fd >= 0) {
-    ::close(fd);
-    fd = -1;
-  }
+  // Removed while still locked, so that no other writer can have taken the name meanwhile.
   if (!tempPath.empty()) {
     ::unlink(tempPath.c_str());
     tempPath.clear();
   }
+  unregisterTemporary(signalSlot);
+  if (fd >= 0) {
+    ::close(fd);
+    fd = -1;
+  }
+}
+
+bool removeAbandonedTemporary(const std::string &path) {
+  int handle;
+  do {
+    handle = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  } while (handle < 0 && errno == EINTR);
+  if (handle < 0)
+    return false;
+  bool removed = false;
+  struct stat held, named;
+  // A writer holds its lock until the file is renamed or removed; without one, nobody writes it.
+  // Where the file system has no locks, nothing can be told apart and nothing is removed.
+  if (::flock(handle, LOCK_EX | LOCK_NB) == 0 && ::fstat(handle, &held) == 0 &&
+      ::lstat(path.c_str(), &named) == 0 && sameFile(held, named) && S_ISREG(named.st_mode))
+    removed = ::unlink(path.c_str()) == 0;
+  ::close(handle);
+  return removed;
 }
 
 bool AtomicFile::open(const std::string &path, uint64_t expectedBytes, std::string &error) {
@@ -345,25 +455,61 @@ bool AtomicFile::open(const std::string &path, uint64_t expectedBytes, std::stri
   }
   std::string dir = directoryOf(finalPath);
   // The temporary name stays within NAME_MAX (255) for any legal final name.
-  std::string temp = dir + "/." + baseNameOf(finalPath).substr(0, 200) + ".tmp-" +
+  std::string stem = dir + "/." + baseNameOf(finalPath).substr(0, 200) + ".tmp-" +
                      std::to_string(::getpid());
-  int handle;
-  do {
-    handle = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  } while (handle < 0 && errno == EINTR);
-  if (handle < 0) {
-    int err = errno;
-    struct stat dirInfo;
-    // ENOENT also comes from directories that exist but take no new files (procfs).
-    if (err == ENOENT && ::stat(dir.c_str(), &dirInfo) != 0)
-      error = "cannot write " + path + ": directory " + dir + " does not exist";
-    else if (err == ENOENT)
-      error = "cannot write " + path + ": " + dir + " takes no new files: write elsewhere";
-    else if (err == EACCES || err == EROFS || err == EPERM)
-      error = "cannot write " + path + ": " + errnoText(err) + ": write elsewhere";
-    else
-      error = writeErrorText(err, path, "create");
-    return false;
+  std::string temp;
+  int handle = -1;
+  // The writer holds an exclusive lock on its temporary until it is renamed or removed, so that
+  // removeAbandonedTemporary (a rerun cleaning up after a killed one) never takes a live file,
+  // whatever host or pid namespace wrote it. A name locked by another writer (the same pid on
+  // another host of a shared file system) is skipped for the next.
+  for (int attempt = 0; handle < 0; ++attempt) {
+    if (attempt == 100) {
+      error = "cannot write " + path + ": every temporary name " + stem +
+              "[-N] is locked by another writer";
+      return false;
+    }
+    temp = attempt ? stem + "-" + std::to_string(attempt) : stem;
+    // Registered first: a signal from here on removes it.
+    signalSlot = registerTemporary(temp);
+    do {
+      handle = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    } while (handle < 0 && errno == EINTR);
+    if (handle < 0) {
+      int err = errno;
+      unregisterTemporary(signalSlot);
+      struct stat dirInfo;
+      // ENOENT also comes from directories that exist but take no new files (procfs).
+      if (err == ENOENT && ::stat(dir.c_str(), &dirInfo) != 0)
+        error = "cannot write " + path + ": directory " + dir + " does not exist";
+      else if (err == ENOENT)
+        error = "cannot write " + path + ": " + dir + " takes no new files: write elsewhere";
+      else if (err == EACCES || err == EROFS || err == EPERM)
+        error = "cannot write " + path + ": " + errnoText(err) + ": write elsewhere";
+      else
+        error = writeErrorText(err, path, "create");
+      return false;
+    }
+    int locked;
+    do {
+      locked = ::flock(handle, LOCK_EX | LOCK_NB);
+    } while (locked != 0 && errno == EINTR);
+    struct stat held, named;
+    bool ours = locked == 0 || (errno != EWOULDBLOCK && errno != EAGAIN); // no locks here
+    // A cleaner may have removed the name between open and flock: then take it again.
+    ours = ours && ::fstat(handle, &held) == 0 && ::lstat(temp.c_str(), &named) == 0 &&
+           sameFile(held, named);
+    if (ours && ::ftruncate(handle, 0) != 0) {
+      error = writeErrorText(errno, path, "create");
+      unregisterTemporary(signalSlot);
+      ::close(handle);
+      return false;
+    }
+    if (!ours) {
+      unregisterTemporary(signalSlot);
+      ::close(handle);
+      handle = -1;
+    }
   }
   fd = handle;
   tempPath = temp;
@@ -480,20 +626,24 @@ bool AtomicFile::commit(std::string &error) {
     discard();
     return false;
   }
-  // Network file systems report a full disk at close().
-  rc = ::close(fd);
-  fd = -1;
-  if (rc != 0 && errno != EINTR) {
-    error = writeErrorText(errno, finalPath, "close");
-    discard();
-    return false;
-  }
+  // Renamed while still open, and so locked: a cleaner never finds it unlocked under its
+  // temporary name.
   if (::rename(tempPath.c_str(), finalPath.c_str()) != 0) {
     error = "cannot rename " + tempPath + " to " + finalPath + ": " + errnoText(errno);
     discard();
     return false;
   }
   tempPath.clear();
+  unregisterTemporary(signalSlot);
+  // Network file systems report a full disk at close(): then the file under the final name is
+  // not complete, and goes.
+  rc = ::close(fd);
+  fd = -1;
+  if (rc != 0 && errno != EINTR) {
+    error = writeErrorText(errno, finalPath, "close");
+    ::unlink(finalPath.c_str());
+    return false;
+  }
   // Make the rename itself durable; file systems that cannot fsync a directory say EINVAL.
   std::string dir = directoryOf(finalPath);
   int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -560,8 +710,9 @@ bool SafetensorsReader::open(const std::string &path, std::string &error) {
     return false;
   };
 
+  // Without blocking: a FIFO under a shard's name is refused, not waited on.
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0)
     return fail(errno == ENOENT ? "no such file" : errnoText(errno));
@@ -569,7 +720,7 @@ bool SafetensorsReader::open(const std::string &path, std::string &error) {
   if (::fstat(fd, &info) != 0)
     return fail(errnoText(errno));
   if (!S_ISREG(info.st_mode))
-    return fail("not a regular file");
+    return fail(fileKindText(info.st_mode) + ", not a regular file");
   uint64_t fileSize = uint64_t(info.st_size);
   if (fileSize < 8)
     return fail("not a safetensors file: " + std::to_string(fileSize) +

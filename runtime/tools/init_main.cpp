@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -61,6 +62,8 @@ public:
   // Rank 0 gets every rank's `bytes` (all ranks pass the same length), in rank order.
   virtual std::vector<uint64_t> gatherToRoot(const std::vector<uint64_t> &words) = 0;
   virtual std::vector<double> gatherStats(const RankStats &stats) = 0;
+  // Every rank gets rank 0's `text`.
+  virtual void broadcast(std::string &text) = 0;
   // Ends the whole job after an unexpected error, when the other ranks cannot be told otherwise.
   virtual void abortJob(int code) { std::exit(code); }
 };
@@ -77,6 +80,7 @@ public:
   std::vector<double> gatherStats(const RankStats &stats) override {
     return {stats.bytes, stats.elements, stats.seconds, stats.peakRssBytes, stats.skipped};
   }
+  void broadcast(std::string &) override {}
 };
 
 class MpiWorld : public World {
@@ -115,6 +119,14 @@ public:
     MPI_Gather(mine, RankStats::kFields, MPI_DOUBLE, all.data(), RankStats::kFields, MPI_DOUBLE, 0,
                MPI_COMM_WORLD);
     return all;
+  }
+
+  void broadcast(std::string &text) override {
+    uint64_t length = text.size();
+    MPI_Bcast(&length, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    text.resize(size_t(length));
+    // Short texts (ids and paths): one call, an int count is plenty.
+    MPI_Bcast(text.data(), int(length), MPI_CHAR, 0, MPI_COMM_WORLD);
   }
 
   void abortJob(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
@@ -179,6 +191,28 @@ int launcherRank() {
       firstEnv({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
                 "SLURM_PROCID"});
   return value ? std::atoi(value) : 0;
+}
+
+// The number of processes the launcher started (1 without a launcher).
+long launcherSize() {
+  const char *value = firstEnv({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
+                                "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"});
+  return value ? std::atol(value) : 1;
+}
+
+// `path` made absolute against the working directory and normalized ("a//b/./c/" is "a/b/c"),
+// without resolving links: what ranks compare to tell that they were given the same directory.
+std::string normalizedPath(const std::string &path) {
+  if (path.empty())
+    return path;
+  std::error_code failed;
+  std::filesystem::path absolute = std::filesystem::absolute(path, failed);
+  if (failed)
+    absolute = path;
+  std::string text = absolute.lexically_normal().string();
+  while (text.size() > 1 && text.back() == '/')
+    text.pop_back();
+  return text;
 }
 
 std::string meshText(const Mesh &mesh) {
@@ -278,6 +312,32 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   int code = readProgram(progDir, program, error) ? kExitOk : kExitFailure;
   if (int agreed = agreement.settle(code, error))
     return agreed;
+
+  // The ranks of one job must run one program and write one directory: otherwise each would
+  // write a valid file of its own, and rank 0 an index of a checkpoint that does not exist.
+  // Rank 0 tells its program id, program and --out; before anything is written, every rank
+  // that differs fails, and the lowest of them says how.
+  if (world.size() > 1) {
+    std::string myDir = normalizedPath(progDir), myOut = normalizedPath(options.out);
+    std::string rootId = program.programId, rootDir = myDir, rootOut = myOut;
+    world.broadcast(rootId);
+    world.broadcast(rootDir);
+    world.broadcast(rootOut);
+    code = kExitOk;
+    if (rootId != program.programId) {
+      error = "ranks run different programs: this rank runs " + myDir + "/init (program id " +
+              program.programId + "), rank 0 runs " + rootDir + "/init (program id " + rootId +
+              "): start every rank of the job with the same prog/init";
+      code = kExitUsage;
+    } else if (!options.discard && myOut != rootOut) {
+      error = "ranks write to different directories: this rank has --out " + myOut +
+              ", rank 0 has --out " + rootOut +
+              ": give every rank the same --out (one checkpoint is one directory)";
+      code = kExitUsage;
+    }
+    if (int agreed = agreement.settle(code, error))
+      return agreed;
+  }
 
   const int64_t meshSize = program.mesh.size();
   if (singleRank && options.rank >= meshSize) {
@@ -497,6 +557,16 @@ int main(int argc, char **argv) {
     return kExitUsage;
   }
 
+  if (options.rank >= 0 && startedByLauncher() && launcherSize() > 1) {
+    if (launcherRank() == 0)
+      std::fprintf(stderr,
+                   "%s: error: --rank %lld computes one rank alone, but the launcher started %ld "
+                   "processes, which would all write rank %lld's file: run `%s --rank %lld --out "
+                   "DIR` without mpirun (or with -np 1), or drop --rank to run the whole job\n",
+                   programName.c_str(), (long long)options.rank, launcherSize(),
+                   (long long)options.rank, invoked.c_str(), (long long)options.rank);
+    return kExitUsage;
+  }
   if (options.rank >= 0) {
     SoloWorld world;
     return runGuarded(world, options, options.rank, /*launched=*/false);

@@ -120,8 +120,8 @@ bool checkOwnShard(const std::string &dir, const Program &program, int64_t rank,
                    std::string &error);
 
 /// Removes the temporary files a killed or failed run left in `dir`: of rank `rank`'s shard file,
-/// or, with `rank` < 0, of every shard file and index.json. Call it only while no other process
-/// writes those files (a whole job: before any rank writes). Returns how many were removed.
+/// or, with `rank` < 0, of every shard file and index.json. A temporary that a live writer holds
+/// (removeAbandonedTemporary) is kept, wherever that writer runs. Returns how many were removed.
 int removeStaleTemporaries(const std::string &dir, const Program &program, int64_t rank);
 
 /// Reads a checkpoint and writes one standard safetensors file with the global tensors.

@@ -46,9 +46,13 @@ public:
   /// The CPU the loaded kernels were compiled for.
   const std::string &targetCpu() const { return cpu; }
 
+  /// Tests only: load from a private copy, as where /proc is missing.
+  static bool forceCopy;
+
 private:
   KernelLibrary() = default;
   void *handle = nullptr;
+  int fd = -1; // kernels.so, open for as long as the library is loaded from it
   std::vector<KernelFn> kernels;
   std::string cpu;
 };

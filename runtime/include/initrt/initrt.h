@@ -57,7 +57,9 @@ struct initrt_param_info {
 /* Opens prog_dir (program.json + kernels.so): validates the program, picks the kernels compiled
  * for the best CPU of program.json's variants this CPU supports (the environment variable
  * INITRT_TARGET_CPU names one instead), checks the kernels' checksum, loads them. The values do
- * not depend on the variant. On failure *out is NULL and err holds the reason. */
+ * not depend on the variant. The bytes checked are the bytes loaded: a handle keeps running the
+ * kernels.so it opened, and opening a directory again after another compile replaced it runs the
+ * new kernels, while older handles stay open. On failure *out is NULL and err holds the reason. */
 initrt_status initrt_program_open(const char *prog_dir, initrt_program **out, char *err,
                                   size_t errlen);
 

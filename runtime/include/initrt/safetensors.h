@@ -55,6 +55,9 @@ bool writeSafetensors(const std::string &path, const std::vector<SafetensorsTens
 /// into place by commit() after an fsync, then the directory is fsynced. Until commit() succeeds
 /// nothing exists under the final name; the destructor removes an uncommitted temporary.
 /// Errors say what to do ("no space left on DIR: free space or choose another --out").
+/// While it is written, the temporary is locked (flock: removeAbandonedTemporary leaves it alone)
+/// and listed for a handler of SIGINT, SIGTERM and SIGHUP that removes it before the signal takes
+/// its previous course (by default, ending the process). Created with mode 0666 less the umask.
 /// A symbolic link is followed (its target is replaced, the link stays); a pipe, a device or a
 /// socket is written directly, since a rename would replace it with a regular file.
 class AtomicFile {
@@ -82,8 +85,14 @@ private:
   std::string finalPath, tempPath;
   int fd = -1;
   bool direct = false;     // writing a pipe or device itself: no temporary, no rename
+  int signalSlot = -1;     // the temporary's entry in the table a SIGINT/SIGTERM/SIGHUP clears
   uint64_t writtenEnd = 0; // end of the furthest writeAt
 };
+
+/// Removes `path`, a temporary an AtomicFile left (".<name>.tmp-<pid>"), when no writer holds its
+/// lock: its writer was killed or failed. A live writer's temporary, on any host, is kept, and so
+/// is every temporary on a file system without locks. Returns whether it was removed.
+bool removeAbandonedTemporary(const std::string &path);
 
 /// Writes `contents` to `path` atomically.
 bool writeFileAtomically(const std::string &path, const std::string &contents,

@@ -2,6 +2,7 @@
 #include "initrt/checkpoint.h"
 #include "initrt/checksum.h"
 #include "initrt/safetensors.h"
+#include "testprogram.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -11,7 +12,9 @@
 #include <dirent.h>
 #include <fstream>
 #include <iterator>
+#include <functional>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace initrt;
@@ -184,6 +187,20 @@ protected:
     writeShard(program, rank, globals);
   }
 
+  nlohmann::ordered_json readIndexOrdered() const {
+    std::ifstream in(dir + "/index.json");
+    return nlohmann::ordered_json::parse(in);
+  }
+
+  /// Writes `index` as index.json with its "checksum" made to match: an index written so, not
+  /// an edited one (to reach the checks behind the checksum).
+  void writeSealedIndex(nlohmann::ordered_json index) const {
+    index.erase("checksum");
+    std::string text = index.dump();
+    index["checksum"] = checksumHex(text.data(), text.size());
+    std::ofstream(dir + "/index.json") << index.dump();
+  }
+
   nlohmann::json readIndexJson() const {
     std::ifstream in(dir + "/index.json");
     return nlohmann::json::parse(in);
@@ -262,7 +279,15 @@ TEST_F(CheckpointTest, WritesShardsIndexAssemblesAndVerifies) {
 
   nlohmann::json index = readIndexJson();
   EXPECT_EQ(index["format"], "initc-checkpoint");
-  EXPECT_EQ(index["version"], 2);
+  EXPECT_EQ(index["version"], 3);
+  {
+    // The checksum covers the rest of the document as written, keys in order.
+    nlohmann::ordered_json ordered = readIndexOrdered();
+    std::string recorded = ordered["checksum"];
+    ordered.erase("checksum");
+    std::string text = ordered.dump();
+    EXPECT_EQ(recorded, checksumHex(text.data(), text.size()));
+  }
   EXPECT_EQ(index["program_id"], program.programId);
   EXPECT_EQ(index["model"], "tiny");
   EXPECT_EQ(index["seed"], 1234);
@@ -528,7 +553,7 @@ TEST_F(CheckpointTest, ReplacedShardIsReported) {
                          "the job wrote it): rerun `prog/init --rank 1 --out " +
                              dir + "` to regenerate it");
   EXPECT_FALSE(assembleCheckpoint(dir, root + "/model.safetensors", error));
-  EXPECT_NE(error.find("w on rank 1 (rank-00001-of-00002.safetensors): its tensors' checksums"),
+  EXPECT_NE(error.find("rank 1 (rank-00001-of-00002.safetensors): its tensors' checksums"),
             std::string::npos)
       << error;
 
@@ -537,9 +562,9 @@ TEST_F(CheckpointTest, ReplacedShardIsReported) {
   replaceShard(program, 1, 1, '\x22');
   std::vector<std::string> sums;
   ASSERT_TRUE(shardIsComplete(dir, program, 1, sums));
-  nlohmann::json index = readIndexJson();
+  nlohmann::ordered_json index = readIndexOrdered();
   index["shard_digests"][1] = checksumToHex(shardDigest(program, sums));
-  std::ofstream(dir + "/index.json") << index.dump();
+  writeSealedIndex(index);
   EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0].rfind("b: ranks 0 and 1 hold the same slice with different bytes", 0),
@@ -550,18 +575,20 @@ TEST_F(CheckpointTest, ReplacedShardIsReported) {
 TEST_F(CheckpointTest, MalformedIndexIsRefused) {
   Program program = tinyProgram();
   writeAll(program);
-  nlohmann::json good = readIndexJson();
-  auto expectRefused = [&](nlohmann::json index, const std::string &why) {
-    std::ofstream(dir + "/index.json") << index.dump();
+  nlohmann::ordered_json good = readIndexOrdered();
+  auto expectRefused = [&](nlohmann::ordered_json index, const std::string &why) {
+    writeSealedIndex(index);
     std::vector<std::string> problems;
     std::string error;
     EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
     EXPECT_NE(error.find("index.json is malformed (" + why), std::string::npos) << error;
     EXPECT_NE(error.find("rerun the whole job"), std::string::npos) << error;
   };
-  nlohmann::json index = good;
+  nlohmann::ordered_json index = good;
   index["version"] = 1;
   expectRefused(index, "version 1 is not supported");
+  index["version"] = 2; // no checksum
+  expectRefused(index, "version 2 is not supported");
   index = good;
   index["shard_digests"].erase(1);
   expectRefused(index, "shard_digests does not list world_size digests");
@@ -575,14 +602,68 @@ TEST_F(CheckpointTest, MalformedIndexIsRefused) {
   index["mesh"]["shape"] = {3};
   expectRefused(index, "the mesh does not have world_size ranks");
   index = good;
-  index["params"][0]["sharding"] = nlohmann::json::parse(R"([["dp"],[]])");
+  index["params"][0]["sharding"] = nlohmann::ordered_json::parse(R"([["dp"],[]])");
   expectRefused(index, "w: sharding names unknown mesh axis dp");
   index = good;
-  index["params"][0]["sharding"] = nlohmann::json::parse(R"([["tp"],["tp"]])");
+  index["params"][0]["sharding"] = nlohmann::ordered_json::parse(R"([["tp"],["tp"]])");
   expectRefused(index, "w: mesh axis tp splits two dims");
   index = good;
-  index["params"][0]["sharding"] = nlohmann::json::parse(R"([["tp"]])");
+  index["params"][0]["sharding"] = nlohmann::ordered_json::parse(R"([["tp"]])");
   expectRefused(index, "w: sharding does not list every dim");
+}
+
+// An edited index is the damaged file: one error naming index.json and the command that writes
+// it again, for verify and assemble alike; never a problem blamed on every shard, never a pass
+// (seed, model, totals, buffer and aliases were not checked against anything).
+TEST_F(CheckpointTest, EditedIndexIsReportedAsTheDamagedFile) {
+  Program program = tinyProgram();
+  writeAll(program);
+  std::string pristine;
+  ASSERT_TRUE(testprog::readFile(dir + "/index.json", pristine));
+  nlohmann::ordered_json good = readIndexOrdered();
+  std::vector<std::pair<const char *, std::function<void(nlohmann::ordered_json &)>>> edits = {
+      {"dtype", [](auto &i) { i["params"][0]["dtype"] = "BF16"; }},
+      {"a param removed", [](auto &i) { i["params"].erase(2); }},
+      {"seed", [](auto &i) { i["seed"] = 99; }},
+      {"model", [](auto &i) { i["model"] = "other"; }},
+      {"total_bytes", [](auto &i) { i["total_bytes"] = 1; }},
+      {"parameter_count", [](auto &i) { i["parameter_count"] = 1; }},
+      {"buffer", [](auto &i) { i["params"][1]["buffer"] = true; }},
+      {"an alias added", [](auto &i) { i["params"][1]["aliases"].push_back("b_tied"); }},
+      {"a digest", [](auto &i) { i["shard_digests"][0] = "0000000000000000"; }},
+      {"the checksum removed", [](auto &i) { i.erase("checksum"); }},
+  };
+  for (auto &[what, edit] : edits) {
+    nlohmann::ordered_json index = good;
+    edit(index);
+    std::ofstream(dir + "/index.json") << index.dump();
+    std::vector<std::string> problems;
+    std::string error;
+    EXPECT_FALSE(verifyCheckpoint(dir, problems, error)) << what;
+    EXPECT_TRUE(problems.empty()) << what << ": " << problems[0];
+    EXPECT_NE(error.find(dir + "/index.json: the contents do not match its \"checksum\""),
+              std::string::npos)
+        << what << ": " << error;
+    EXPECT_NE(error.find("index.json was edited or is damaged, the shards are not at fault: "
+                         "rerun the whole job (`mpirun -np N prog/init --out " +
+                         dir + " --overwrite`)"),
+              std::string::npos)
+        << what << ": " << error;
+    EXPECT_FALSE(assembleCheckpoint(dir, root + "/model.safetensors", error)) << what;
+    EXPECT_NE(error.find("index.json was edited or is damaged"), std::string::npos) << error;
+    EXPECT_EQ(access((root + "/model.safetensors").c_str(), F_OK), -1) << what;
+    // The rerun the message names: this program's index is rewritten, the shards kept.
+    EXPECT_TRUE(checkOutputDir(dir, program, true, error)) << error;
+    writeAll(program);
+    std::string rewritten;
+    ASSERT_TRUE(testprog::readFile(dir + "/index.json", rewritten));
+    EXPECT_EQ(rewritten, pristine) << what;
+  }
+  // Reformatted (jq .) but not edited: the same document, accepted.
+  std::ofstream(dir + "/index.json") << good.dump(2);
+  std::vector<std::string> problems;
+  std::string error;
+  EXPECT_TRUE(verifyCheckpoint(dir, problems, error)) << error;
 }
 
 // The index lists files, digests and params: a 16,384-rank mesh does not multiply them.
@@ -687,6 +768,209 @@ TEST_F(CheckpointTest, OutputDirRefusesAnotherProgram) {
   std::ofstream(root + "/file") << "x";
   EXPECT_FALSE(checkOutputDir(root + "/file", program, false, error));
   EXPECT_NE(error.find("not a directory"), std::string::npos) << error;
+}
+
+// A rerun's cleanup removes what a killed writer left, never the temporary of a writer still at
+// work (a second `prog/init --rank K` on the same directory): that one completes its file.
+TEST_F(CheckpointTest, CleanupLeavesLiveWritersTemporaries) {
+  Program program = tinyProgram();
+  std::string error;
+  ASSERT_TRUE(checkOutputDir(dir, program, false, error)) << error;
+  std::string name = shardFileName(1, 2);
+  std::ofstream(dir + "/." + name + ".tmp-999999999") << "left by a killed run";
+  AtomicFile live;
+  ASSERT_TRUE(live.open(dir + "/" + name, 4, error)) << error;
+  ASSERT_TRUE(live.write("abcd", 4, error)) << error;
+  EXPECT_EQ(listDir(dir).size(), 2u);
+  EXPECT_EQ(removeStaleTemporaries(dir, program, 1), 1);
+  EXPECT_EQ(removeStaleTemporaries(dir, program, -1), 0);
+  std::vector<std::string> left = listDir(dir);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0], "." + name + ".tmp-" + std::to_string(getpid()));
+  EXPECT_TRUE(live.commit(error)) << error;
+  EXPECT_EQ(listDir(dir), std::vector<std::string>{name});
+}
+
+// assemble refuses to write over the checkpoint it reads: a shard, the index, through a link,
+// a hard link, or under a shard's name that is missing.
+TEST_F(CheckpointTest, AssembleRefusesToWriteIntoTheCheckpoint) {
+  Program program = tinyProgram();
+  writeAll(program);
+  std::string shard = shardPath(0, 2), before, after;
+  ASSERT_TRUE(testprog::readFile(shard, before));
+  ASSERT_EQ(symlink(shard.c_str(), (root + "/link.safetensors").c_str()), 0);
+  ASSERT_EQ(link((dir + "/index.json").c_str(), (root + "/hard.json").c_str()), 0);
+  for (std::string out : {shard, dir + "/index.json", dir + "/./index.json",
+                          root + "/link.safetensors", root + "/hard.json"}) {
+    std::string error;
+    EXPECT_FALSE(assembleCheckpoint(dir, out, error)) << out;
+    EXPECT_NE(error.find("-o " + out + " is the checkpoint's own "), std::string::npos) << error;
+    EXPECT_NE(error.find("choose another -o"), std::string::npos) << error;
+  }
+  ASSERT_TRUE(testprog::readFile(shard, after));
+  EXPECT_EQ(before, after);
+  std::vector<std::string> problems;
+  std::string error;
+  EXPECT_TRUE(verifyCheckpoint(dir, problems, error)) << error;
+  ASSERT_EQ(unlink(shardPath(1, 2).c_str()), 0);
+  EXPECT_FALSE(assembleCheckpoint(dir, shardPath(1, 2), error));
+  EXPECT_NE(error.find("is the checkpoint's own rank-00001-of-00002.safetensors"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(listDir(dir).size(), 2u);
+}
+
+// A rank that owns no slice (every parameter replicated: rank 1 holds copies only) is still part
+// of the checkpoint: assemble refuses it missing or damaged, as verify does.
+TEST_F(CheckpointTest, AssembleChecksShardsItReadsNoSliceFrom) {
+  Program program = tinyProgram();
+  for (Param &param : program.params)
+    for (std::vector<int> &axes : param.splitAxes)
+      axes.clear();
+  writeAll(program);
+  std::string error, out = root + "/model.safetensors";
+  ASSERT_TRUE(assembleCheckpoint(dir, out, error)) << error;
+  ASSERT_EQ(unlink(out.c_str()), 0);
+  std::string bytes;
+  ASSERT_TRUE(testprog::readFile(shardPath(1, 2), bytes));
+  ASSERT_EQ(unlink(shardPath(1, 2).c_str()), 0);
+  EXPECT_FALSE(assembleCheckpoint(dir, out, error));
+  EXPECT_NE(error.find("rank 1 (rank-00001-of-00002.safetensors): " + shardPath(1, 2) +
+                       ": no such file: rerun `prog/init --rank 1"),
+            std::string::npos)
+      << error;
+  std::ofstream(shardPath(1, 2)) << "garbage";
+  EXPECT_FALSE(assembleCheckpoint(dir, out, error));
+  EXPECT_NE(error.find("rank 1 (rank-00001-of-00002.safetensors): "), std::string::npos) << error;
+  // Valid in itself, but another program's.
+  Program other = program;
+  other.programId = "aaaaaaaaaaaaaaaa";
+  ASSERT_EQ(unlink(shardPath(1, 2).c_str()), 0);
+  std::vector<std::vector<char>> globals;
+  for (size_t i = 0; i < program.params.size(); ++i)
+    globals.push_back(globalBytes(program.params[i], i));
+  writeShard(other, 1, globals);
+  EXPECT_FALSE(assembleCheckpoint(dir, out, error));
+  EXPECT_NE(error.find("rank 1 (rank-00001-of-00002.safetensors): belongs to another program"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(access(out.c_str(), F_OK), -1);
+}
+
+// A shard whose metadata records another global shape for a slice of the right shape and place:
+// the message says which global shapes differ.
+TEST_F(CheckpointTest, GlobalShapeMismatchIsNamed) {
+  Program program = tinyProgram();
+  writeAll(program);
+  SafetensorsReader reader;
+  std::string error;
+  ASSERT_TRUE(reader.open(shardPath(1, 2), error)) << error;
+  std::vector<std::string> data;
+  std::vector<SafetensorsTensor> tensors;
+  for (const SafetensorsEntry &entry : reader.tensors()) {
+    data.emplace_back(entry.bytes(), '\0');
+    ASSERT_TRUE(reader.read(entry.begin, data.back().data(), entry.bytes(), error)) << error;
+  }
+  for (size_t t = 0; t < reader.tensors().size(); ++t) {
+    const SafetensorsEntry &entry = reader.tensors()[t];
+    tensors.push_back({entry.name, entry.dtype, entry.shape, data[t].data(), entry.bytes()});
+  }
+  SafetensorsMetadata metadata = reader.metadata();
+  for (auto &[key, value] : metadata)
+    if (key == "initc.tensors") {
+      nlohmann::ordered_json records = nlohmann::ordered_json::parse(value);
+      records["w"]["global_shape"] = {6, 3};
+      value = records.dump();
+    }
+  ASSERT_TRUE(writeSafetensors(shardPath(1, 2), tensors, metadata, error)) << error;
+  std::vector<std::string> problems;
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "w on rank 1 (rank-00001-of-00002.safetensors): the file holds F32 [2, 3] "
+                         "at [3, 0] of a tensor of shape [6, 3], the index expects F32 [2, 3] at "
+                         "[3, 0] of a tensor of shape [5, 3]: rerun `prog/init --rank 1 --out " +
+                             dir + "` to regenerate it");
+  EXPECT_FALSE(assembleCheckpoint(dir, root + "/model.safetensors", error));
+  EXPECT_NE(error.find("of a tensor of shape [6, 3], the index expects"), std::string::npos)
+      << error;
+}
+
+// A FIFO (or a directory) where index.json or a shard should be: verify, assemble and a rerun
+// refuse it at once instead of waiting for a writer. Run in a child with an alarm, so that a
+// regression fails rather than hangs.
+TEST_F(CheckpointTest, FilesThatAreNotRegularAreRefusedWithoutWaiting) {
+  Program program = tinyProgram();
+  writeAll(program);
+  auto inChild = [](const std::function<bool()> &body) {
+    pid_t child = fork();
+    if (child == 0) {
+      alarm(20);
+      _exit(body() ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  };
+  std::string shard = shardPath(1, 2);
+  ASSERT_EQ(unlink(shard.c_str()), 0);
+  ASSERT_EQ(mkfifo(shard.c_str(), 0600), 0);
+  EXPECT_TRUE(inChild([&] {
+    std::vector<std::string> problems;
+    std::string error;
+    return !verifyCheckpoint(dir, problems, error) && problems.size() == 1 &&
+           problems[0].find(shard + ": a FIFO, not a regular file: rerun `prog/init --rank 1") !=
+               std::string::npos;
+  }));
+  EXPECT_TRUE(inChild([&] {
+    std::string error;
+    return !assembleCheckpoint(dir, root + "/m.safetensors", error) &&
+           error.find("a FIFO, not a regular file") != std::string::npos;
+  }));
+  EXPECT_TRUE(inChild([&] {
+    std::string error;
+    return !checkOwnShard(dir, program, 1, false, error) &&
+           error.find(shard + " is a FIFO, not a shard file: remove it, pass --overwrite") !=
+               std::string::npos;
+  }));
+  std::string error;
+  EXPECT_TRUE(inChild([&] { return checkOwnShard(dir, program, 1, true, error); }));
+  EXPECT_EQ(access(shard.c_str(), F_OK), -1);
+
+  std::string index = dir + "/index.json";
+  ASSERT_EQ(unlink(index.c_str()), 0);
+  ASSERT_EQ(mkfifo(index.c_str(), 0600), 0);
+  EXPECT_TRUE(inChild([&] {
+    std::vector<std::string> problems;
+    std::string error;
+    return !verifyCheckpoint(dir, problems, error) &&
+           error.find(index + " is a FIFO, not a regular file: rerun the whole job") !=
+               std::string::npos;
+  }));
+  EXPECT_TRUE(inChild([&] {
+    std::string error;
+    return !checkOutputDir(dir, program, false, error) &&
+           error.find("index.json is not an initc index") != std::string::npos;
+  }));
+}
+
+// Files and directories get 0666 and 0777 less the umask, as other tools' files do (they were
+// 0644 and 0755 whatever the umask).
+TEST_F(CheckpointTest, ModesFollowTheUmask) {
+  for (mode_t mask : {mode_t(002), mode_t(022), mode_t(077)}) {
+    mode_t saved = umask(mask);
+    std::string error;
+    ASSERT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
+    Program program = tinyProgram();
+    writeAll(program);
+    umask(saved);
+    struct stat info;
+    ASSERT_EQ(stat(dir.c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0777 & ~mask) << "directory, umask " << mask;
+    for (const std::string &name : listDir(dir)) {
+      ASSERT_EQ(stat((dir + "/" + name).c_str(), &info), 0);
+      EXPECT_EQ(info.st_mode & 0777, 0666 & ~mask) << name << ", umask " << mask;
+    }
+  }
 }
 
 TEST_F(CheckpointTest, RewritingAShardReplacesItAtomically) {

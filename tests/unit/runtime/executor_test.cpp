@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <fstream>
 #include <thread>
 
@@ -344,6 +345,59 @@ TEST_F(ExecutorTest, CApiFillMatchesTheExecutor) {
   EXPECT_NE(std::string(err).find("program.json"), std::string::npos) << err;
   EXPECT_EQ(initrt_program_open(nullptr, &missing, err, sizeof err), INITRT_INVALID_ARGUMENT);
   EXPECT_STREQ(initrt_status_name(INITRT_SIZE_MISMATCH), "INITRT_SIZE_MISMATCH");
+}
+
+// A program directory replaced by another compile while a handle on the old one is open: opening
+// it again runs the new kernels, and the old handle keeps its own. (Loading by path, the loader
+// returned the library already loaded under that path: the old kernels, silently.)
+void reopenReplacedProgram(const std::string &dir) {
+  Mesh mesh;
+  ASSERT_TRUE(testprog::parseMesh("dp=2", mesh));
+  std::string error;
+  ASSERT_TRUE(testprog::writeProgramDir(dir, mesh, INITRT_TESTKERNELS_PATH, error)) << error;
+  char err[512] = "";
+  initrt_program *first = nullptr, *second = nullptr;
+  ASSERT_EQ(initrt_program_open(dir.c_str(), &first, err, sizeof err), INITRT_OK) << err;
+  struct initrt_param_info info;
+  ASSERT_EQ(initrt_param_info(first, 1, 0, &info), INITRT_OK);
+  std::vector<char> old(info.bytes), fresh(info.bytes), again(info.bytes);
+  ASSERT_EQ(initrt_fill(first, 1, info.name, old.data(), old.size(), 1, err, sizeof err), INITRT_OK)
+      << err;
+
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
+  ASSERT_TRUE(testprog::writeProgramDir(dir, mesh, INITRT_TESTKERNELS_ALT_PATH, error)) << error;
+  ASSERT_EQ(initrt_program_open(dir.c_str(), &second, err, sizeof err), INITRT_OK) << err;
+  ASSERT_EQ(initrt_fill(second, 1, info.name, fresh.data(), fresh.size(), 1, err, sizeof err),
+            INITRT_OK)
+      << err;
+
+  // The new compile's values, straight from its library.
+  void *alt = dlopen(INITRT_TESTKERNELS_ALT_PATH, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(alt, nullptr) << dlerror();
+  Program program;
+  ASSERT_TRUE(readProgram(dir, program, error)) << error;
+  const Param &param = program.params[0];
+  auto kernel = reinterpret_cast<KernelFn>(dlsym(alt, param.kernel.c_str()));
+  ASSERT_NE(kernel, nullptr);
+  std::vector<char> expected =
+      cutBox(wholeTensor(param, kernel), param, sliceForRank(program.mesh, param, 1));
+  dlclose(alt);
+  EXPECT_EQ(fresh, expected) << "the reopened program ran the old kernels";
+  EXPECT_NE(fresh, old);
+  ASSERT_EQ(initrt_fill(first, 1, info.name, again.data(), again.size(), 1, err, sizeof err),
+            INITRT_OK)
+      << err;
+  EXPECT_EQ(again, old) << "the old handle lost its kernels";
+  initrt_program_close(first);
+  initrt_program_close(second);
+}
+
+TEST_F(ExecutorTest, CApiReopensAReplacedProgram) { reopenReplacedProgram(root + "/prog"); }
+
+TEST_F(ExecutorTest, CApiReopensAReplacedProgramWithoutProc) {
+  KernelLibrary::forceCopy = true;
+  reopenReplacedProgram(root + "/prog");
+  KernelLibrary::forceCopy = false;
 }
 
 namespace {

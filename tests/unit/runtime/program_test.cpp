@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace initrt;
@@ -143,6 +146,59 @@ TEST(ProgramJson, MissingFileSaysWhatToDo) {
   EXPECT_FALSE(readProgram("/nonexistent-initrt-dir", program, error));
   EXPECT_NE(error.find("/nonexistent-initrt-dir/program.json"), std::string::npos) << error;
   EXPECT_NE(error.find("initc compile"), std::string::npos) << error;
+}
+
+// program.json that is not a regular file, or far larger than any program: refused before a
+// byte is read (a FIFO was waited on forever, /dev/zero read until memory ran out, a directory
+// reported as "unexpected end of input"). Each case runs in a child with an alarm and a memory
+// limit, so that a regression fails instead of hanging or exhausting the machine.
+TEST(ProgramJson, RefusesWhatIsNotARegularFile) {
+  char dir[] = "/tmp/initrt-program-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string path = std::string(dir) + "/program.json";
+  auto refused = [&](const char *what, const std::string &expected) {
+    int report[2];
+    ASSERT_EQ(pipe(report), 0);
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      close(report[0]);
+      alarm(20);
+      rlimit limit{rlim_t(2) << 30, rlim_t(2) << 30};
+      setrlimit(RLIMIT_AS, &limit);
+      Program program;
+      std::string error;
+      bool ok = readProgram(dir, program, error);
+      if (write(report[1], error.data(), error.size()) < 0)
+        _exit(3);
+      _exit(ok ? 1 : 0);
+    }
+    close(report[1]);
+    std::string error;
+    char buffer[512];
+    for (ssize_t got; (got = read(report[0], buffer, sizeof buffer)) > 0;)
+      error.append(buffer, size_t(got));
+    close(report[0]);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status)) << what << ": killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0) << what;
+    EXPECT_NE(error.find(path + " is " + expected), std::string::npos) << what << ": " << error;
+    EXPECT_NE(error.find("recompile"), std::string::npos) << error;
+  };
+  ASSERT_EQ(symlink("/dev/zero", path.c_str()), 0);
+  refused("/dev/zero", "a character device, not a regular file");
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  refused("a FIFO", "a FIFO, not a regular file");
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  ASSERT_EQ(mkdir(path.c_str(), 0700), 0);
+  refused("a directory", "a directory, not a regular file");
+  ASSERT_EQ(rmdir(path.c_str()), 0);
+  std::ofstream(path).close();
+  ASSERT_EQ(truncate(path.c_str(), off_t(300) << 20), 0); // sparse
+  refused("300 MiB", "314572800 bytes, more than the 256 MiB such a file can have");
+  std::system((std::string("rm -rf ") + dir).c_str());
 }
 
 TEST(ProgramJson, RejectsNotJson) {

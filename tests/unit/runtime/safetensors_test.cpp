@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <fstream>
 #include <iterator>
+#include <csignal>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -340,6 +341,42 @@ TEST_F(SafetensorsTest, FileSizeLimitIsAnErrorNotASignal) {
   ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_TRUE(listDir(dir).empty()); // the temporary was removed
+}
+
+// SIGINT, SIGTERM or SIGHUP while a file is written: the temporary goes, and the process still
+// ends by the signal (its exit status says so).
+TEST_F(SafetensorsTest, ASignalRemovesTheTemporary) {
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    std::string file = path("model.safetensors");
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      close(ready[0]);
+      AtomicFile first, second; // two at once, as prog/init's index and a shard never are
+      std::string error;
+      if (!first.open(file, 1 << 20, error) || !second.open(path("other"), 1 << 20, error) ||
+          !first.write("x", 1, error))
+        _exit(3);
+      char byte = 1;
+      if (write(ready[1], &byte, 1) != 1)
+        _exit(4);
+      for (;;)
+        pause();
+    }
+    close(ready[1]);
+    char byte = 0;
+    ASSERT_EQ(read(ready[0], &byte, 1), 1);
+    close(ready[0]);
+    EXPECT_EQ(listDir(dir).size(), 2u); // both temporaries
+    ASSERT_EQ(kill(child, signal), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << WEXITSTATUS(status);
+    EXPECT_EQ(WTERMSIG(status), signal);
+    EXPECT_TRUE(listDir(dir).empty()) << listDir(dir)[0];
+  }
 }
 
 } // namespace

@@ -17,8 +17,16 @@ static int64_t globalIndex(int rank, const int64_t *globalShape, const int64_t *
   return global;
 }
 
+/* Built a second time with TK_ALT (libinitrt-testkernels-alt.so): the same kernels with other
+ * values, to tell two compiles of one program apart. */
+#ifdef TK_ALT
+#define TK_SALT 0x5bd1e995ull
+#else
+#define TK_SALT 0
+#endif
+
 static uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
+  x += 0x9e3779b97f4a7c15ull + TK_SALT;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);

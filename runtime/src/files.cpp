@@ -1,0 +1,84 @@
+#include "initrt/files.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace initrt {
+
+std::string fileKindText(unsigned mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "a special file";
+}
+
+ReadFileStatus readRegularFile(const std::string &path, uint64_t maxBytes, std::string &text,
+                               std::string &why) {
+  text.clear();
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    why = errno == ENOENT ? "no such file" : std::strerror(errno);
+    return ReadFileStatus::OpenFailed;
+  }
+  struct stat info;
+  if (::fstat(fd, &info) != 0) {
+    why = std::strerror(errno);
+    ::close(fd);
+    return ReadFileStatus::ReadFailed;
+  }
+  if (!S_ISREG(info.st_mode)) {
+    why = fileKindText(info.st_mode);
+    ::close(fd);
+    return ReadFileStatus::NotRegular;
+  }
+  if (uint64_t(info.st_size) > maxBytes) {
+    why = std::to_string(info.st_size) + " bytes, more than the " +
+          std::to_string(maxBytes >> 20) + " MiB such a file can have";
+    ::close(fd);
+    return ReadFileStatus::TooLarge;
+  }
+  text.resize(size_t(info.st_size));
+  size_t done = 0;
+  // Read to the end, but never past the limit: the file may grow while it is read.
+  for (;;) {
+    if (done == text.size()) {
+      if (text.size() >= maxBytes + 1)
+        break;
+      text.resize(std::min<size_t>(size_t(maxBytes + 1), text.size() + (size_t(1) << 16)));
+    }
+    ssize_t got = ::read(fd, text.data() + done, text.size() - done);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0) {
+      why = std::strerror(errno);
+      ::close(fd);
+      return ReadFileStatus::ReadFailed;
+    }
+    if (got == 0)
+      break;
+    done += size_t(got);
+  }
+  ::close(fd);
+  text.resize(done);
+  if (done > maxBytes) {
+    why = "more than " + std::to_string(maxBytes >> 20) + " MiB, the most such a file can have";
+    return ReadFileStatus::TooLarge;
+  }
+  return ReadFileStatus::Ok;
+}
+
+} // namespace initrt

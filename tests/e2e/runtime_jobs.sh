@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Jobs that go wrong around the files: ranks of one job started with different programs or
+# different --out, several writers of one rank, `--rank` under mpirun, assemble asked to write
+# over the checkpoint it reads, signals while a file is written, inputs that are not regular
+# files, a damaged index, a missing shard that owns no slice, and the modes files get. Each
+# case: one clear message, a non-zero exit without a crash, nothing left under a final name that
+# is not complete.
+source "$(dirname "$0")/common.bash"
+cd "$WORK"
+CONFIG="$ROOT/tests/e2e/configs/llama_uneven.json"
+cases=0
+
+# expect_error NAME PATTERN CMD...: CMD fails cleanly with PATTERN (grep -E) in exactly one
+# message of initc or prog/init (mpirun adds its own banner around it).
+expect_error() {
+  fails_cleanly "$@"
+  local name=$1 messages
+  messages=$(grep -E "^(init|initc)(: | \(rank)" "$WORK/err.txt" | grep -cvE "[0-9]+ problems? found$" || true)
+  ((messages == 1)) || fail "$name: $messages messages, expected one: $(head -c 800 "$WORK/err.txt")"
+  cases=$((cases + 1))
+}
+
+"$INITC" import hf "$CONFIG" -o f32.mlir
+"$INITC" import hf "$CONFIG" --seed 1 -o s1.mlir
+"$INITC" compile f32.mlir --mesh dp=2 --shard fsdp -o p2 >/dev/null
+"$INITC" compile s1.mlir --mesh dp=2 --shard fsdp -o p2s1 >/dev/null
+"${MPIRUN[@]}" -np 2 p2/init --out ref --quiet || fail "reference run"
+
+#===------------------------------------------------------------------------===#
+# The ranks of one job disagree: programs, output directories; --rank under mpirun
+#===------------------------------------------------------------------------===#
+expect_error "ranks run different programs" \
+  "init: error \(rank 1\): ranks run different programs: this rank runs .*/p2s1/init \(program id [0-9a-f]+\), rank 0 runs .*/p2/init \(program id [0-9a-f]+\): start every rank of the job with the same prog/init" \
+  "${MPIRUN[@]}" -np 1 p2/init --out ck : -np 1 p2s1/init --out ck
+[[ ! -e ck ]] || fail "different programs wrote $(ls -A ck)"
+expect_error "ranks write to different directories" \
+  "init: error \(rank 1\): ranks write to different directories: this rank has --out $WORK/cb, rank 0 has --out $WORK/ca: give every rank the same --out" \
+  "${MPIRUN[@]}" -np 1 p2/init --out ca : -np 1 p2/init --out cb
+[[ ! -e ca && ! -e cb ]] || fail "different --out directories were written"
+# The same directory spelled two ways is one directory.
+"${MPIRUN[@]}" -np 1 p2/init --out same --quiet : -np 1 p2/init --out "./same//" --quiet ||
+  fail "one --out spelled two ways"
+cmp same/index.json ref/index.json || fail "one --out spelled two ways: another index"
+expect_error "--rank under mpirun" \
+  "init: error: --rank 1 computes one rank alone, but the launcher started 4 processes, which would all write rank 1's file" \
+  "${MPIRUN[@]}" -np 4 p2/init --rank 1 --out cc
+[[ ! -e cc ]] || fail "--rank under mpirun wrote $(ls -A cc)"
+echo "ok ranks that disagree"
+
+# Several writers of one rank at once: none removes another's temporary (each holds a lock on
+# its own), and every one of them completes the same file.
+for round in 1 2 3 4 5; do
+  rm -rf cc
+  pids=()
+  for w in 1 2 3; do
+    p2/init --rank 1 --out cc --quiet 2>"writer$w.txt" &
+    pids+=($!)
+  done
+  for w in 0 1 2; do
+    wait "${pids[$w]}" || fail "writer $((w + 1)) of rank 1 failed (round $round): $(cat "writer$((w + 1)).txt")"
+  done
+  [[ $(ls -A cc) == rank-00001-of-00002.safetensors ]] || fail "writers left $(ls -A cc)"
+  cmp cc/rank-00001-of-00002.safetensors ref/rank-00001-of-00002.safetensors || fail "writers' file differs"
+done
+echo "ok concurrent writers of one rank"
+
+#===------------------------------------------------------------------------===#
+# assemble: never over the checkpoint it reads; every shard checked, owner of a slice or not
+#===------------------------------------------------------------------------===#
+cp -r ref ca
+for out in ca/rank-00000-of-00002.safetensors ca/index.json ./ca//index.json; do
+  expect_error "assemble -o $out" "initc: error: -o $out is the checkpoint's own (rank-00000-of-00002.safetensors|index.json) \(in ca\): writing it would destroy the checkpoint being assembled; choose another -o" \
+    "$INITC" assemble ca -o "$out"
+done
+cmp ca/rank-00000-of-00002.safetensors ref/rank-00000-of-00002.safetensors && cmp ca/index.json ref/index.json ||
+  fail "assemble changed the checkpoint it reads"
+"$INITC" verify ca >/dev/null || fail "verify after refused assembles"
+
+"$INITC" compile f32.mlir --mesh dp=2 --shard replicated -o pr >/dev/null
+"${MPIRUN[@]}" -np 2 pr/init --out ch --quiet || fail "replicated run"
+rm ch/rank-00001-of-00002.safetensors
+expect_error "assemble without a rank that owns no slice" \
+  "initc: error: rank 1 \(rank-00001-of-00002.safetensors\): .*no such file: rerun .prog/init --rank 1 --out ch" \
+  "$INITC" assemble ch -o x.safetensors
+echo garbage >ch/rank-00001-of-00002.safetensors
+expect_error "assemble with garbage for a rank that owns no slice" \
+  "initc: error: rank 1 \(rank-00001-of-00002.safetensors\): .*not a safetensors file.*rerun .prog/init --rank 1 --out ch" \
+  "$INITC" assemble ch -o x.safetensors
+[[ ! -e x.safetensors ]] || fail "assemble wrote a model from a broken checkpoint"
+echo "ok assemble"
+
+#===------------------------------------------------------------------------===#
+# An edited index is the damaged file, and the rerun it names restores it
+#===------------------------------------------------------------------------===#
+cp -r ref cf
+sed -i 's/"dtype":"F32"/"dtype":"BF16"/' cf/index.json
+expect_error "verify an edited index" \
+  "initc: error: cf/index.json: the contents do not match its \"checksum\" .*: index.json was edited or is damaged, the shards are not at fault: rerun the whole job" \
+  "$INITC" verify cf
+expect_error "assemble an edited index" "index.json was edited or is damaged" "$INITC" assemble cf -o cf.safetensors
+[[ ! -e cf.safetensors ]] || fail "assemble wrote a model from an edited index"
+"${MPIRUN[@]}" -np 2 p2/init --out cf --overwrite --quiet || fail "the rerun the message names"
+cmp cf/index.json ref/index.json || fail "the rerun did not restore index.json"
+echo "ok edited index"
+
+#===------------------------------------------------------------------------===#
+# A signal while a file is written: the temporary goes, the exit status names the signal
+#===------------------------------------------------------------------------===#
+cat >big.mlir <<'EOF'
+init.seed 3
+init.param @a : tensor<4096x4096xf32> {
+  %0 = init.normal mean 0.0 std 1.0 stream 0 : tensor<4096x4096xf32>
+  init.yield %0 : tensor<4096x4096xf32>
+}
+init.param @b : tensor<4096x4096xbf16> {
+  %0 = init.uniform -1.0, 1.0 stream 0 : tensor<4096x4096xbf16>
+  init.yield %0 : tensor<4096x4096xbf16>
+}
+EOF
+"$INITC" compile big.mlir -o big >/dev/null
+"$INITC" compile big.mlir --mesh dp=2 --shard fsdp -o big2 >/dev/null
+# signal_when_written SIGNAL DIR PREFIX CMD...: runs CMD, sends SIGNAL to it as soon as a file
+# named PREFIX* appears in DIR, and prints CMD's exit status as a shell shows it (128 + N for a
+# signal), or "finished" when CMD ended before the file appeared.
+signal_when_written() {
+  $PYTHON - "$@" <<'EOF'
+import os, signal, subprocess, sys, time
+sig, folder, prefix, cmd = getattr(signal, sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
+proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open("signal.log", "w"))
+deadline = time.monotonic() + 300
+while proc.poll() is None and time.monotonic() < deadline:
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        names = []
+    if any(n.startswith(prefix) for n in names):
+        proc.send_signal(sig)
+        rc = proc.wait()
+        print(128 - rc if rc < 0 else rc)
+        sys.exit(0)
+proc.kill()
+proc.wait()
+print("finished")
+EOF
+}
+mkdir -p sig
+for attempt in 1 2 3; do
+  rm -rf sig/ckpt
+  status=$(signal_when_written SIGINT sig/ckpt .rank-00000-of-00001.safetensors.tmp- big/init --out sig/ckpt --quiet)
+  [[ $status == finished ]] || break
+done
+[[ $status == 130 ]] || fail "prog/init after SIGINT: status $status, expected 130: $(cat signal.log)"
+[[ -z $(ls -A sig/ckpt) ]] || fail "SIGINT left in the checkpoint: $(ls -A sig/ckpt)"
+big/init --out sig/ckpt --quiet || fail "big run"
+for attempt in 1 2 3; do
+  status=$(signal_when_written SIGTERM sig .model.safetensors.tmp- "$INITC" assemble sig/ckpt -o sig/model.safetensors)
+  [[ $status == finished ]] || break
+  rm -f sig/model.safetensors
+done
+[[ $status == 143 ]] || fail "assemble after SIGTERM: status $status, expected 143: $(cat signal.log)"
+[[ $(ls -A sig) == ckpt ]] || fail "SIGTERM left: $(ls -A sig)"
+# Under mpirun: mpirun passes SIGTERM on to the ranks, which remove their temporaries.
+for attempt in 1 2 3; do
+  rm -rf sig/ckpt2
+  status=$(signal_when_written SIGTERM sig/ckpt2 .rank-00001-of-00002.safetensors.tmp- "${MPIRUN[@]}" -np 2 big2/init --out sig/ckpt2 --quiet)
+  [[ $status == finished ]] || break
+done
+[[ $status != finished && $status != 0 ]] || fail "mpirun after SIGTERM: status $status"
+[[ -z $(ls -A sig/ckpt2 | grep tmp) ]] || fail "SIGTERM to mpirun left: $(ls -A sig/ckpt2)"
+echo "ok signals"
+
+echo "$cases cases"
+echo "PASS $TEST_NAME"
