@@ -18,6 +18,8 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <cerrno>
+#include <csignal>
 #include <unistd.h>
 
 using namespace mlir;
@@ -317,6 +319,25 @@ LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef model
     if (ec) {
       error = "cannot read '" + dir.str() + "': " + ec.message();
       return failure();
+    }
+  }
+  // What an interrupted compile left next to it: DIR.tmp-PID and DIR.old-PID of processes that
+  // are gone (a kill(pid, 0) of ESRCH; a live compile's are left alone).
+  {
+    llvm::StringRef parent = llvm::sys::path::parent_path(dirPath);
+    std::string base = llvm::sys::path::filename(dirPath).str();
+    std::error_code ec;
+    for (fs::directory_iterator it(parent.empty() ? "." : parent, ec), end; it != end && !ec;
+         it.increment(ec)) {
+      llvm::StringRef name = llvm::sys::path::filename(it->path()), pidText;
+      if (name.starts_with(base + ".tmp-"))
+        pidText = name.drop_front(base.size() + 5);
+      else if (name.starts_with(base + ".old-"))
+        pidText = name.drop_front(base.size() + 5);
+      int pid = 0;
+      if (!pidText.empty() && !pidText.getAsInteger(10, pid) && pid > 0 &&
+          ::kill(pid, 0) != 0 && errno == ESRCH)
+        (void)fs::remove_directories(it->path());
     }
   }
   std::string tmp = dirPath + ".tmp-" + std::to_string(::getpid());

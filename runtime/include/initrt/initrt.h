@@ -9,7 +9,10 @@
  *   initrt_program_close(prog);
  *
  * Nothing here aborts: every failure is a status plus a message in `err` (when given). A program
- * handle may be used from several threads at once; each call uses its own worker threads. */
+ * handle may be used from several threads at once; each call uses its own worker threads.
+ *
+ * Linking: the static library build/lib/libinitrt.a and what it uses,
+ *   cc app.c -Iruntime/include build/lib/libinitrt.a -lxxhash -lstdc++ -lpthread -ldl -lm */
 #ifndef INITRT_INITRT_H
 #define INITRT_INITRT_H
 
@@ -63,7 +66,8 @@ struct initrt_param_info {
 initrt_status initrt_program_open(const char *prog_dir, initrt_program **out, char *err,
                                   size_t errlen);
 
-/* Releases the program; NULL is allowed. */
+/* Releases the program; NULL is allowed. As after free(), the handle is gone: using it or
+ * closing it again is undefined (names from initrt_param_info die with it too). */
 void initrt_program_close(initrt_program *prog);
 
 /* Ranks in the program's mesh (0 for a NULL program). */
