@@ -827,8 +827,20 @@ def tensor_type(shape, dtype):
     return "tensor<%s%s>" % ("".join("%dx" % s for s in shape), dtype)
 
 
+def mlir_string(text):
+    """`text` as the body of an MLIR string literal: quotes, backslashes and control characters
+    escaped as \\XX (hex), other characters as UTF-8."""
+    out = []
+    for ch in text:
+        if ch in ('"', "\\") or ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append("\\%02X" % ord(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def quote(name):
-    return '@"%s"' % name.replace("\\", "\\\\").replace('"', '\\"')
+    return '@"%s"' % mlir_string(name)
 
 
 class ParamEmitter:
@@ -933,7 +945,7 @@ def capture_model(factory, kwargs, seed, model_name):
 
     param_ids = {id(p) for p in model.parameters()}
     axes = logical_axes(model)
-    lines = ['module attributes {init.model = "%s"} {' % model_name, "  init.seed %d" % seed]
+    lines = ['module attributes {init.model = "%s"} {' % mlir_string(model_name), "  init.seed %d" % seed]
     primary = {}
     shared_random = {}
     for name, t in model.state_dict(keep_vars=True).items():
@@ -1005,6 +1017,63 @@ def load_factory(spec):
     return factory
 
 
+def output_target(path):
+    """The file that `-o path` writes and whether it is written in place: a pipe, /dev/null,
+    /dev/stdout or another non-regular file is (a rename would replace it); a symbolic link to
+    a regular file names the file that is replaced (the link stays). Raises CaptureError for
+    paths that cannot be written."""
+    import stat
+    try:
+        info = os.stat(path)  # follows links
+    except OSError:
+        info = None
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise CaptureError("cannot write %s: it is a directory: name a file" % path)
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        return path, True
+    # A link to a file yet to be written: realpath names the file to create.
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    directory = os.path.dirname(target) or "."
+    if not os.path.isdir(directory):
+        raise CaptureError("cannot write %s: directory %s does not exist" % (path, directory))
+    return target, False
+
+
+def write_output(path, text):
+    """Writes `text` to `path` ('-': stdout) atomically: a temporary name next to the file, then
+    a rename, so that a failure never leaves a partial file under the final name nor a
+    temporary file behind; a pipe or a device is written as it is."""
+    data = text.encode("utf-8")
+    if path == "-":
+        try:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        except OSError as e:
+            raise CaptureError("cannot write to stdout: %s" % (e.strerror or e))
+        return
+    target, direct = output_target(path)
+    if direct:
+        try:
+            with open(target, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise CaptureError("cannot write %s: %s" % (path, e.strerror or e))
+        return
+    directory, base = os.path.split(target)
+    temp = os.path.join(directory, ".%s.tmp-%d" % (base[:200], os.getpid()))
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(temp, target)
+    except OSError as e:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise CaptureError("cannot write %s: %s" % (path, e.strerror or e))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="initc_capture.py",
@@ -1024,6 +1093,16 @@ def main(argv=None):
             raise CaptureError("--kwargs must be a JSON object, e.g. '{\"dim\": 512}'")
         if not 0 <= opts.seed < 2 ** 64:
             raise CaptureError("--seed must be an unsigned 64-bit integer")
+        if opts.output != "-":
+            target, _ = output_target(opts.output)
+            where = opts.factory.rsplit(":", 1)[0]
+            if os.path.exists(where) and os.path.exists(target) and os.path.samefile(where, target):
+                raise CaptureError("-o '%s' is the factory's file: choose another -o" % opts.output)
+        if opts.name is not None:
+            try:
+                opts.name.encode("utf-8")
+            except UnicodeEncodeError:
+                raise CaptureError("--name must be valid UTF-8")
         factory = load_factory(opts.factory)
         name = opts.name or opts.factory.rsplit(":", 1)[1]
         text = capture_model(factory, kwargs, opts.seed, name)
@@ -1037,13 +1116,11 @@ def main(argv=None):
         print("initc-capture: error: the factory raised %s: %s (at %s)" % (type(e).__name__, e, where),
               file=sys.stderr)
         return 1
-    if opts.output == "-":
-        sys.stdout.write(text)
-    else:
-        tmp = opts.output + ".tmp-%d" % os.getpid()
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, opts.output)
+    try:
+        write_output(opts.output, text)
+    except CaptureError as e:
+        print("initc-capture: error: %s" % e, file=sys.stderr)
+        return 1
     return 0
 
 

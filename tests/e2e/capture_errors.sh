@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# What tools/capture/initc_capture.py refuses, and how it writes: every refusal exits 1 (2 for a
+# usage error) with exactly one "initc-capture: error:" line naming the op, the tensor or module
+# and what to do, never a Python traceback, and leaves no file under the output's name and no
+# temporary file. The factories are written below into the scratch directory.
+# Needs: /usr/bin/python3 with torch (apt-get install python3-torch).
+source "$(dirname "$0")/common.bash"
+CAPTURE="$ROOT/tools/capture/initc_capture.py"
+"$PYTHON" -c "import torch" 2>/dev/null || fail "$PYTHON cannot import torch: apt-get install python3-torch"
+cd "$WORK"
+cases=0
+
+cat >ok.py <<'EOF'
+import torch
+import torch.nn as nn
+
+
+def linear():
+    return nn.Linear(4, 3)
+EOF
+
+# refused NAME PATTERN ARGS...: the capture with ARGS fails cleanly with exit status 1, one error
+# line holding PATTERN (grep -E) and no traceback.
+refused() {
+  local name=$1 pattern=$2
+  shift 2
+  fails_cleanly "$name" "$pattern" "$PYTHON" "$CAPTURE" "$@"
+  local rc=0
+  "$PYTHON" "$CAPTURE" "$@" >/dev/null 2>&1 || rc=$?
+  ((rc == 1)) || fail "$name: exit status $rc, expected 1"
+  ! grep -q "Traceback" "$WORK/err.txt" || fail "$name: a Python traceback: $(head -c 800 "$WORK/err.txt")"
+  local lines
+  lines=$(grep -vc "^initc-capture: note:" "$WORK/err.txt" || true)
+  ((lines == 1)) || fail "$name: $lines lines, expected one error line: $(head -c 1200 "$WORK/err.txt")"
+  grep -q "^initc-capture: error: " "$WORK/err.txt" || fail "$name: no 'initc-capture: error:' line"
+  cases=$((cases + 1))
+}
+
+# no_output PATH: nothing under PATH, and no temporary file left next to it.
+no_output() {
+  [[ ! -e $1 ]] || fail "$1 exists after a failure"
+  local leftovers
+  leftovers=$(find "$(dirname "$1")" -maxdepth 1 -name "*.tmp-*" | head -3)
+  [[ -z $leftovers ]] || fail "temporary files left: $leftovers"
+}
+
+#===------------------------------------------------------------------------===#
+# Outputs
+#===------------------------------------------------------------------------===#
+
+refused "missing directory" "cannot write $WORK/nowhere/x.mlir: directory $WORK/nowhere does not exist" \
+  --factory ok.py:linear -o "$WORK/nowhere/x.mlir"
+mkdir outdir
+refused "a directory" "cannot write outdir: it is a directory: name a file" --factory ok.py:linear -o outdir
+[[ -d outdir && -z $(ls -A outdir) ]] || fail "the output directory was changed"
+no_output "$WORK/outdir.tmp"
+refused "the factory's file" "-o 'ok.py' is the factory's file" --factory ok.py:linear -o ok.py
+grep -q "def linear" ok.py || fail "the factory's file was overwritten"
+# A usage error is argparse's, exit status 2.
+rc=0
+"$PYTHON" "$CAPTURE" --factory ok.py:linear --bogus >/dev/null 2>&1 || rc=$?
+((rc == 2)) || fail "an unknown option: exit status $rc, expected 2"
+
+"$PYTHON" "$CAPTURE" --factory ok.py:linear -o plain.mlir || fail "capture into a file"
+expected=$(sha256sum <plain.mlir)
+# A FIFO stays a FIFO and its reader gets the whole IR.
+mkfifo ir.fifo
+cat ir.fifo >from_fifo.mlir &
+reader=$!
+"$PYTHON" "$CAPTURE" --factory ok.py:linear -o ir.fifo || fail "capture into a FIFO"
+wait $reader
+[[ -p ir.fifo ]] || fail "the FIFO was replaced by a regular file"
+[[ $(sha256sum <from_fifo.mlir) == "$expected" ]] || fail "the FIFO's reader got other bytes"
+# /dev/stdout, a link to a pipe here, is written as it is. (Not /dev/null: a tool that renamed a
+# file over it would break the machine for everyone.)
+"$PYTHON" "$CAPTURE" --factory ok.py:linear -o /dev/stdout | cat >from_stdout.mlir
+[[ ${PIPESTATUS[0]} == 0 && $(sha256sum <from_stdout.mlir) == "$expected" ]] || fail "capture into /dev/stdout"
+# A symbolic link stays a link; the file it names is written (and created when missing).
+ln -s target.mlir link.mlir
+"$PYTHON" "$CAPTURE" --factory ok.py:linear -o link.mlir || fail "capture through a dangling link"
+[[ -L link.mlir && $(sha256sum <target.mlir) == "$expected" ]] || fail "the link was not followed"
+echo stale >target.mlir
+"$PYTHON" "$CAPTURE" --factory ok.py:linear -o link.mlir || fail "capture through a link"
+[[ -L link.mlir && $(sha256sum <target.mlir) == "$expected" ]] || fail "the link's target was not replaced"
+no_output "$WORK/none"
+# A model name with quotes, backslashes and control characters is escaped: initc reads it back.
+"$PYTHON" "$CAPTURE" --factory ok.py:linear --name $'a"b\\c\nd' -o named.mlir || fail "capture with --name"
+"$INITC" inspect named.mlir >inspect.txt 2>&1 || fail "initc cannot read the IR of a quoted --name: $(head -c 600 inspect.txt)"
+
+echo "PASS capture_errors ($cases refusals)"
