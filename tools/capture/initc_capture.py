@@ -319,6 +319,31 @@ READS_VALUES = {"item", "tolist", "__bool__", "__float__", "__int__", "__index__
                 "__contains__"}
 
 
+def eager_factory_dtype(name, args, kwargs):
+    """The dtype a factory call without dtype= gets on the CPU, where the meta device of torch 1.13
+    infers another: torch.full((4,), -100) is int64 and torch.full((4,), True) bool (meta: the
+    default float type), torch.arange(0., 8) is the default float type (meta: int64). None when
+    the meta device agrees."""
+    try:
+        if name == "full":
+            value = args[1] if len(args) > 1 else kwargs.get("fill_value")
+            if isinstance(value, (bool, int, float)):
+                return torch.full((0,), value, device="cpu").dtype
+        elif name == "arange":
+            bounds = list(args) + [kwargs[k] for k in ("start", "end", "step") if k in kwargs]
+            if bounds and all(isinstance(b, (int, float)) and not isinstance(b, bool)
+                              for b in bounds):
+                # The same call over an empty range: the dtype follows the Python types of the
+                # bounds, never their values.
+                probe = [type(b)(0) for b in bounds]
+                if len(probe) == 3:
+                    probe[2] = type(bounds[2])(1)
+                return torch.arange(*probe, device="cpu").dtype
+    except Exception:
+        pass
+    return None
+
+
 class Capture(TorchFunctionMode):
     def __init__(self):
         super().__init__()
@@ -630,7 +655,8 @@ class Capture(TorchFunctionMode):
         if name in ("ones", "ones_like", "new_ones"):
             return fill(1, shape, dt)
         if name in ("full", "full_like", "new_full"):
-            v = args[1] if len(args) > 1 else kwargs.get("fill_value")
+            at = 2 if name == "new_full" else 1
+            v = args[at] if len(args) > at else kwargs.get("fill_value")
             return self.value(v, shape, dt)
         if name in ("tensor", "scalar_tensor", "new_tensor", "as_tensor"):
             data = args[1] if name == "new_tensor" else args[0]
@@ -737,6 +763,10 @@ class Capture(TorchFunctionMode):
                 not tensors or name.endswith("_like") or name in ("tensor", "as_tensor"))
             if is_factory:
                 kwargs["device"] = "meta"
+                if kwargs.get("dtype") is None:
+                    dtype = eager_factory_dtype(name, args, kwargs)
+                    if dtype is not None:
+                        kwargs["dtype"] = dtype
             if "out" in kwargs and kwargs["out"] is not None:
                 out = kwargs["out"]
                 res = func(*args, **kwargs)

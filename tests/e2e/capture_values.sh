@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Values and dtypes that tools/capture/initc_capture.py must get exactly as eager PyTorch does,
+# for the factories written below into the scratch directory: each is captured, compiled for one
+# rank, run and assembled, then tests/capture/check_capture.py compares every tensor with eager
+# PyTorch (names, dtypes, shapes; deterministic elements bit for bit; random ones by mean, std
+# and Kolmogorov-Smirnov), and the factory's own check_NAME(tensors) asserts the exact
+# relationships (copies, zeros, constants) that a statistical test cannot see.
+# Needs: /usr/bin/python3 with torch, numpy and scipy (tools/setup.sh installs them).
+source "$(dirname "$0")/common.bash"
+CAPTURE="$ROOT/tools/capture/initc_capture.py"
+CHECK="$ROOT/tests/capture/check_capture.py"
+"$PYTHON" -c "import torch, numpy, scipy" 2>/dev/null ||
+  fail "$PYTHON needs torch, numpy and scipy: apt-get install python3-torch python3-numpy python3-scipy"
+[[ -x $INITC ]] || fail "$INITC is missing: build the target initc"
+cd "$WORK"
+
+cat >models.py <<'EOF'
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+class Dtypes(nn.Module):
+    """Buffers from every factory form, without and with dtype=: eager CPU's dtype rules (the
+    meta device of torch 1.13 infers others for full and arange)."""
+
+    def __init__(self):
+        super().__init__()
+        buffers = {
+            "full_int": torch.full((4,), -100),
+            "full_bool": torch.full((4,), True),
+            "full_float": torch.full((2, 3), 1.5),
+            "full_f16": torch.full((4,), 2, dtype=torch.float16),
+            "full_i64": torch.full((3,), 7, dtype=torch.int64),
+            "arange_float_start": torch.arange(0., 8),
+            "arange_float_end": torch.arange(8.),
+            "arange_float_step": torch.arange(0, 8, 0.5),
+            "arange_int": torch.arange(8),
+            "arange_int_step": torch.arange(2, 20, 3),
+            "arange_f64": torch.arange(5, dtype=torch.float64),
+            "zeros": torch.zeros(3),
+            "zeros_i64": torch.zeros(3, dtype=torch.int64),
+            "ones_bool": torch.ones(2, 2, dtype=torch.bool),
+            "ones_bf16": torch.ones(3, dtype=torch.bfloat16),
+            "tensor_int": torch.tensor(3),
+            "tensor_float": torch.tensor(2.5),
+            "tensor_bool": torch.tensor(True),
+            "tensor_f64": torch.tensor(2, dtype=torch.float64),
+            "scalar_tensor": torch.scalar_tensor(3),
+            "eye": torch.eye(3),
+            "eye_bool": torch.eye(2, 3, dtype=torch.bool),
+            "empty_filled": torch.empty(3, dtype=torch.int64).fill_(5),
+            "full_like": torch.full_like(torch.zeros(2, dtype=torch.int64), 4),
+            "new_full": torch.zeros(2, dtype=torch.bool).new_full((3,), 1),
+        }
+        for name, value in buffers.items():
+            self.register_buffer(name, value)
+
+
+def dtypes():
+    return Dtypes()
+
+
+def dtypes_f64():
+    """The same with torch.set_default_dtype(torch.float64) inside the factory."""
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return Dtypes()
+    finally:
+        torch.set_default_dtype(old)
+
+
+def check_dtypes(t):
+    assert t["full_int"].dtype == np.int64 and (t["full_int"] == -100).all()
+    assert t["arange_float_start"].dtype == np.float32
+
+
+def check_dtypes_f64(t):
+    assert t["arange_float_start"].dtype == np.float64 and t["full_int"].dtype == np.int64
+
+
+ALL = ["dtypes", "dtypes_f64"]
+EOF
+
+for model in $("$PYTHON" -c "import models; print(' '.join(models.ALL))"); do
+  mkdir -p "$model"
+  "$PYTHON" "$CAPTURE" --factory "models.py:$model" --seed 5 -o "$model/model.mlir" \
+    2> >(grep -v "^initc-capture: note:" >&2) || fail "$model: capture failed"
+  "$INITC" compile "$model/model.mlir" --mesh dp=1 --shard replicated -o "$model/prog" >/dev/null ||
+    fail "$model: compile failed"
+  "$model/prog/init" --out "$model/ckpt" --quiet || fail "$model: the run failed"
+  "$INITC" assemble "$model/ckpt" -o "$model/m.safetensors" >/dev/null || fail "$model: assemble failed"
+  if ! "$PYTHON" "$CHECK" --factory "models.py:$model" --ir "$model/model.mlir" \
+      "$model/m.safetensors" >"$model/check.log" 2>&1; then
+    cat "$model/check.log" >&2
+    fail "$model: values do not match PyTorch's eager initialization"
+  fi
+  "$PYTHON" - "$CHECK" "$model" "$model/m.safetensors" <<'EOF' || fail "$model: an exact relationship does not hold"
+import importlib.util
+import sys
+sys.path.insert(0, ".")
+spec = importlib.util.spec_from_file_location("check_capture", sys.argv[1])
+check_capture = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(check_capture)
+import models
+tensors = {k: v[1] for k, v in check_capture.read_safetensors(sys.argv[3]).items()}
+check = getattr(models, "check_" + sys.argv[2], None)
+if check is not None:
+    check(tensors)
+EOF
+  echo "ok $model: $(tail -1 "$model/check.log")"
+done
+echo "PASS capture_values"
