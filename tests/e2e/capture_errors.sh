@@ -87,4 +87,29 @@ no_output "$WORK/none"
 "$PYTHON" "$CAPTURE" --factory ok.py:linear --name $'a"b\\c\nd' -o named.mlir || fail "capture with --name"
 "$INITC" inspect named.mlir >inspect.txt 2>&1 || fail "initc cannot read the IR of a quoted --name: $(head -c 600 inspect.txt)"
 
+#===------------------------------------------------------------------------===#
+# Ops with no init IR counterpart
+#===------------------------------------------------------------------------===#
+
+cat >bad.py <<'EOF'
+import torch
+import torch.nn as nn
+from torch.nn.init import sparse_
+
+
+class Holder(nn.Module):
+    def __init__(self, shape=(8, 8), dtype=torch.float32):
+        super().__init__()
+        self.w = nn.Parameter(torch.empty(shape, dtype=dtype))
+
+
+def sparse_imported():
+    m = Holder()
+    sparse_(m.w, 0.5)
+    return m
+EOF
+
+refused "sparse_ imported by name" "model: torch.nn.init.sparse_ has no init IR counterpart .*tensor w, at .*bad.py:14" \
+  --factory bad.py:sparse_imported
+
 echo "PASS capture_errors ($cases refusals)"

@@ -20,6 +20,11 @@ import math
 import numpy as np
 import torch
 import torch.nn as nn
+# Imported by name before the capture hooks torch.nn.init: still recorded whole.
+from torch.nn.init import (constant_, dirac_, eye_, kaiming_normal_, ones_, orthogonal_,
+                           trunc_normal_, xavier_uniform_, zeros_)
+
+INITS = {"normal": nn.init.normal_, "uniform": nn.init.uniform_}
 
 
 class Dtypes(nn.Module):
@@ -82,7 +87,42 @@ def check_dtypes_f64(t):
     assert t["arange_float_start"].dtype == np.float64 and t["full_int"].dtype == np.int64
 
 
-ALL = ["dtypes", "dtypes_f64"]
+class ImportedInits(nn.Module):
+    """torch.nn.init functions called by names imported before the capture starts, through an
+    alias table, and imported while the factory runs."""
+
+    def __init__(self):
+        super().__init__()
+        from torch.nn.init import orthogonal_ as late_orthogonal_
+        shapes = {"orth": (32, 48), "orth_late": (24, 16), "eye": (8, 12), "dirac": (4, 4, 3),
+                  "xavier": (40, 30), "kaiming": (40, 30), "trunc": (2000,), "zeros": (5,),
+                  "ones": (5,), "const": (5,), "normal": (2000,), "uniform": (2000,)}
+        for name, shape in shapes.items():
+            setattr(self, name, nn.Parameter(torch.empty(shape)))
+        orthogonal_(self.orth, gain=1.5)
+        late_orthogonal_(self.orth_late)
+        eye_(self.eye)
+        dirac_(self.dirac)
+        xavier_uniform_(self.xavier)
+        kaiming_normal_(self.kaiming, mode="fan_out")
+        trunc_normal_(self.trunc, std=0.5, a=-0.7, b=0.7)
+        zeros_(self.zeros)
+        ones_(self.ones)
+        constant_(self.const, 0.25)
+        INITS["normal"](self.normal, 1.0, 2.0)
+        INITS["uniform"](self.uniform, -3.0, -1.0)
+
+
+def imported_inits():
+    return ImportedInits()
+
+
+def check_imported_inits(t):
+    assert (t["eye"] == np.eye(8, 12, dtype=np.float32)).all()
+    assert (t["const"] == 0.25).all() and abs(t["trunc"]).max() <= 0.7
+
+
+ALL = ["dtypes", "dtypes_f64", "imported_inits"]
 EOF
 
 for model in $("$PYTHON" -c "import models; print(' '.join(models.ALL))"); do

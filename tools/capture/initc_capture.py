@@ -741,13 +741,21 @@ class Capture(TorchFunctionMode):
         return unsupported("%s has no init IR counterpart" % name, shape, dt)
 
     # -- the mode --------------------------------------------------------------------------------
+    def init_call(self, name, args, kwargs):
+        """A call of the torch.nn.init function `name` (InitHooks): recorded whole, through the
+        mode, so that it is seen as one op rather than as the ops it is made of."""
+        original = ORIGINAL_INIT[name]
+        if self.busy:
+            return original(*args, **kwargs)
+        return self.__torch_function__(original, (), args, kwargs)
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         if self.busy:
             return func(*args, **kwargs)
         name = getattr(func, "__name__", "")
         # torch.nn.init functions re-dispatch through their module globals, which may be ours.
-        init_name = INIT_BY_FUNC.get(getattr(func, "__wrapped__", func))
+        init_name = INIT_BY_FUNC.get(func)
         self.busy = True
         try:
             if init_name is not None:
@@ -818,22 +826,53 @@ class Capture(TorchFunctionMode):
 INIT_NAMES = ["uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
               "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
               "orthogonal_", "sparse_"]
-ORIGINAL_INIT = {n: getattr(nn.init, n) for n in INIT_NAMES}
-INIT_BY_FUNC = {f: n for n, f in ORIGINAL_INIT.items()}
+# The torch.nn.init function objects, which InitHooks patches in place while a factory runs.
+INIT_FUNCS = {n: getattr(nn.init, n) for n in INIT_NAMES}
 
 
-def patched_init(capture, name):
-    original = ORIGINAL_INIT[name]
+def _function_copy(f):
+    """A new function object running f's original code (f itself gets another while hooked)."""
+    import types
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    g.__kwdefaults__, g.__qualname__, g.__module__ = f.__kwdefaults__, f.__qualname__, f.__module__
+    g.__doc__ = f.__doc__
+    return g
 
-    def init_fn(*args, **kwargs):
-        # Through the mode, so that nn.init functions without a torch-function hook are seen
-        # whole rather than as the ops they are made of.
-        if capture.busy:
-            return original(*args, **kwargs)
-        return capture.__torch_function__(original, (), args, kwargs)
-    init_fn.__name__ = name
-    init_fn.__wrapped__ = original
-    return init_fn
+
+# Callable originals: signatures and the calls the capture does not record.
+ORIGINAL_INIT = {n: _function_copy(f) for n, f in INIT_FUNCS.items()}
+INIT_BY_FUNC = {f: n for n, f in itertools.chain(INIT_FUNCS.items(), ORIGINAL_INIT.items())}
+_HOOK_GLOBAL = "__initc_capture_init_hook__"
+
+
+class InitHooks:
+    """While active, every torch.nn.init function in INIT_NAMES is recorded whole, however the
+    factory reaches it: torch.nn.init.orthogonal_, `from torch.nn.init import orthogonal_`
+    (before or after the hooks are installed), an alias in a dict. The function objects
+    themselves get a small body (their __code__) that calls Capture.init_call; the originals
+    run as copies. Everything is restored on exit."""
+
+    def __init__(self, capture):
+        self.capture, self.saved = capture, {}
+
+    def __enter__(self):
+        init_globals = nn.init.__dict__
+        init_globals[_HOOK_GLOBAL] = self.capture.init_call
+        for name, f in INIT_FUNCS.items():
+            namespace = {}
+            source = "def %s(*args, **kwargs):\n    return %s(%r, args, kwargs)\n" % (
+                name, _HOOK_GLOBAL, name)
+            # Compiled as this file, so that error locations skip its frame.
+            exec(compile(source, _THIS_FILE, "exec"), {}, namespace)
+            self.saved[name] = f.__code__
+            f.__code__ = namespace[name].__code__
+        return self
+
+    def __exit__(self, *exc):
+        for name, code in self.saved.items():
+            INIT_FUNCS[name].__code__ = code
+        nn.init.__dict__.pop(_HOOK_GLOBAL, None)
+        return False
 
 
 #===------------------------------------------------------------------------------------------===#
@@ -961,15 +1000,8 @@ def logical_axes(model):
 
 def capture_model(factory, kwargs, seed, model_name):
     capture = Capture()
-    saved = {n: getattr(nn.init, n) for n in INIT_NAMES}
-    for n in INIT_NAMES:
-        setattr(nn.init, n, patched_init(capture, n))
-    try:
-        with capture, torch.no_grad():
-            model = factory(**kwargs)
-    finally:
-        for n, f in saved.items():
-            setattr(nn.init, n, f)
+    with InitHooks(capture), capture, torch.no_grad():
+        model = factory(**kwargs)
     if not isinstance(model, nn.Module):
         raise CaptureError("the factory returned %s, not a torch.nn.Module" % type(model).__name__)
 
