@@ -59,6 +59,13 @@ class Dtypes(nn.Module):
             "empty_filled": torch.empty(3, dtype=torch.int64).fill_(5),
             "full_like": torch.full_like(torch.zeros(2, dtype=torch.int64), 4),
             "new_full": torch.zeros(2, dtype=torch.bool).new_full((3,), 1),
+            # Constants keep the rounding of the type they were made in.
+            "f32_to_f64": torch.full((4,), 0.1).double(),
+            "f64_to_f32": torch.full((4,), 0.1, dtype=torch.float64).float(),
+            "bf16_to_f32": torch.full((4,), 0.1, dtype=torch.bfloat16).float(),
+            "f32_arange_to_f64": (torch.arange(6, dtype=torch.float32) * 0.1).double(),
+            "f32_arange_to_long": (torch.arange(0., 3., 0.1)).long(),
+            "f32_iota_to_f64": torch.arange(0., 1., 0.1).double(),
         }
         for name, value in buffers.items():
             self.register_buffer(name, value)

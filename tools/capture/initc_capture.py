@@ -20,6 +20,7 @@ import itertools
 import json
 import math
 import os
+import struct
 import sys
 import traceback
 
@@ -78,12 +79,37 @@ def unsupported(what, shape=(), dtype="f32"):
     return Node("unsupported", shape, dtype, where=user_location(), what=what)
 
 
-def fill(value, shape, dtype):
+def round_to(value, dtype):
+    """`value` as an element of `dtype` holds it (init IR's rounding, as eager PyTorch's): floats
+    to f32 first (nearest even) and 16-bit types from there; i64 toward zero (NaN, infinities and
+    values out of range: -2^63, as torch on x86); i1 true when not 0."""
+    value = float(value)
     if dtype == "i1":
-        value = 1.0 if value else 0.0
-    elif dtype == "i64":
-        value = float(int(value))
-    return Node("fill", shape, dtype, value=float(value))
+        return 1.0 if value else 0.0
+    if dtype == "i64":
+        if not math.isfinite(value) or not -2.0 ** 63 <= value < 2.0 ** 63:
+            return -2.0 ** 63
+        return float(int(value))
+    if dtype == "f64" or not math.isfinite(value):
+        return value
+    try:
+        value = struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+    if dtype == "bf16" and math.isfinite(value):
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000) & 0xFFFFFFFF
+        value = struct.unpack("<f", struct.pack("<I", bits))[0]
+    elif dtype == "f16" and math.isfinite(value):
+        try:
+            value = struct.unpack("<e", struct.pack("<e", value))[0]
+        except OverflowError:  # 65504 is the largest half; from 65520 on, nearest even is inf
+            value = math.copysign(65504.0 if abs(value) < 65520.0 else math.inf, value)
+    return value
+
+
+def fill(value, shape, dtype):
+    return Node("fill", shape, dtype, value=round_to(value, dtype))
 
 
 def is_index_free(node):
@@ -178,7 +204,11 @@ def cast(node, dtype):
         return node
     if node.op == "fill":
         return fill(node.attrs["value"], node.shape, dtype)
-    if node.op == "iota" and dtype in FLOAT_TYPES + ("i64",):
+    # An iota in another type is the same values only where no rounding step is lost: from
+    # integers to floats, and from a float to a narrower float (iota computes in f64 and
+    # rounds through f32, as the cast would).
+    narrower = {"f64": ("f32", "f16", "bf16"), "f32": ("f16", "bf16"), "i64": FLOAT_TYPES}
+    if node.op == "iota" and dtype in narrower.get(node.dtype, ()):
         return Node("iota", node.shape, dtype, **node.attrs)
     if node.op in ("eye", "tril", "triu") and dtype != "i64":
         return Node(node.op, node.shape, dtype, **node.attrs)
