@@ -129,7 +129,28 @@ def check_imported_inits(t):
     assert (t["const"] == 0.25).all() and abs(t["trunc"]).max() <= 0.7
 
 
-ALL = ["dtypes", "dtypes_f64", "imported_inits"]
+class Moved(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(40, 30)
+        self.emb = nn.Embedding(50, 20)
+        self.register_buffer("steps", torch.arange(6).to("cpu"))
+        self.register_buffer("mask", torch.ones(3, dtype=torch.bool).cpu())
+        self.register_buffer("wide", torch.full((4,), 0.1).to("cpu", torch.float64))
+        self.scale = nn.Parameter(torch.rand(1000).to(device="cpu", copy=True))
+
+
+def device_moves():
+    """Device moves are no-ops (the capture has no devices), at the end and inside."""
+    return Moved().to("cpu")
+
+
+def device_dtype_move():
+    """A move with a dtype: float tensors change dtype, integer buffers keep theirs."""
+    return Moved().to(device="cpu", dtype=torch.bfloat16)
+
+
+ALL = ["dtypes", "dtypes_f64", "imported_inits", "device_moves", "device_dtype_move"]
 EOF
 
 for model in $("$PYTHON" -c "import models; print(' '.join(models.ALL))"); do

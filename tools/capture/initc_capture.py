@@ -374,6 +374,33 @@ def eager_factory_dtype(name, args, kwargs):
     return None
 
 
+def without_device(name, func, args, kwargs):
+    """`t.to(...)`, `t.cpu()`, `t.cuda()` with the device move left out (the capture has no
+    devices: a meta tensor cannot be copied to the CPU, and the checkpoint is the same on any
+    device); a dtype change or copy=True stays."""
+    t = args[0]
+    if name != "to":
+        return (lambda x: x), (t,), {}
+    rest = dict(kwargs)
+    copy = bool(rest.pop("copy", False))
+    positional = list(args[1:])
+    # to(device, dtype, non_blocking, copy): a fourth positional argument is copy.
+    if len(positional) == 4 and isinstance(positional[3], bool):
+        copy = copy or positional.pop()
+    try:
+        _, dtype, _, memory_format = torch._C._nn._parse_to(*positional, **rest)
+    except Exception:
+        return func, args, kwargs  # torch's own error for a call it does not take
+    out = {}
+    if dtype is not None:
+        out["dtype"] = dtype
+    if copy:
+        out["copy"] = True
+    if memory_format is not None:
+        out["memory_format"] = memory_format
+    return func, (t,), out
+
+
 class Capture(TorchFunctionMode):
     def __init__(self):
         super().__init__()
@@ -805,6 +832,9 @@ class Capture(TorchFunctionMode):
                     dtype = eager_factory_dtype(name, args, kwargs)
                     if dtype is not None:
                         kwargs["dtype"] = dtype
+            if name in ("to", "cpu", "cuda") and args and isinstance(args[0], torch.Tensor) \
+                    and args[0].device.type == "meta":
+                func, args, kwargs = without_device(name, func, args, kwargs)
             if "out" in kwargs and kwargs["out"] is not None:
                 out = kwargs["out"]
                 res = func(*args, **kwargs)
