@@ -107,9 +107,44 @@ def sparse_imported():
     m = Holder()
     sparse_(m.w, 0.5)
     return m
+
+
+def init_call(call, shape=(8, 8)):
+    m = Holder(shape)
+    with torch.no_grad():
+        eval(call, {"w": m.w, "nn": nn, "torch": torch})
+    return m
 EOF
 
 refused "sparse_ imported by name" "model: torch.nn.init.sparse_ has no init IR counterpart .*tensor w, at .*bad.py:14" \
   --factory bad.py:sparse_imported
+
+#===------------------------------------------------------------------------===#
+# Arguments PyTorch refuses, or that init IR cannot take
+#===------------------------------------------------------------------------===#
+
+# bad_call NAME PATTERN CALL [SHAPE]: CALL (Python, on the parameter w of shape SHAPE, a JSON
+# list) is refused.
+bad_call() {
+  local name=$1 pattern=$2 call=$3 shape=${4:-[8, 8]}
+  refused "$name" "$pattern" --factory bad.py:init_call --kwargs "{\"call\": \"$call\", \"shape\": $shape}"
+}
+bad_call "negative std" ": [^ ]+:[0-9]+: torch.nn.init.normal_\\(mean=0.0, std=-1.0\\): std must be >= 0" \
+  "nn.init.normal_(w, 0.0, -1.0)"
+bad_call "Tensor.normal_ negative std" ":1: torch.Tensor.normal_: normal expects std >= 0.0" "w.normal_(1.0, -2.0)"
+bad_call "empty range" "torch.nn.init.uniform_\\(1.0, 0.0\\): the lower bound is above the upper one" \
+  "nn.init.uniform_(w, 1.0, 0.0)"
+bad_call "infinite bounds" "torch.nn.init.uniform_\\(-3e\\+38, 3e\\+38\\): the bounds and their difference must be finite in f32" \
+  "nn.init.uniform_(w, -3e38, 3e38)"
+bad_call "trunc_normal std 0" "trunc_normal_\\(.*std=0.0.*\\): std must be positive" "nn.init.trunc_normal_(w, std=0.0)"
+bad_call "trunc_normal a > b" "a must not be above b" "nn.init.trunc_normal_(w, a=1.0, b=-1.0)"
+bad_call "negative gain" "torch.nn.init.xavier_normal_ with gain -1.0: PyTorch fails on a negative gain" \
+  "nn.init.xavier_normal_(w, gain=-1.0)"
+bad_call "fan of a vector" "torch.nn.init.kaiming_uniform_: fan in and fan out cannot be computed for a tensor of fewer than 2 dims \\(shape \\[8\\]\\)" \
+  "nn.init.kaiming_uniform_(w)" "[8]"
+bad_call "unknown nonlinearity" "torch.nn.init.kaiming_normal_: Unsupported nonlinearity bogus" \
+  "nn.init.kaiming_normal_(w, nonlinearity='bogus')"
+bad_call "unknown fan mode" "torch.nn.init.kaiming_normal_: mode 'fan_avg' must be 'fan_in' or 'fan_out'" \
+  "nn.init.kaiming_normal_(w, mode='fan_avg')"
 
 echo "PASS capture_errors ($cases refusals)"

@@ -150,7 +150,49 @@ def device_dtype_move():
     return Moved().to(device="cpu", dtype=torch.bfloat16)
 
 
-ALL = ["dtypes", "dtypes_f64", "imported_inits", "device_moves", "device_dtype_move"]
+class Degenerate(nn.Module):
+    """Initializers whose distribution collapses to a constant (std 0, equal bounds, gain 0),
+    a gain whose square is 0 in f32, tensors with no elements, and kaiming's mode in capitals."""
+
+    def __init__(self):
+        super().__init__()
+        for name in ("n0", "u1", "tn", "tu", "u_f32_equal", "xu0", "xn0", "tiny", "tr_equal",
+                     "fan_out"):
+            setattr(self, name, nn.Parameter(torch.empty(40, 30)))
+        self.bf = nn.Parameter(torch.empty(1000, dtype=torch.bfloat16))
+        nn.init.normal_(self.n0, 0.5, 0.0)
+        nn.init.uniform_(self.u1, 1.0, 1.0)
+        with torch.no_grad():
+            self.tn.normal_(3.0, 0.0)
+            self.tu.uniform_(-2.0, -2.0)
+            self.u_f32_equal.uniform_(0.5, 0.5 + 1e-12)
+        nn.init.xavier_uniform_(self.xu0, gain=0.0)
+        nn.init.xavier_normal_(self.xn0, gain=0.0)
+        nn.init.xavier_normal_(self.tiny, gain=1e-30)
+        nn.init.trunc_normal_(self.tr_equal, std=1.0, a=0.25, b=0.25)
+        nn.init.kaiming_uniform_(self.fan_out, mode="FAN_OUT")
+        nn.init.normal_(self.bf, 0.25, 1e-50)
+        self.empty_linear = nn.Linear(0, 5)
+        self.register_buffer("nothing", torch.empty(0))
+        self.register_buffer("no_rows", torch.empty(0, 4).normal_())
+
+
+def degenerate():
+    return Degenerate()
+
+
+def check_degenerate(t):
+    for name, value in (("n0", 0.5), ("u1", 1.0), ("tn", 3.0), ("tu", -2.0), ("u_f32_equal", 0.5),
+                        ("xu0", 0.0), ("xn0", 0.0), ("tr_equal", 0.25), ("bf", 0.25),
+                        ("empty_linear.bias", 0.0)):
+        assert (t[name] == value).all(), name
+    assert t["empty_linear.weight"].shape == (5, 0) and t["nothing"].shape == (0,)
+    assert 0 < abs(t["tiny"]).max() < 1e-29
+    # fan_out (40), not fan_in (30): the bound is sqrt(6 / 40).
+    assert 0.9 * math.sqrt(6 / 40) < abs(t["fan_out"]).max() <= math.sqrt(6 / 40)
+
+
+ALL = ["dtypes", "dtypes_f64", "imported_inits", "device_moves", "device_dtype_move", "degenerate"]
 EOF
 
 for model in $("$PYTHON" -c "import models; print(' '.join(models.ALL))"); do

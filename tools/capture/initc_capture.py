@@ -112,6 +112,87 @@ def fill(value, shape, dtype):
     return Node("fill", shape, dtype, value=round_to(value, dtype))
 
 
+def compute_type(dtype):
+    return "f64" if dtype == "f64" else "f32"
+
+
+def uniform_node(shape, dtype, low, high, what):
+    """U(low, high) over `shape`, as PyTorch's uniform_ gives it: bounds equal in the compute type
+    give the constant `low` (init.uniform needs low < high); low > high, or bounds that are not
+    finite there, are refused as PyTorch refuses them (or would give infinities)."""
+    low, high = float(low), float(high)
+    ct = compute_type(dtype)
+    lo, hi = round_to(low, ct), round_to(high, ct)
+    if not all(math.isfinite(v) for v in (lo, hi, round_to(high - low, ct))):
+        raise CaptureError("%s: %s(%s, %s): the bounds and their difference must be finite in %s"
+                           % (user_location(), what, low, high, ct))
+    if lo > hi:
+        raise CaptureError("%s: %s(%s, %s): the lower bound is above the upper one (PyTorch "
+                           "refuses it too)" % (user_location(), what, low, high))
+    if lo == hi:
+        return fill(low, shape, dtype)
+    return Node("uniform", shape, dtype, low=low, high=high)
+
+
+def normal_node(shape, dtype, mean, std, what):
+    """N(mean, std) over `shape`, as PyTorch's normal_ gives it: std 0 in the compute type gives
+    the constant `mean` (init.normal needs std > 0); std < 0 or values that are not finite are
+    refused."""
+    mean, std = float(mean), float(std)
+    ct = compute_type(dtype)
+    if not (math.isfinite(round_to(mean, ct)) and math.isfinite(round_to(std, ct))):
+        raise CaptureError("%s: %s(mean=%s, std=%s): mean and std must be finite in %s"
+                           % (user_location(), what, mean, std, ct))
+    if std < 0:
+        raise CaptureError("%s: %s(mean=%s, std=%s): std must be >= 0 (PyTorch refuses it too)"
+                           % (user_location(), what, mean, std))
+    if round_to(std, ct) == 0:
+        return fill(mean, shape, dtype)
+    return Node("normal", shape, dtype, mean=mean, std=std)
+
+
+def trunc_normal_node(shape, dtype, mean, std, a, b, what):
+    """trunc_normal_(mean, std, a, b) over `shape`: a == b gives the constant a (PyTorch clamps
+    every value to it); arguments PyTorch fails on (std <= 0: a division by zero or an empty
+    range; a > b) and values init IR cannot take are refused."""
+    mean, std, a, b = float(mean), float(std), float(a), float(b)
+    ct = compute_type(dtype)
+    call = "%s(mean=%s, std=%s, a=%s, b=%s)" % (what, mean, std, a, b)
+    if not all(math.isfinite(round_to(v, ct)) for v in (mean, std, a, b)):
+        raise CaptureError("%s: %s: the arguments must be finite in %s" % (user_location(), call, ct))
+    if std <= 0:
+        raise CaptureError("%s: %s: std must be positive (PyTorch fails on it too)"
+                           % (user_location(), call))
+    if a > b:
+        raise CaptureError("%s: %s: a must not be above b (PyTorch fails on it too)"
+                           % (user_location(), call))
+    if round_to(a, ct) == round_to(b, ct):
+        return fill(a, shape, dtype)
+    if round_to(std, ct) == 0:
+        raise CaptureError("%s: %s: std is 0 in %s, which init.trunc_normal cannot take; use "
+                           "torch.nn.init.constant_ for a constant" % (user_location(), call, ct))
+    return Node("trunc_normal", shape, dtype, mean=mean, std=std, a=a, b=b)
+
+
+def variance_scaling_node(shape, dtype, gain, mode, distribution, what):
+    """xavier_* / kaiming_* over `shape` (the fan from it): init.variance_scaling, or the uniform
+    or normal op it stands for when gain^2 is 0 or not finite in the compute type; gain 0 gives
+    zeros and a negative gain is refused, as in PyTorch."""
+    gain = float(gain)
+    if gain < 0:
+        raise CaptureError("%s: %s with gain %s: PyTorch fails on a negative gain (a negative std "
+                           "or an empty range)" % (user_location(), what, gain))
+    node = Node("variance_scaling", shape, dtype, scale=gain * gain, mode=mode,
+                distribution=distribution)
+    scale = round_to(gain * gain, compute_type(dtype))
+    if scale > 0 and math.isfinite(scale):
+        return node
+    node = explicit_random(node)
+    if node.op == "uniform":
+        return uniform_node(shape, dtype, node.attrs["low"], node.attrs["high"], what)
+    return normal_node(shape, dtype, 0.0, node.attrs["std"], what)
+
+
 def is_index_free(node):
     """True when every element depends only on its linear index (so any reshape keeps it)."""
     return all(n.op not in INDEXED_OPS and n.op not in ("unsupported",) for n in node.walk())
@@ -284,6 +365,12 @@ def view_geometry(t, base_shape):
     covers every element, ('box', [(dim, lo, hi)...]) for a box of it, or None otherwise."""
     base_strides = contiguous_strides(base_shape)
     offset = t.storage_offset()
+    if t.numel() == math.prod(base_shape) and (t.numel() == 0 or (
+            offset == 0 and t.is_contiguous())):
+        # Every element in storage order (a reshape: w.view(-1)), or nothing at all.
+        return ("full", True)
+    if t.numel() == 0:
+        return ("box", [])
     start = []
     for n, s in zip(base_shape, base_strides):
         start.append((offset // s) % n if n else 0)
@@ -374,6 +461,24 @@ def eager_factory_dtype(name, args, kwargs):
     return None
 
 
+def first_line(e):
+    text = str(e).strip()
+    return text.splitlines()[0].strip() if text else type(e).__name__
+
+
+def meta_failure(op, e):
+    """The message for an op that raised on the meta device: either the op has no meta
+    implementation in this PyTorch (then the capture cannot run it), or it refused its
+    arguments, as it would on the CPU."""
+    text = first_line(e)
+    if isinstance(e, NotImplementedError) or "meta" in text.lower():
+        return ("%s: %s cannot run on the meta device in this PyTorch (%s), so the capture cannot "
+                "record it: it has no init IR counterpart; initialize the tensor with ops the "
+                "capture records (ir-spec/capture.md), or apply %s after loading the checkpoint"
+                % (user_location(), op, text, op))
+    return "%s: %s: %s" % (user_location(), op, text)
+
+
 def without_device(name, func, args, kwargs):
     """`t.to(...)`, `t.cpu()`, `t.cuda()` with the device move left out (the capture has no
     devices: a meta tensor cannot be copied to the CPU, and the checkpoint is the same on any
@@ -439,6 +544,8 @@ class Capture(TorchFunctionMode):
             if st is None:
                 node = unsupported("a tensor created outside the capture (on %s)" % x.device,
                                    tuple(x.shape))
+            elif x.numel() == 0:
+                node = fill(0, tuple(x.shape), st.dtype)
             else:
                 geo = view_geometry(x, st.shape)
                 if geo == ("full", True):
@@ -475,7 +582,7 @@ class Capture(TorchFunctionMode):
         """In-place write to tensor `t`: compute(old_full) gives the new value over the whole
         storage; only the part `t` views is replaced."""
         st = self.state(t)
-        if st is None:
+        if st is None or t.numel() == 0:
             return
         geo = view_geometry(t, st.shape)
         old = st.node
@@ -544,10 +651,12 @@ class Capture(TorchFunctionMode):
         base = name.strip("_")
         if name == "uniform_":
             lo, hi = float(arg(0, "from", 0.0)), float(arg(1, "to", 1.0))
-            self.random_(t, "uniform_", lambda s: Node("uniform", s, dt, low=lo, high=hi))
+            uniform_node((), dt, lo, hi, "torch.Tensor.uniform_")  # refuses bad bounds now
+            self.random_(t, "uniform_", lambda s: uniform_node(s, dt, lo, hi, "torch.Tensor.uniform_"))
         elif name == "normal_":
             mean, std = float(arg(0, "mean", 0.0)), float(arg(1, "std", 1.0))
-            self.random_(t, "normal_", lambda s: Node("normal", s, dt, mean=mean, std=std))
+            normal_node((), dt, mean, std, "torch.Tensor.normal_")
+            self.random_(t, "normal_", lambda s: normal_node(s, dt, mean, std, "torch.Tensor.normal_"))
         elif name in ("fill_", "zero_"):
             v = 0.0 if name == "zero_" else arg(0, "value")
             self.mutate(t, lambda old, geo: self.operand_over(t, v, geo), name)
@@ -632,36 +741,55 @@ class Capture(TorchFunctionMode):
     def nn_init(self, name, args, kwargs):
         import inspect
         sig = inspect.signature(ORIGINAL_INIT[name])
-        bound = sig.bind(*args, **kwargs)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise CaptureError("%s: torch.nn.init.%s: %s" % (user_location(), name, e))
         bound.apply_defaults()
         a = bound.arguments
         t = a["tensor"]
         st = self.state(t)
         if st is None:
             return None
+        if t.numel() == 0:
+            return t  # as in PyTorch: nothing to initialize
         dt = st.dtype
         if name == "uniform_":
-            self.random_(t, name, lambda s: Node("uniform", s, dt, low=float(a["a"]), high=float(a["b"])))
+            what = "torch.nn.init.uniform_"
+            uniform_node((), dt, a["a"], a["b"], what)
+            self.random_(t, name, lambda s: uniform_node(s, dt, a["a"], a["b"], what))
         elif name == "normal_":
-            self.random_(t, name, lambda s: Node("normal", s, dt, mean=float(a["mean"]), std=float(a["std"])))
+            what = "torch.nn.init.normal_"
+            normal_node((), dt, a["mean"], a["std"], what)
+            self.random_(t, name, lambda s: normal_node(s, dt, a["mean"], a["std"], what))
         elif name == "trunc_normal_":
-            self.random_(t, name, lambda s: Node("trunc_normal", s, dt, mean=float(a["mean"]),
-                                                 std=float(a["std"]), a=float(a["a"]), b=float(a["b"])))
+            args = (a["mean"], a["std"], a["a"], a["b"], "torch.nn.init.trunc_normal_")
+            trunc_normal_node((), dt, *args)
+            self.random_(t, name, lambda s: trunc_normal_node(s, dt, *args))
         elif name in ("constant_", "ones_", "zeros_"):
             v = {"ones_": 1.0, "zeros_": 0.0}.get(name, a.get("val"))
             self.mutate(t, lambda old, geo: self.operand_over(t, v, geo), name)
         elif name in ("xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"):
-            fan_in_and_out(tuple(t.shape))  # torch's error for 1-d tensors
+            what = "torch.nn.init." + name
+            if t.dim() < 2:
+                raise CaptureError("%s: %s: fan in and fan out cannot be computed for a tensor of "
+                                   "fewer than 2 dims (shape %s), in PyTorch either"
+                                   % (user_location(), what, list(t.shape)))
             if name.startswith("xavier"):
                 gain, mode = float(a["gain"]), "fan_avg"
             else:
-                mode = a["mode"]
+                # torch lower-cases the mode ('FAN_OUT' is fan_out).
+                mode = a["mode"].lower() if isinstance(a["mode"], str) else a["mode"]
                 if mode not in ("fan_in", "fan_out"):
-                    raise CaptureError("%s: mode %r must be 'fan_in' or 'fan_out'" % (name, mode))
-                gain = nn.init.calculate_gain(a["nonlinearity"], a["a"])
+                    raise CaptureError("%s: %s: mode %r must be 'fan_in' or 'fan_out'"
+                                       % (user_location(), what, a["mode"]))
+                try:
+                    gain = nn.init.calculate_gain(a["nonlinearity"], a["a"])
+                except ValueError as e:
+                    raise CaptureError("%s: %s: %s" % (user_location(), what, e))
             dist = "uniform" if name.endswith("uniform_") else "normal"
-            self.random_(t, name, lambda s: Node("variance_scaling", s, dt, scale=gain * gain,
-                                                 mode=mode, distribution=dist))
+            variance_scaling_node(tuple(t.shape), dt, gain, mode, dist, what)
+            self.random_(t, name, lambda s: variance_scaling_node(s, dt, gain, mode, dist, what))
         elif name == "orthogonal_":
             if t.dim() < 2:
                 raise CaptureError("orthogonal_ needs a tensor of 2 or more dims (%s)" % user_location())
@@ -849,8 +977,7 @@ class Capture(TorchFunctionMode):
                 raise
             except Exception as e:
                 if tracked or is_factory:
-                    raise CaptureError("%s: %s failed on the meta device (%s): it has no init IR "
-                                       "counterpart" % (user_location(), torch_name(func), e)) from e
+                    raise CaptureError(meta_failure(torch_name(func), e)) from e
                 raise
             is_inplace = (name.endswith("_") and not name.startswith("__")) or name in (
                 "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__")
@@ -1086,10 +1213,13 @@ def capture_model(factory, kwargs, seed, model_name):
             lines.append("  init.param %s : %s tied_to %s" % (quote(name), ty, quote(primary[key])))
             continue
         primary[key] = name
-        final = capture.value(t)
-        check_final(name, final)
-        # Earlier versions of the storage that can be printed stay as dead values.
-        roots = [v for v in st.versions[:-1] if emittable(v)] if tuple(t.shape) == st.shape else []
+        if t.numel() == 0:  # no element needs a value
+            final, roots = fill(0, tuple(t.shape), dtype), []
+        else:
+            final = capture.value(t)
+            check_final(name, final)
+            # Earlier versions of the storage that can be printed stay as dead values.
+            roots = [v for v in st.versions[:-1] if emittable(v)] if tuple(t.shape) == st.shape else []
         roots.append(final)
         randoms = sorted({id(n): n for r in roots for n in r.walk() if n.op in RANDOM_OPS}.values(),
                          key=lambda n: n.seq)
