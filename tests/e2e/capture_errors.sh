@@ -119,6 +119,53 @@ EOF
 refused "sparse_ imported by name" "model: torch.nn.init.sparse_ has no init IR counterpart .*tensor w, at .*bad.py:14" \
   --factory bad.py:sparse_imported
 
+# Random values that PyTorch repeats (expand, broadcasting, a tensor read at two positions)
+# cannot be independent draws: the capture stops, naming the tensor and the source lines.
+cat >repeats.py <<'EOF'
+import torch
+import torch.nn as nn
+
+
+class M(nn.Module):
+    def __init__(self, case):
+        super().__init__()
+        with torch.no_grad():
+            if case == "expand_clone":
+                self.w = nn.Parameter(torch.randn(1, 256).expand(64, 256).clone())
+            elif case == "expand_copy":
+                self.w = nn.Parameter(torch.empty(64, 256))
+                self.w.copy_(torch.randn(1, 256).expand(64, 256))
+            elif case == "expand_param":
+                self.w = nn.Parameter(torch.randn(32).expand(16, 32))
+            elif case == "expand_math":
+                self.w = nn.Parameter(torch.randn(1, 32).expand(16, 32) * 2.0)
+            elif case == "expand_reshape":
+                self.w = nn.Parameter(torch.randn(4, 1, 8).expand(4, 3, 8).reshape(12, 8))
+            elif case == "broadcast_add":
+                self.w = nn.Parameter(torch.randn(1, 32) + torch.zeros(16, 32))
+            elif case == "symmetric":
+                a = torch.randn(32, 32)
+                self.w = nn.Parameter((a + a.t()) / 2)
+            elif case == "mirrored":
+                self.w = nn.Parameter(torch.randn(8, 16))
+                self.w[:, 8:] = -self.w[:, :8]
+            elif case == "overlapping":
+                a = torch.rand(40)
+                self.w = nn.Parameter(a[:30] + a[10:])
+
+
+def build(case):
+    return M(case)
+EOF
+for case in expand_clone expand_copy expand_param expand_math expand_reshape broadcast_add; do
+  refused "$case" "model: broadcasting a tensor of shape .* repeats the values of the random tensor drawn at .*repeats.py:[0-9]+ .* \\(tensor w, at .*repeats.py:[0-9]+\\)" \
+    --factory repeats.py:build --kwargs "{\"case\": \"$case\"}"
+done
+for case in symmetric mirrored overlapping; do
+  refused "$case" "model: w holds some elements of the random tensor drawn at .*repeats.py:[0-9]+ more than once \\(read at .*repeats.py:[0-9]+\\)" \
+    --factory repeats.py:build --kwargs "{\"case\": \"$case\"}"
+done
+
 #===------------------------------------------------------------------------===#
 # Arguments PyTorch refuses, or that init IR cannot take
 #===------------------------------------------------------------------------===#

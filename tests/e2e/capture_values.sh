@@ -192,7 +192,50 @@ def check_degenerate(t):
     assert 0.9 * math.sqrt(6 / 40) < abs(t["fan_out"]).max() <= math.sqrt(6 / 40)
 
 
-ALL = ["dtypes", "dtypes_f64", "imported_inits", "device_moves", "device_dtype_move", "degenerate"]
+class Views(nn.Module):
+    """Random tensors read through views: one view read twice is the same values (exactly), two
+    disjoint parts are independent, a transpose or a part alone is a fresh draw of the same
+    distribution; constants broadcast; in-place inits through contiguous reshapes and slices."""
+
+    def __init__(self):
+        super().__init__()
+        a = torch.randn(32, 32)
+        self.zero = nn.Parameter(a[:, :16] - a[:, :16])
+        self.square = nn.Parameter(a[:, 16:] * a[:, 16:])
+        b = torch.rand(64, 48)
+        self.twice = nn.Parameter((b + b) - 2 * b)
+        self.halves = nn.Parameter(b[:, :24] + b[:, 24:])
+        self.transposed = nn.Parameter(torch.randn(40, 30).t().clone())
+        c = torch.randn(50, 40)
+        self.part = nn.Parameter(c[10:40, 8:])
+        self.scaled_rows = nn.Parameter(torch.randn(40, 32) * torch.arange(32.).view(1, 32))
+        self.register_buffer("positions", torch.arange(16).expand(3, 16))
+        self.register_buffer("masks", torch.tril(torch.ones(6, 6)).expand(2, 6, 6))
+        self.flat = nn.Parameter(torch.empty(40, 30))
+        self.rows = nn.Parameter(torch.empty(40, 30))
+        self.box = nn.Parameter(torch.empty(512, 300))
+        with torch.no_grad():
+            self.flat.view(-1).normal_(2.0, 0.5)
+            self.rows.view(-1)[:600].uniform_(-1.0, 1.0)  # rows 0 to 19
+            self.rows.view(-1)[600:].fill_(3.0)
+            self.box.normal_()
+            self.box[:256, :200].zero_()
+
+
+def views():
+    return Views()
+
+
+def check_views(t):
+    assert (t["zero"] == 0).all() and (t["square"] >= 0).all()
+    assert (t["twice"] == 0).all()
+    assert (t["rows"][20:] == 3.0).all() and (abs(t["rows"][:20]) <= 1).all()
+    assert (t["box"][:256, :200] == 0).all() and (t["box"][256:] != 0).all()
+    assert (t["box"][:256, 200:] != 0).all()
+
+
+ALL = ["dtypes", "dtypes_f64", "imported_inits", "device_moves", "device_dtype_move", "degenerate",
+       "views"]
 EOF
 
 for model in $("$PYTHON" -c "import models; print(' '.join(models.ALL))"); do

@@ -58,6 +58,20 @@ class Node:
         self.args, self.attrs, self.where = tuple(args), attrs, where
         # Random ops are numbered in program order; streams follow that order per parameter.
         self.seq = next(_sequence) if op in RANDOM_OPS else None
+        # A random op read through a view (IndexMap; None: element i is the op's element i).
+        self.imap = None
+        if op in RANDOM_OPS and where is None:
+            self.where = user_location()
+        self.origin = self.where  # where the random op was drawn
+
+    def derived(self, shape, args=(), op=None, attrs=None):
+        """A copy over `shape` with `args`: the same op (or `op` with `attrs`), the same random
+        number, index map and locations."""
+        out = Node.__new__(Node)
+        out.op, out.shape, out.dtype = op or self.op, tuple(int(x) for x in shape), self.dtype
+        out.args, out.attrs = tuple(args), dict(self.attrs if attrs is None else attrs)
+        out.where, out.seq, out.imap, out.origin = self.where, self.seq, self.imap, self.origin
+        return out
 
     def numel(self):
         return math.prod(self.shape)
@@ -75,8 +89,70 @@ class Node:
         return next((n for n in self.walk() if n.op == op), None)
 
 
-def unsupported(what, shape=(), dtype="f32"):
-    return Node("unsupported", shape, dtype, where=user_location(), what=what)
+def unsupported(what, shape=(), dtype="f32", inputs=(), where=None):
+    """An op the IR cannot express, at `where` (default: the factory's current line). When one
+    of `inputs` already holds such an op, that one is the reason (its message names the real
+    op), over the new shape."""
+    for node in inputs:
+        inner = first_unsupported(node)
+        if inner is not None:
+            return inner.derived(shape)
+    here = user_location()
+    return Node("unsupported", shape, dtype, where=here if here != "?" else (where or here),
+                what=what)
+
+
+def first_unsupported(node):
+    return next((n for n in node.walk() if n.op == "unsupported"), None)
+
+
+def random_leaves(node):
+    return [n for n in node.walk() if n.op in RANDOM_OPS]
+
+
+def strided_injective(sizes, strides):
+    """True when no two elements of a strided view share a position, False when some
+    certainly do (a stride 0: expand, broadcasting), None when this quick test cannot tell."""
+    dims = sorted((st, n) for n, st in zip(sizes, strides) if n > 1)
+    extent = 0
+    for stride, n in dims:
+        if stride == 0:
+            return False
+        if stride <= extent:
+            return None
+        extent += (n - 1) * stride
+    return True
+
+
+class IndexMap:
+    """Which element of its random op each element of a node holds, in PyTorch, once the op has
+    been read through views (a transpose, a slice, an expand) or written into part of another
+    tensor. `view`: element k (row-major over `sizes`) is element offset + sum(i_d * strides_d)
+    of the node read (a tensor of `numel` elements, mapped by `inner`); `place`: the node is a
+    tensor of `numel` elements whose elements at that strided position hold the elements of
+    `inner`'s node, the others none (-1)."""
+
+    def __init__(self, kind, inner, sizes, strides, offset, numel):
+        self.kind, self.inner = kind, inner
+        self.sizes, self.strides = tuple(int(x) for x in sizes), tuple(int(x) for x in strides)
+        self.offset, self.numel = int(offset), int(numel)
+        self.key = (kind, inner.key if inner else None, self.sizes, self.strides, self.offset,
+                    self.numel)
+        injective = strided_injective(self.sizes, self.strides)
+        inner_injective = True if inner is None else inner.injective
+        self.injective = False if False in (injective, inner_injective) else \
+            (None if None in (injective, inner_injective) else True)
+
+    def indices(self):
+        """The map as a contiguous int64 CPU tensor (-1: no element)."""
+        count = math.prod(self.sizes)
+        if self.kind == "view":
+            base = torch.arange(self.numel) if self.inner is None else self.inner.indices()
+            return base.as_strided(self.sizes, self.strides, self.offset).reshape(-1).clone()
+        src = torch.arange(count) if self.inner is None else self.inner.indices()
+        out = torch.full((self.numel,), -1, dtype=torch.int64)
+        out.as_strided(self.sizes, self.strides, self.offset).copy_(src.view(self.sizes))
+        return out
 
 
 def round_to(value, dtype):
@@ -215,11 +291,8 @@ def explicit_random(node):
     var = node.attrs["scale"] / fan
     if node.attrs["distribution"] == "uniform":
         bound = math.sqrt(3.0 * var)
-        out = Node("uniform", node.shape, node.dtype, low=-bound, high=bound)
-    else:
-        out = Node("normal", node.shape, node.dtype, mean=0.0, std=math.sqrt(var))
-    out.seq = node.seq
-    return out
+        return node.derived(node.shape, op="uniform", attrs=dict(low=-bound, high=bound))
+    return node.derived(node.shape, op="normal", attrs=dict(mean=0.0, std=math.sqrt(var)))
 
 
 def rebuild(node, shape, dim_map, memo=None):
@@ -256,8 +329,7 @@ def rebuild(node, shape, dim_map, memo=None):
                                    node.dtype)
         else:
             return unsupported("reshaping %s" % op, shape, node.dtype)
-    out = Node(op, shape, node.dtype, args, where=node.where, **attrs)
-    out.seq = node.seq
+    out = node.derived(shape, args, op=op, attrs=attrs)
     memo[id(node)] = out
     return out
 
@@ -266,9 +338,10 @@ def reshape(node, shape):
     shape = tuple(int(s) for s in shape)
     if node.shape == shape:
         return node
+    if first_unsupported(node) is not None:
+        return unsupported("", shape, node.dtype, inputs=(node,))
     if node.numel() != math.prod(shape):
-        return unsupported("broadcasting a tensor of shape %s to %s" % (list(node.shape), list(shape)),
-                           shape, node.dtype)
+        return broadcast(node, shape)
     old = [d for d, s in enumerate(node.shape) if s != 1]
     new = [d for d, s in enumerate(shape) if s != 1]
     dim_map = None
@@ -278,6 +351,28 @@ def reshape(node, shape):
         return unsupported("reshaping a tensor whose values depend on their position from %s to %s"
                            % (list(node.shape), list(shape)), shape, node.dtype)
     return rebuild(node, shape, dim_map)
+
+
+def broadcast(node, shape):
+    """`node` broadcast to `shape` (torch's rules, trailing dims aligned). Exact for values that
+    do not depend on the repeated dims (constants, aranges and masks along the kept dims); a
+    random tensor is refused: PyTorch repeats its values, and init IR draws every element of a
+    random op at its own index."""
+    what = "broadcasting a tensor of shape %s to %s" % (list(node.shape), list(shape))
+    lead = len(shape) - len(node.shape)
+    if lead < 0 or any(n not in (1, m) for n, m in zip(node.shape, shape[lead:])):
+        return unsupported(what + " (the shapes do not broadcast)", shape, node.dtype)
+    randoms = random_leaves(node)
+    if randoms:
+        return unsupported(
+            "%s repeats the values of the random tensor drawn at %s (expand, broadcasting): in "
+            "PyTorch the copies are equal, and init IR draws every element of a random op at its "
+            "own index; draw the random tensor at the full shape if independent values are meant"
+            % (what, randoms[0].origin), shape, node.dtype, where=randoms[0].origin)
+    dim_map = {d: d + lead for d in range(len(node.shape))}
+    # Dims that grow are broadcast; rebuild maps the others (their sizes stay).
+    kept = [d for d in range(len(node.shape)) if node.shape[d] == shape[d + lead]]
+    return rebuild(node, shape, {d: dim_map[d] for d in kept} if kept else {})
 
 
 def cast(node, dtype):
@@ -321,6 +416,17 @@ def binary(op, lhs, rhs, dtype):
     return Node(op, lhs.shape, dtype, (lhs, rhs))
 
 
+def range_mask(shape, dim, lo, hi):
+    """An i1 tensor of `shape`, true where lo <= index along `dim` < hi."""
+    if hi - lo == 1:
+        return Node("index_mask", shape, "i1", dim=dim, index=lo)
+    # sign(i - lo + 1/2) + sign(hi - 1/2 - i) is 2 inside and 0 outside (never -2 as lo < hi),
+    # exactly, in f64; the cast to i1 is true where it is not 0.
+    above = Node("sign", shape, "f64", (Node("iota", shape, "f64", dim=dim, start=0.5 - lo, step=1.0),))
+    below = Node("sign", shape, "f64", (Node("iota", shape, "f64", dim=dim, start=hi - 0.5, step=-1.0),))
+    return Node("cast", shape, "i1", (Node("add", shape, "f64", (above, below)),))
+
+
 def select(cond, on_true, on_false):
     if cond.op == "fill":
         return on_true if cond.attrs["value"] else on_false
@@ -339,17 +445,97 @@ class Storage:
         self.shape = node.shape
         self.dtype = node.dtype
         self.versions = [node]
+        self.defined = []  # boxes written with defined values while torch.empty's values remain
 
     @property
     def node(self):
         return self.versions[-1]
 
-    def assign(self, node):
+    def assign(self, node, box=None, defined=False):
+        """The new value `node`; `box`: it changed only that part, with values that no longer
+        depend on torch.empty's (`defined`). Once such parts cover the tensor, torch.empty's
+        values are unobservable: they become 0, so that a tensor written piece by piece
+        (w[:n].normal_(); w[n:].zero_()) counts as initialized."""
+        if box is not None and defined and node.find("empty") is not None:
+            self.defined.append(box)
+            if boxes_cover(self.defined, self.shape):
+                node = replace_empty(node)
+                self.defined = []
         self.versions.append(node)
+
+
+def replace_empty(node, memo=None):
+    """`node` with torch.empty's values as 0."""
+    memo = {} if memo is None else memo
+    if id(node) not in memo:
+        if node.op == "empty":
+            memo[id(node)] = fill(0, node.shape, node.dtype)
+        elif node.find("empty") is None:
+            memo[id(node)] = node
+        else:
+            memo[id(node)] = node.derived(node.shape, [replace_empty(a, memo) for a in node.args])
+    return memo[id(node)]
+
+
+def boxes_cover(boxes, shape, max_cells=1 << 20):
+    """Whether the boxes [(dim, lo, hi), ...] (each a list; dims not listed are whole) cover a
+    tensor of `shape`: every cell of the grid their bounds cut is inside one of them."""
+    cuts = [{0, n} for n in shape]
+    for box in boxes:
+        for d, lo, hi in box:
+            cuts[d].update((lo, hi))
+    cuts = [sorted(c) for c in cuts]
+    if math.prod(len(c) - 1 for c in cuts) > max_cells:
+        return False
+    for cell in itertools.product(*[list(zip(c[:-1], c[1:])) for c in cuts]):
+        if not any(all(lo <= cell[d][0] and cell[d][1] <= hi for d, lo, hi in box) for box in boxes):
+            return False
+    return True
 
 
 def storage_key(t):
     return t.storage()._cdata
+
+
+def describe_view(t, base_shape, geo):
+    """What kind of view `t` is of a contiguous tensor of `base_shape`, for messages."""
+    if any(n > 1 and st == 0 for n, st in zip(t.shape, t.stride())):
+        return "an expanded view (stride 0: expand or broadcasting) of shape %s" % list(t.shape)
+    if geo is not None and geo[0] == "full":
+        return "a transposed or permuted view (strides %s)" % list(t.stride())
+    if geo is not None:
+        ranges = {d: (lo, hi) for d, lo, hi in geo[1]}
+        index = ", ".join("%d:%d" % ranges[d] if d in ranges else ":" for d in range(len(base_shape)))
+        return "the slice [%s] of a tensor of shape %s" % (index, list(base_shape))
+    if t.is_contiguous():
+        return ("the elements %d to %d of a tensor of shape %s, in storage order (not a box of it)"
+                % (t.storage_offset(), t.storage_offset() + t.numel() - 1, list(base_shape)))
+    return ("a view with strides %s at offset %d of a tensor of shape %s (step slicing, a diagonal, "
+            "or a reshaped part)" % (list(t.stride()), t.storage_offset(), list(base_shape)))
+
+
+def unexpanded_shape(t, base_shape):
+    """When `t` is an expand of a whole contiguous tensor of `base_shape` (its dims of stride 0
+    repeat, the others are the tensor in order), t's shape with those dims 1; else None."""
+    sizes = [1 if st == 0 and n > 1 else n for n, st in zip(t.shape, t.stride())]
+    if sizes == list(t.shape) or t.storage_offset() != 0 or \
+            math.prod(sizes) != math.prod(base_shape):
+        return None
+    expected = contiguous_strides(sizes)
+    if any(n > 1 and st != e for n, st, e in zip(sizes, t.stride(), expected)):
+        return None
+    return tuple(sizes)
+
+
+def dim_order(t):
+    """The dims of `t`, outermost first in memory, when its elements fill its storage densely
+    in some dim order (a permutation of a contiguous tensor); None otherwise."""
+    order = sorted(range(t.dim()), key=lambda d: (-t.stride(d), d))
+    layout = [t.shape[d] for d in order]
+    expected = contiguous_strides(layout)
+    if any(layout[i] > 1 and t.stride(d) != expected[i] for i, d in enumerate(order)):
+        return None
+    return order
 
 
 def contiguous_strides(shape):
@@ -371,6 +557,17 @@ def view_geometry(t, base_shape):
         return ("full", True)
     if t.numel() == 0:
         return ("box", [])
+    geo = strided_box(t, base_shape, base_strides, offset)
+    if geo is None and t.is_contiguous():
+        # A range of elements in storage order that is a box of the storage: w.view(-1)[:64]
+        # of a (8, 8) w is rows 0 to 7.
+        box = range_box(offset, t.numel(), base_shape)
+        if box is not None:
+            geo = ("box", box)
+    return geo
+
+
+def strided_box(t, base_shape, base_strides, offset):
     start = []
     for n, s in zip(base_shape, base_strides):
         start.append((offset // s) % n if n else 0)
@@ -394,6 +591,28 @@ def view_geometry(t, base_shape):
     if not box:
         return ("full", order == sorted(order))
     return ("box", box)
+
+
+def range_box(offset, count, shape):
+    """The elements offset .. offset + count - 1 (row-major) of a tensor of `shape` as a box
+    [(dim, lo, hi)], or None when they are not one."""
+    for k in range(len(shape)):
+        block = math.prod(shape[k + 1:])  # elements per index of dim k
+        if offset % block or count % block:
+            continue
+        lo, n = (offset // block) % shape[k], count // block
+        if lo + n > shape[k]:
+            continue
+        outer, index = offset // (block * shape[k]), []
+        for size in reversed(shape[:k]):
+            index.append(outer % size)
+            outer //= size
+        index.reverse()
+        box = [(d, i, i + 1) for d, i in enumerate(index) if shape[d] != 1]
+        if n != shape[k]:
+            box.append((k, lo, lo + n))
+        return box
+    return None
 
 
 #===------------------------------------------------------------------------------------------===#
@@ -530,11 +749,28 @@ class Capture(TorchFunctionMode):
             node = unsupported("tensors of dtype %s (init IR has f32, f16, bf16, f64, bool, int64)"
                                % t.dtype, t.shape, "f32")
             dtype = "f32"
-        if t.is_contiguous() and t.storage_offset() == 0 and t.numel() == t.storage().size():
-            node = cast(reshape(node, t.shape), dtype) if node.op != "unsupported" else \
-                Node("unsupported", t.shape, dtype, where=node.where, **node.attrs)
+        dense = t.storage_offset() == 0 and t.numel() == t.storage().size()
+        order = dim_order(t) if dense else None
+        if first_unsupported(node) is not None:
+            node = unsupported("", (t.storage().size(),) if order is None else
+                               tuple(t.shape[d] for d in order), dtype, inputs=(node,))
+        elif dense and t.is_contiguous():
+            node = cast(reshape(node, t.shape), dtype)
+        elif order is not None:
+            # Laid out in another dim order (a clone or a cast of a transposed tensor keeps its
+            # strides): the storage holds the value read in that order.
+            node = cast(reshape(node, t.shape), dtype)
+            layout = tuple(t.shape[d] for d in order)
+            strides = contiguous_strides(tuple(t.shape))
+            if is_index_free(node):
+                node = self._index_free_part(node, layout, lambda inner: IndexMap(
+                    "view", inner, layout, [strides[d] for d in order], 0, t.numel()))
+            else:
+                node = unsupported("a tensor whose values depend on their position, laid out in "
+                                   "another dim order (strides %s)" % list(t.stride()), layout, dtype)
         else:
-            node = unsupported("a tensor laid out as a strided view of a new storage", (t.storage().size(),), dtype)
+            node = unsupported("a tensor laid out with gaps or overlaps in a new storage (strides "
+                               "%s)" % list(t.stride()), (t.storage().size(),), dtype)
         self.storages[key] = Storage(t, node)
 
     def value(self, x, shape=None, dtype=None):
@@ -547,34 +783,60 @@ class Capture(TorchFunctionMode):
             elif x.numel() == 0:
                 node = fill(0, tuple(x.shape), st.dtype)
             else:
-                geo = view_geometry(x, st.shape)
-                if geo == ("full", True):
-                    node = reshape(st.node, x.shape)
-                elif is_index_free(st.node):
-                    node = self._index_free_part(st.node, tuple(x.shape))
-                else:
-                    node = unsupported("reading a strided part of a tensor whose values depend on "
-                                       "their position", tuple(x.shape), st.dtype)
+                node = self.read_view(x, st)
             if shape is not None and tuple(node.shape) != tuple(shape):
-                if node.numel() == 1 and node.op == "fill":
-                    node = fill(node.attrs["value"], shape, node.dtype)
-                else:
-                    node = reshape(node, shape)
+                node = reshape(node, shape)
             return cast(node, dtype) if dtype else node
         if isinstance(x, (bool, int, float)):
             return fill(x, shape or (), dtype or ("i1" if isinstance(x, bool) else
                                                  "i64" if isinstance(x, int) else "f32"))
         return unsupported("an operand of type %s" % type(x).__name__, shape or (), dtype or "f32")
 
+    def read_view(self, x, st):
+        """The value of tensor `x`, a view of storage `st`, over x's shape."""
+        geo = view_geometry(x, st.shape)
+        shape = tuple(x.shape)
+        if geo == ("full", True):
+            return reshape(st.node, shape)
+        if first_unsupported(st.node) is not None:
+            return unsupported("", shape, st.dtype, inputs=(st.node,))
+        expanded = unexpanded_shape(x, st.shape)
+        if expanded is not None:  # an expand of the whole tensor: a broadcast
+            return broadcast(reshape(st.node, expanded), shape)
+        what = describe_view(x, st.shape, geo)
+        if not is_index_free(st.node):
+            ops = sorted({n.op for n in st.node.walk() if n.op in INDEXED_OPS})
+            return unsupported("reading %s of a tensor whose values depend on their position "
+                               "(init.%s)" % (what, ", init.".join(ops)), shape, st.dtype)
+        numel = math.prod(st.shape)
+        node = self._index_free_part(st.node, shape, lambda inner: IndexMap(
+            "view", inner, shape, x.stride(), x.storage_offset(), numel))
+        repeated = [n for n in random_leaves(node) if n.imap.injective is False]
+        if repeated:
+            return unsupported(
+                "reading the random tensor drawn at %s through %s repeats its values: in PyTorch "
+                "the copies are equal, and init IR draws every element of a random op at its own "
+                "index; draw the random tensor at the full shape if independent values are meant"
+                % (repeated[0].origin, what), shape, st.dtype, where=repeated[0].origin)
+        return node
+
     @staticmethod
-    def _index_free_part(node, shape):
-        # Elements of an index-free expression are identically distributed and independent of
-        # their position, so a part of it is the same expression over the part's shape.
+    def _index_free_part(node, shape, imap=None):
+        """`node`, index-free, over `shape`: each element of an index-free expression is a
+        function of its random ops' elements at the same index, so a part of it is the same
+        expression over the part's shape, its random ops read through imap(old_map) (None: a new
+        random op, e.g. one drawn over a view and placed in its storage)."""
+        memo = {}
+        location = user_location() if imap is not None else None
+
         def sub(n):
-            out = Node(n.op if n.op != "variance_scaling" else explicit_random(n).op, shape, n.dtype,
-                       [sub(a) for a in n.args],
-                       **(n.attrs if n.op != "variance_scaling" else explicit_random(n).attrs))
-            out.seq = n.seq
+            if id(n) in memo:  # shared operands stay shared: a - a is 0
+                return memo[id(n)]
+            src = explicit_random(n) if n.op == "variance_scaling" else n
+            out = src.derived(shape, [sub(a) for a in n.args])
+            if n.op in RANDOM_OPS and imap is not None:
+                out.imap, out.where = imap(n.imap), location
+            memo[id(n)] = out
             return out
         return sub(node)
 
@@ -587,29 +849,24 @@ class Capture(TorchFunctionMode):
         geo = view_geometry(t, st.shape)
         old = st.node
         if geo is None:
-            st.assign(unsupported("%s on a strided view (step or overlapping slicing)" % what,
+            st.assign(unsupported("%s on %s" % (what, describe_view(t, st.shape, geo)),
                                   st.shape, st.dtype))
             return
         new = compute(old, geo)
         new = cast(reshape(new, st.shape), st.dtype)
         if geo[0] == "box":
-            new = self.masked(geo[1], new, old)
-        st.assign(new)
+            defined = new.find("empty") is None
+            st.assign(self.masked(geo[1], new, old), box=geo[1], defined=defined)
+        else:
+            st.assign(new)
 
     def masked(self, box, new, old):
         """select over the box [(dim, lo, hi)]: new inside, old outside."""
-        count = sum(hi - lo for _, lo, hi in box)
-        if count > 256:
-            return unsupported("writing to a slice of %d rows (init IR masks select single "
-                               "indices)" % count, old.shape, old.dtype)
-        inner = new
-        for dim, lo, hi in reversed(box):
-            result = old
-            for index in reversed(range(lo, hi)):
-                mask = Node("index_mask", old.shape, "i1", dim=dim, index=index)
-                result = select(mask, inner, result)
-            inner = result
-        return inner
+        mask = None
+        for dim, lo, hi in box:
+            m = range_mask(old.shape, dim, lo, hi)
+            mask = m if mask is None else select(m, mask, fill(0, old.shape, "i1"))
+        return select(mask, new, old)
 
     # -- in-place ops ----------------------------------------------------------------------------
     def fresh_random(self, t, geo, make):
@@ -636,9 +893,14 @@ class Capture(TorchFunctionMode):
             return fill(v.attrs["value"], st.shape, st.dtype)
         if geo == ("full", True):
             return reshape(v, st.shape)
+        if first_unsupported(v) is not None:
+            return unsupported("", st.shape, st.dtype, inputs=(v,))
         if is_index_free(v):
-            return self._index_free_part(v, st.shape)
-        return unsupported("writing a position-dependent tensor into a view", st.shape, st.dtype)
+            numel = math.prod(st.shape)
+            return self._index_free_part(v, st.shape, lambda inner: IndexMap(
+                "place", inner, tuple(t.shape), t.stride(), t.storage_offset(), numel))
+        return unsupported("writing a tensor whose values depend on their position into %s"
+                           % describe_view(t, st.shape, geo), st.shape, st.dtype)
 
     def inplace(self, name, args, kwargs):
         t = args[0]
@@ -1101,7 +1363,7 @@ def quote(name):
 
 class ParamEmitter:
     def __init__(self, lines):
-        self.lines, self.names, self.streams = lines, {}, {}
+        self.lines, self.names, self.streams, self.texts = lines, {}, {}, {}
 
     def emit(self, node):
         if id(node) in self.names:
@@ -1145,8 +1407,11 @@ class ParamEmitter:
             text = "init.cast %s : %s to %s" % (args[0], tensor_type(node.args[0].shape, node.args[0].dtype), ty)
         else:
             raise AssertionError("cannot print " + op)
-        name = "%%%d" % len(self.names)
-        self.names[id(node)] = name
+        if text in self.texts:  # the same op on the same operands: one value (ops are pure)
+            self.names[id(node)] = self.texts[text]
+            return self.texts[text]
+        name = "%%%d" % len(self.texts)
+        self.names[id(node)] = self.texts[text] = name
         self.lines.append("    %s = %s" % (name, text))
         return name
 
@@ -1185,6 +1450,81 @@ def logical_axes(model):
     return axes
 
 
+# The most elements whose positions assign_streams compares (int64 index tensors: 512 MiB).
+MAX_CHECKED_ELEMENTS = 1 << 26
+
+
+def read_key(n):
+    return (n.seq, n.imap.key if n.imap is not None else None)
+
+
+def assign_streams(name, final, roots):
+    """The stream of every random op in a parameter's body (the final value and the dead ones in
+    `roots`): random ops read in the same way (the same random tensor at the same positions) get
+    one stream, so they have the same values (a[:, :16] - a[:, :16] is 0), others get their own
+    stream, numbered in program order. The final value must read each element of a random
+    tensor at most once (one position, or one way): otherwise PyTorch's copies (a + a.t(),
+    w[:, 8:] = -w[:, :8], an expand) would be independent draws here, so the capture stops."""
+    by_seq = {}
+    for n in random_leaves(final):
+        by_seq.setdefault(n.seq, {}).setdefault(read_key(n), n)
+    group = {}  # read key -> the read key whose stream it shares
+    for seq, reads in by_seq.items():
+        if len(reads) == 1:
+            (key, n), = reads.items()
+            if n.imap is None or n.imap.injective:
+                group[key] = key
+                continue
+        total = sum(n.numel() for n in reads.values())
+        origin = next(iter(reads.values())).origin
+        if total > MAX_CHECKED_ELEMENTS:
+            raise CaptureError("%s: %s reads the random tensor drawn at %s through views of %d "
+                               "elements in all, too many to check that they are exact (at most "
+                               "%d)" % (module_path(name), name, origin, total,
+                                        MAX_CHECKED_ELEMENTS))
+        distinct = []
+        for key, n in reads.items():
+            positions = torch.arange(n.numel()) if n.imap is None else n.imap.indices()
+            same = next((k for k, p in distinct if torch.equal(p, positions)), None)
+            group[key] = key if same is None else same
+            if same is None:
+                distinct.append((key, positions))
+        used = torch.cat([p[p >= 0] for _, p in distinct])
+        if torch.unique(used).numel() != used.numel():
+            reads_at = sorted({n.where for n in reads.values() if n.imap is not None})
+            raise CaptureError(
+                "%s: %s holds some elements of the random tensor drawn at %s more than once (read "
+                "at %s): in PyTorch those are exact copies (as in a + a.t(), w[:, 8:] = "
+                "-w[:, :8], expand), but init IR draws every element of a random op at its own "
+                "index and cannot repeat it at another; draw separate random tensors if "
+                "independent values are meant, or build the relationship after loading the "
+                "checkpoint" % (module_path(name), name, origin, ", ".join(reads_at) or origin))
+    order = []
+    for r in roots:
+        for n in random_leaves(r):
+            g = group.get(read_key(n), read_key(n))
+            if g not in order:
+                order.append(g)
+    order.sort(key=lambda g: g[0])  # stable: program order, then first use
+    stream = {g: i for i, g in enumerate(order)}
+    return {id(n): stream[group.get(read_key(n), read_key(n))]
+            for r in roots for n in random_leaves(r)}
+
+
+def reads_overlap(reads):
+    """Whether parameters read common elements of one random tensor: reads maps each parameter
+    name to its reads {read key: node}. Disjoint parts (a[:32] and a[32:] in two parameters) are
+    independent in PyTorch too."""
+    nodes = [n for r in reads.values() for n in r.values()]
+    if any(n.imap is None for n in nodes) or \
+            sum(n.numel() for n in nodes) > MAX_CHECKED_ELEMENTS:
+        return True
+    used = torch.cat([torch.unique(torch.cat([n.imap.indices() for n in r.values()]))
+                      for r in reads.values()])
+    used = used[used >= 0]
+    return torch.unique(used).numel() != used.numel()
+
+
 def capture_model(factory, kwargs, seed, model_name):
     capture = Capture()
     with InitHooks(capture), capture, torch.no_grad():
@@ -1221,12 +1561,10 @@ def capture_model(factory, kwargs, seed, model_name):
             # Earlier versions of the storage that can be printed stay as dead values.
             roots = [v for v in st.versions[:-1] if emittable(v)] if tuple(t.shape) == st.shape else []
         roots.append(final)
-        randoms = sorted({id(n): n for r in roots for n in r.walk() if n.op in RANDOM_OPS}.values(),
-                         key=lambda n: n.seq)
-        for n in randoms:
-            shared_random.setdefault(n.seq, []).append(name)
+        for n in random_leaves(final):
+            shared_random.setdefault(n.seq, {}).setdefault(name, {})[read_key(n)] = n
         emitter = ParamEmitter([])
-        emitter.streams = {id(n): i for i, n in enumerate(randoms)}
+        emitter.streams = assign_streams(name, final, roots)
         for r in roots:
             emitter.emit(r)
         result = emitter.emit(final)
@@ -1240,10 +1578,14 @@ def capture_model(factory, kwargs, seed, model_name):
         lines.append("    init.yield %s : %s" % (result, ty))
         lines.append("  }")
     lines.append("}")
-    for names in shared_random.values():
-        if len(names) > 1:
-            print("initc-capture: note: %s are copies of one random tensor in PyTorch (equal "
-                  "values); the capture draws each independently, with the same distribution"
+    noted = set()
+    for reads in shared_random.values():
+        names = tuple(reads)
+        if len(names) > 1 and names not in noted and reads_overlap(reads):
+            noted.add(names)
+            print("initc-capture: note: %s hold the same random values in PyTorch (copies, as "
+                  "copy.deepcopy of a layer makes, or values computed from one random tensor); "
+                  "the capture draws each of them independently, with the same distribution"
                   % ", ".join(names), file=sys.stderr)
     return "\n".join(lines) + "\n"
 
