@@ -64,12 +64,13 @@ rc=0
 "$PYTHON" "$CAPTURE" --factory ok.py:linear -o plain.mlir || fail "capture into a file"
 expected=$(sha256sum <plain.mlir)
 # A FIFO stays a FIFO and its reader gets the whole IR.
+# (The reader gives up after a while: a tool that replaced the FIFO would leave it waiting.)
 mkfifo ir.fifo
-cat ir.fifo >from_fifo.mlir &
+timeout 60 cat ir.fifo >from_fifo.mlir &
 reader=$!
 "$PYTHON" "$CAPTURE" --factory ok.py:linear -o ir.fifo || fail "capture into a FIFO"
-wait $reader
-[[ -p ir.fifo ]] || fail "the FIFO was replaced by a regular file"
+[[ -p ir.fifo ]] || { kill $reader 2>/dev/null; fail "the FIFO was replaced by a regular file"; }
+wait $reader || fail "the FIFO's reader got nothing"
 [[ $(sha256sum <from_fifo.mlir) == "$expected" ]] || fail "the FIFO's reader got other bytes"
 # /dev/stdout, a link to a pipe here, is written as it is. (Not /dev/null: a tool that renamed a
 # file over it would break the machine for everyone.)
@@ -165,6 +166,71 @@ for case in symmetric mirrored overlapping; do
   refused "$case" "model: w holds some elements of the random tensor drawn at .*repeats.py:[0-9]+ more than once \\(read at .*repeats.py:[0-9]+\\)" \
     --factory repeats.py:build --kwargs "{\"case\": \"$case\"}"
 done
+
+# The op without a counterpart is named, not a later op reading its result.
+cat >named.py <<'EOF'
+import math
+
+import torch
+import torch.nn as nn
+
+OUTSIDE = torch.ones(3)
+
+
+def norm():
+    e = nn.Embedding(10, 8)
+    with torch.no_grad():
+        e.weight /= e.weight.norm(dim=1, keepdim=True)
+    return e
+
+
+def abs_max():
+    lin = nn.Linear(8, 8)
+    with torch.no_grad():
+        lin.weight.mul_(1 / lin.weight.abs().max())
+    return lin
+
+
+def weight_norm():
+    return nn.utils.weight_norm(nn.Linear(4, 4))
+
+
+def outside():
+    m = nn.Linear(3, 3)
+    m.register_buffer("scale", OUTSIDE)
+    return m
+
+
+class Extra(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+
+    def get_extra_state(self):
+        return {"version": 2}
+
+    def set_extra_state(self, state):
+        pass
+
+
+def extra():
+    return nn.Sequential(Extra())
+EOF
+refused "norm" "model: torch.Tensor.norm has no init IR counterpart \\(tensor weight, at .*named.py:12\\)" --factory named.py:norm
+refused "abs then max" "model: torch.Tensor.abs has no init IR counterpart \\(tensor weight" --factory named.py:abs_max
+refused "weight_norm" "named.py:24: torch.Tensor._weight_norm cannot run on the meta device in this PyTorch \\(Could not run 'aten::_weight_norm_interface'\\)" \
+  --factory named.py:weight_norm
+refused "a CPU tensor" "model: scale is a cpu tensor the capture never saw created: made outside the factory" \
+  --factory named.py:outside
+"$PYTHON" "$CAPTURE" --factory named.py:extra -o extra.mlir 2>extra.err || fail "a module with extra state: $(cat extra.err)"
+grep -q "note: model.0: 0._extra_state is the module's extra state" extra.err || fail "no note on the extra state: $(cat extra.err)"
+grep -q '"0.lin.weight"' extra.mlir && ! grep -q "_extra_state" extra.mlir || fail "extra state in the IR"
+
+# MODULE:FUNCTION finds modules of the current directory, as python -m does.
+mkdir -p pkgdir
+cp ok.py pkgdir/mymodels.py
+(cd pkgdir && "$PYTHON" "$CAPTURE" --factory mymodels:linear -o ../module.mlir) || fail "MODULE:FUNCTION from the module's directory"
+(cd pkgdir && refused "no such module" "--factory: no module 'nosuch' \\(looked in the current directory" --factory nosuch:linear)
 
 #===------------------------------------------------------------------------===#
 # Arguments PyTorch refuses, or that init IR cannot take

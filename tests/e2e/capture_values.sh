@@ -234,8 +234,26 @@ def check_views(t):
     assert (t["box"][:256, 200:] != 0).all()
 
 
+class Legacy(nn.Module):
+    """Legacy constructors with sizes (torch.Tensor(16, 8), torch.FloatTensor(...)) give
+    uninitialized tensors as torch.empty does; reset_parameters-style code then fills them."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.Tensor(40, 30))
+        self.f = nn.Parameter(torch.FloatTensor(torch.Size([50, 20])))
+        self.register_buffer("count", torch.LongTensor(4).fill_(3))
+        self.register_buffer("flag", torch.BoolTensor(2).fill_(True))
+        nn.init.kaiming_uniform_(self.w, a=math.sqrt(5))
+        nn.init.normal_(self.f, 0.0, 0.02)
+
+
+def legacy():
+    return Legacy()
+
+
 ALL = ["dtypes", "dtypes_f64", "imported_inits", "device_moves", "device_dtype_move", "degenerate",
-       "views"]
+       "views", "legacy"]
 EOF
 
 for model in $("$PYTHON" -c "import models; print(' '.join(models.ALL))"); do

@@ -690,11 +690,13 @@ def meta_failure(op, e):
     implementation in this PyTorch (then the capture cannot run it), or it refused its
     arguments, as it would on the CPU."""
     text = first_line(e)
-    if isinstance(e, NotImplementedError) or "meta" in text.lower():
+    if "Could not run '" in text:  # the dispatcher's message, with every backend listed
+        text = text.split(" with arguments from")[0]
+    if isinstance(e, NotImplementedError) or "meta" in text.lower() or "Could not run" in text:
         return ("%s: %s cannot run on the meta device in this PyTorch (%s), so the capture cannot "
                 "record it: it has no init IR counterpart; initialize the tensor with ops the "
-                "capture records (ir-spec/capture.md), or apply %s after loading the checkpoint"
-                % (user_location(), op, text, op))
+                "capture records (ir-spec/capture.md), or do this step after loading the "
+                "checkpoint" % (user_location(), op, text))
     return "%s: %s: %s" % (user_location(), op, text)
 
 
@@ -1185,7 +1187,10 @@ class Capture(TorchFunctionMode):
                 return self.value(x, None, dt) if tuple(x.shape) == shape else \
                     reshape(self.value(x, None, dt), shape)
             return unsupported("torch.Tensor.%s copying a rearranged tensor" % name, shape, dt)
-        return unsupported("%s has no init IR counterpart" % name, shape, dt)
+        # An operand that has no counterpart itself is the reason (w.abs().max(): abs).
+        inputs = [self.state(a).node for a in itertools.chain(args, kwargs.values())
+                  if isinstance(a, torch.Tensor) and self.state(a) is not None]
+        return unsupported("%s has no init IR counterpart" % name, shape, dt, inputs=inputs)
 
     # -- the mode --------------------------------------------------------------------------------
     def init_call(self, name, args, kwargs):
@@ -1525,9 +1530,72 @@ def reads_overlap(reads):
     return torch.unique(used).numel() != used.numel()
 
 
+LEGACY_TYPES = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+                "BoolTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor"]
+
+
+def legacy_sizes(args, kwargs):
+    """The sizes of a legacy constructor call that gives an uninitialized tensor (torch.Tensor(16,
+    8), torch.FloatTensor(torch.Size([4]))), or None for the other forms (data, a storage)."""
+    if kwargs:
+        return None
+    if len(args) == 1 and isinstance(args[0], torch.Size):
+        return tuple(args[0])
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return tuple(args)
+    return None
+
+
+class LegacyType:
+    """Stands for torch.FloatTensor and the like while the factory runs: a call with sizes is
+    torch.empty of that dtype (seen by the capture, on the meta device); anything else is the
+    original's. isinstance and attributes behave as the original's."""
+
+    def __init__(self, original):
+        self._original = original
+
+    def __call__(self, *args, **kwargs):
+        sizes = legacy_sizes(args, kwargs)
+        if sizes is None:
+            return self._original(*args, **kwargs)
+        return torch.empty(sizes, dtype=self._original.dtype)
+
+    def __instancecheck__(self, obj):
+        return isinstance(obj, self._original)
+
+    def __getattr__(self, name):
+        return getattr(self._original, name)
+
+
+class LegacyConstructors:
+    """While active, torch.Tensor(sizes) and torch.FloatTensor(sizes) etc. (which allocate on the
+    CPU without passing through torch's function hooks) are torch.empty(sizes, dtype)."""
+
+    def __enter__(self):
+        base_new = torch._C._TensorBase.__new__
+
+        def tensor_new(cls, *args, **kwargs):
+            sizes = legacy_sizes(args, kwargs)
+            if cls is torch.Tensor and sizes is not None:
+                return torch.empty(sizes)
+            return base_new(cls, *args, **kwargs)
+        self.saved = {name: getattr(torch, name) for name in LEGACY_TYPES if hasattr(torch, name)}
+        for name, original in self.saved.items():
+            setattr(torch, name, LegacyType(original))
+        torch.Tensor.__new__ = staticmethod(tensor_new)
+        return self
+
+    def __exit__(self, *exc):
+        if "__new__" in torch.Tensor.__dict__:
+            del torch.Tensor.__new__
+        for name, original in self.saved.items():
+            setattr(torch, name, original)
+        return False
+
+
 def capture_model(factory, kwargs, seed, model_name):
     capture = Capture()
-    with InitHooks(capture), capture, torch.no_grad():
+    with InitHooks(capture), LegacyConstructors(), capture, torch.no_grad():
         model = factory(**kwargs)
     if not isinstance(model, nn.Module):
         raise CaptureError("the factory returned %s, not a torch.nn.Module" % type(model).__name__)
@@ -1538,12 +1606,21 @@ def capture_model(factory, kwargs, seed, model_name):
     primary = {}
     shared_random = {}
     for name, t in model.state_dict(keep_vars=True).items():
+        if name.rsplit(".", 1)[-1] == "_extra_state":
+            print("initc-capture: note: %s: %s is the module's extra state (get_extra_state), not "
+                  "a parameter or buffer: the checkpoint does not hold it (load it with "
+                  "strict=False, or let the module set it)" % (module_path(name), name),
+                  file=sys.stderr)
+            continue
         is_buffer = id(t) not in param_ids
         st = capture.state(t)
         if st is None:
-            raise CaptureError("%s: %s was not created inside the factory (device %s); create "
-                               "every parameter and buffer in the constructor"
-                               % (module_path(name), name, t.device))
+            raise CaptureError(
+                "%s: %s is a %s tensor the capture never saw created: made outside the factory "
+                "(at module scope), or by a call that bypasses torch's function hooks (a legacy "
+                "constructor such as torch.cuda.FloatTensor(data), torch.from_numpy); create it "
+                "in the factory with torch.empty, torch.zeros, torch.full, ..."
+                % (module_path(name), name, t.device))
         dtype = DTYPES.get(t.dtype)
         if dtype is None:
             raise CaptureError("%s: %s has dtype %s, which init IR does not have" % (module_path(name), name, t.dtype))
@@ -1597,6 +1674,7 @@ def load_factory(spec):
     if where.endswith(".py") or os.path.sep in where:
         if not os.path.exists(where):
             raise CaptureError("--factory: no file '%s'" % where)
+        # As python does for a script: its directory first on the path.
         sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
         mod_name = os.path.splitext(os.path.basename(where))[0]
         spec_ = importlib.util.spec_from_file_location(mod_name, where)
@@ -1604,7 +1682,17 @@ def load_factory(spec):
         sys.modules[mod_name] = module
         spec_.loader.exec_module(module)
     else:
-        module = importlib.import_module(where)
+        # As `python -m` does: modules of the current directory first.
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            module = importlib.import_module(where)
+        except ModuleNotFoundError as e:
+            if e.name is None or not where.startswith(e.name):
+                raise
+            raise CaptureError("--factory: no module '%s' (looked in the current directory and "
+                               "on sys.path): run from the directory that holds %s.py, or give "
+                               "FILE.py:FUNCTION" % (where, where.replace(".", "/")))
     factory = getattr(module, func, None)
     if not callable(factory):
         raise CaptureError("--factory: '%s' has no function '%s'" % (where, func))
@@ -1706,9 +1794,13 @@ def main(argv=None):
     except Exception as e:  # the factory itself failed
         frames = [f for f in traceback.extract_tb(e.__traceback__)
                   if os.path.abspath(f.filename) != _THIS_FILE]
-        where = "%s:%d" % (frames[-1].filename, frames[-1].lineno) if frames else "?"
-        print("initc-capture: error: the factory raised %s: %s (at %s)" % (type(e).__name__, e, where),
-              file=sys.stderr)
+        # The factory's own line (not torch's), and where it failed when that is elsewhere.
+        user = [f for f in frames if not os.path.abspath(f.filename).startswith(_TORCH_DIR)]
+        where = "%s:%d" % (user[-1].filename, user[-1].lineno) if user else "?"
+        if frames and user and frames[-1] is not user[-1]:
+            where += ", in %s:%d" % (frames[-1].filename, frames[-1].lineno)
+        print("initc-capture: error: the factory raised %s: %s (at %s)"
+              % (type(e).__name__, first_line(e), where), file=sys.stderr)
         return 1
     try:
         write_output(opts.output, text)
