@@ -260,4 +260,10 @@ bad_call "unknown nonlinearity" "torch.nn.init.kaiming_normal_: Unsupported nonl
 bad_call "unknown fan mode" "torch.nn.init.kaiming_normal_: mode 'fan_avg' must be 'fan_in' or 'fan_out'" \
   "nn.init.kaiming_normal_(w, mode='fan_avg')"
 
+# A write through a view that is not a box says what the view is.
+bad_call "step slicing" "model: normal_ on a view with strides \\[16, 1\\] at offset 0 of a tensor of shape \\[8, 8\\] \\(step slicing" \
+  "w[::2].normal_()"
+bad_call "flat range" "model: uniform_ on the elements 3 to 19 of a tensor of shape \\[8, 8\\], in storage order \\(not a box of it\\)" \
+  "w.view(-1)[3:20].uniform_()"
+
 echo "PASS capture_errors ($cases refusals)"
