@@ -2,7 +2,8 @@
 # Captures every model of tests/capture/models.py with tools/capture/initc_capture.py, compiles it
 # for 1 rank and for 4 (dp=2,tp=2, fsdp+tp), runs both, assembles both checkpoints, checks that
 # they are bitwise identical and that tests/capture/check_capture.py accepts the result against
-# PyTorch's eager initialization. Prints "PASS capture_models" or exits 1.
+# PyTorch's eager initialization; then compiles one with the rules file that README.md shows for
+# captured models. Prints "PASS capture_models" or exits 1.
 # Needs: BUILD_DIR (default ./build) with initc and initrt-run; /usr/bin/python3 with torch,
 # numpy and scipy (apt-get install python3-torch python3-numpy python3-scipy; tools/setup.sh
 # installs them).
@@ -66,4 +67,9 @@ for model in $MODEL_NAMES; do
   fi
   echo "ok $model: $(tail -1 "$dir/check.log")"
 done
+# The rules file of README.md's capture example compiles: it names only the logical axes the
+# capture emits for linear layers.
+echo '{"logical_axes": {"out": "tp", "in": "dp"}}' >"$WORK/rules.json"
+"$INITC" compile "$WORK/mlp/model.mlir" --mesh dp=2,tp=2 --shard "$WORK/rules.json" -o "$WORK/rules-prog" \
+  >/dev/null || fail "the README's rules file does not compile a captured model"
 echo "PASS capture_models"
