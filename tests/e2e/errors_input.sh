@@ -19,14 +19,6 @@ expect_error() {
   cases=$((cases + 1))
 }
 
-# no_output PATH: nothing under PATH, and no temporary file left next to it.
-no_output() {
-  [[ ! -e $1 ]] || fail "$1 exists after a failure"
-  local leftovers
-  leftovers=$(find "$(dirname "$1")" -maxdepth 1 -name "*.tmp-*" | head -3)
-  [[ -z $leftovers ]] || fail "temporary files left: $leftovers"
-}
-
 #===------------------------------------------------------------------------===#
 # IR
 #===------------------------------------------------------------------------===#
