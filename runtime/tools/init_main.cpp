@@ -319,15 +319,26 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   // that differs fails, and the lowest of them says how.
   if (world.size() > 1) {
     std::string myDir = normalizedPath(progDir), myOut = normalizedPath(options.out);
+    auto modeOf = [](const Options &o) {
+      return std::string(o.discard ? "--discard" : "--out") + (o.overwrite ? " --overwrite" : "");
+    };
     std::string rootId = program.programId, rootDir = myDir, rootOut = myOut;
+    std::string myMode = modeOf(options), rootMode = myMode;
     world.broadcast(rootId);
     world.broadcast(rootDir);
     world.broadcast(rootOut);
+    world.broadcast(rootMode);
     code = kExitOk;
     if (rootId != program.programId) {
       error = "ranks run different programs: this rank runs " + myDir + "/init (program id " +
               program.programId + "), rank 0 runs " + rootDir + "/init (program id " + rootId +
               "): start every rank of the job with the same prog/init";
+      code = kExitUsage;
+    } else if (myMode != rootMode) {
+      // Some ranks would write shards that no index lists, or replace a checkpoint that the
+      // others keep.
+      error = "ranks were started with different options: this rank has " + myMode +
+              ", rank 0 has " + rootMode + ": start every rank of the job with the same options";
       code = kExitUsage;
     } else if (!options.discard && myOut != rootOut) {
       error = "ranks write to different directories: this rank has --out " + myOut +

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Jobs that go wrong around the files: ranks of one job started with different programs or
-# different --out, several writers of one rank, `--rank` under mpirun, assemble asked to write
+# Jobs that go wrong around the files: ranks of one job started with different programs,
+# different --out or different --discard/--overwrite, several writers of one rank, `--rank` under mpirun, assemble asked to write
 # over the checkpoint it reads, signals while a file is written, inputs that are not regular
 # files, a damaged index, a missing shard that owns no slice, and the modes files get. Each
 # case: one clear message, a non-zero exit without a crash, nothing left under a final name that
@@ -37,6 +37,14 @@ expect_error "ranks write to different directories" \
   "init: error \(rank 1\): ranks write to different directories: this rank has --out $WORK/cb, rank 0 has --out $WORK/ca: give every rank the same --out" \
   "${MPIRUN[@]}" -np 1 p2/init --out ca : -np 1 p2/init --out cb
 [[ ! -e ca && ! -e cb ]] || fail "different --out directories were written"
+expect_error "ranks started with different options" \
+  "init: error \(rank 1\): ranks were started with different options: this rank has --out --overwrite, rank 0 has --out: start every rank of the job with the same options" \
+  "${MPIRUN[@]}" -np 1 p2/init --out cd : -np 1 p2/init --out cd --overwrite
+[[ ! -e cd ]] || fail "different --overwrite wrote $(ls -A cd)"
+expect_error "some ranks discard" \
+  "init: error \(rank 1\): ranks were started with different options: this rank has --out, rank 0 has --discard" \
+  "${MPIRUN[@]}" -np 1 p2/init --discard : -np 1 p2/init --out ce
+[[ ! -e ce ]] || fail "a rank wrote while rank 0 discarded: $(ls -A ce)"
 # The same directory spelled two ways is one directory.
 "${MPIRUN[@]}" -np 1 p2/init --out same --quiet : -np 1 p2/init --out "./same//" --quiet ||
   fail "one --out spelled two ways"
