@@ -66,6 +66,16 @@ class Dtypes(nn.Module):
             "f32_arange_to_f64": (torch.arange(6, dtype=torch.float32) * 0.1).double(),
             "f32_arange_to_long": (torch.arange(0., 3., 0.1)).long(),
             "f32_iota_to_f64": torch.arange(0., 1., 0.1).double(),
+            # Operators as torch composes them: -x flips zeros, number / x is
+            # x.reciprocal() * number, bf16 rsqrt rounds once (in eager's vector loop; its
+            # scalar tail rounds twice, so the length is whole vectors).
+            "neg_zeros": -torch.zeros(3),
+            "neg_inplace": torch.zeros(2, 2).neg_(),
+            "neg_arange": -torch.arange(-2., 3.),
+            "rdiv": 1.7 / torch.arange(1., 40.),
+            "rdiv_bf16": 0.3 / torch.arange(1., 40., dtype=torch.bfloat16),
+            "rdiv_int": 2 / torch.arange(1, 9),
+            "rsqrt_bf16": torch.rsqrt(torch.arange(1., 257., dtype=torch.bfloat16)),
         }
         for name, value in buffers.items():
             self.register_buffer(name, value)

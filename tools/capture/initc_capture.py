@@ -206,7 +206,8 @@ def uniform_node(shape, dtype, low, high, what):
         raise CaptureError("%s: %s(%s, %s): the lower bound is above the upper one (PyTorch "
                            "refuses it too)" % (user_location(), what, low, high))
     if lo == hi:
-        return fill(low, shape, dtype)
+        # torch computes u * (high - low) + low: uniform_(-0.0, 0.0) gives +0.
+        return fill(lo + 0.0, shape, dtype)
     return Node("uniform", shape, dtype, low=low, high=high)
 
 
@@ -414,6 +415,13 @@ def binary(op, lhs, rhs, dtype):
     if dtype not in FLOAT_TYPES:
         return unsupported("%s on %s tensors" % (op, dtype), lhs.shape, dtype)
     return Node(op, lhs.shape, dtype, (lhs, rhs))
+
+
+def negate(x):
+    """-x as torch.neg: -0 - x flips the sign of zeros too (0 - x would make -(+0) +0)."""
+    if x.dtype not in FLOAT_TYPES:
+        return binary("sub", fill(0, x.shape, x.dtype), x, x.dtype)
+    return binary("sub", fill(-0.0, x.shape, x.dtype), x, x.dtype)
 
 
 def range_mask(shape, dim, lo, hi):
@@ -954,7 +962,7 @@ class Capture(TorchFunctionMode):
             if dt not in FLOAT_TYPES:
                 self.mutate(t, lambda old, geo: unsupported(name + " on " + dt, old.shape, dt), name)
             elif base == "neg":
-                self.mutate(t, lambda old, geo: binary("sub", fill(0.0, old.shape, dt), old, dt), name)
+                self.mutate(t, lambda old, geo: negate(old), name)
             else:
                 self.mutate(t, lambda old, geo: Node(base, old.shape, dt, (old,)), name)
         elif name in ("tril_", "triu_"):
@@ -1138,6 +1146,9 @@ class Capture(TorchFunctionMode):
               "divide": "div"}.get(base[1:] if swapped else base)
         if op is not None and len(args) >= 2:
             lhs, rhs = self.value(args[0], shape, dt), self.value(args[1], shape, dt)
+            if swapped and op == "div":
+                # `number / tensor` is Tensor.__rdiv__: `self.reciprocal() * other`, two roundings.
+                return binary("mul", binary("div", fill(1, shape, dt), lhs, dt), rhs, dt)
             if swapped:
                 lhs, rhs = rhs, lhs
             alpha = kwargs.get("alpha", 1)
@@ -1147,11 +1158,14 @@ class Capture(TorchFunctionMode):
                 return unsupported("division with rounding_mode", shape, dt)
             return binary(op, lhs, rhs, dt)
         if base == "neg":
-            return binary("sub", fill(0, shape, dt), self.value(x, shape, dt), dt)
+            return negate(self.value(x, shape, dt))
         if base in UNARY_OPS and dt in FLOAT_TYPES:
             return Node(base, shape, dt, (self.value(x, shape, dt),))
         if base == "rsqrt" and dt in FLOAT_TYPES:
-            return binary("div", fill(1, shape, dt), Node("sqrt", shape, dt, (self.value(x, shape, dt),)), dt)
+            # One rounding to a 16-bit type: torch computes 1 / sqrt(x) in f32 for those.
+            ct = compute_type(dt)
+            root = Node("sqrt", shape, ct, (self.value(x, shape, ct),))
+            return cast(binary("div", fill(1, shape, ct), root, ct), dt)
         if base == "reciprocal" and dt in FLOAT_TYPES:
             return binary("div", fill(1, shape, dt), self.value(x, shape, dt), dt)
         if base in ("clamp", "clip", "clamp_min", "clamp_max") and dt in FLOAT_TYPES:
