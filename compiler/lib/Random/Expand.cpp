@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 
@@ -469,6 +470,54 @@ bool truncNormalIsNeverNaN(double mean, double stdev, double a, double b) {
   auto [vmin, vmax] = uniformRange(p.v);
   return std::max(std::fabs(vmin), std::fabs(vmax)) < 1.0f && std::isfinite(p.scale) &&
          std::isfinite(p.mean) && !std::isnan(p.a) && !std::isnan(p.b);
+}
+
+namespace {
+// The exponent of the lowest set bit of finite f's significand: f is a multiple of 2^lsb(f).
+// Zero is a multiple of every power of two.
+int lowestBitExponent(float f) {
+  if (f == 0.0f)
+    return std::numeric_limits<int>::max();
+  int exponent;
+  float m = std::frexp(std::fabs(f), &exponent); // |f| = m * 2^exponent, m in [0.5, 1)
+  auto significand = static_cast<uint32_t>(std::ldexp(m, 24));
+  return exponent - 24 + llvm::countr_zero(significand);
+}
+
+// A sum or product of multiples of 2^a and 2^b, each rounded to f32, is a multiple of 2^min(a, b)
+// or 2^(a + b) (a value that is one is exactly representable, or rounds to a coarser grid), so
+// that none of it is below the smallest normal 2^-126 but 0.
+bool isNormalGrid(int lowestBit) { return lowestBit >= -126; }
+} // namespace
+
+bool uniformIsNeverSubnormal(double low, double high) {
+  // low + width * U, U an odd multiple of 2^-24 (rule 3).
+  rng::UniformParams p = rng::uniformParams(low, high);
+  if (!std::isfinite(p.low) || !std::isfinite(p.width))
+    return false;
+  int width = lowestBitExponent(p.width);
+  return isNormalGrid(std::min(lowestBitExponent(p.low),
+                               width == std::numeric_limits<int>::max() ? width : width - 24));
+}
+
+bool normalIsNeverSubnormal(double mean, double stdev) {
+  // mean + std * z, z an f32 of magnitude kStandardNormalMin or more: a multiple of the ulp of
+  // that binade.
+  float m = static_cast<float>(mean), s = static_cast<float>(stdev);
+  if (!std::isfinite(m) || !std::isfinite(s))
+    return false;
+  int zBit = std::ilogb(kStandardNormalMin) - 23;
+  int scaled = lowestBitExponent(s);
+  return isNormalGrid(std::min(lowestBitExponent(m), scaled == std::numeric_limits<int>::max()
+                                                         ? scaled
+                                                         : scaled + zBit));
+}
+
+Value emitConvertToBF16(OpBuilder &builder, Location loc, Value x) {
+  ElementwiseBuilder e(builder, loc, x.getType());
+  auto convert = builder.create<arith::TruncFOp>(loc, e.shaped(builder.getBF16Type()), x);
+  convert->setAttr(kNoNaNOrSubnormalAttr, builder.getUnitAttr());
+  return convert;
 }
 
 Value emitRoundToBF16Bits(OpBuilder &builder, Location loc, Value x, bool neverNaN) {

@@ -68,6 +68,8 @@ private:
   DenseMap<Value, Value> narrowOf;
   // Samples that are never NaN, whose bf16 rounding needs no NaN case.
   DenseSet<Value> neverNaN;
+  /// Samples also proven never subnormal: bf16 takes them by a conversion (rule 8).
+  DenseSet<Value> neverNaNOrSubnormal;
   SmallVector<int64_t> keyValues;
 
   Type computeType(Type element) {
@@ -120,6 +122,8 @@ Value ElementEmitter::toElement(Value scalar, Type element) {
   if (Value narrow = narrowOf.lookup(scalar); narrow && narrow.getType() == element)
     return narrow;
   if (element.isBF16()) {
+    if (neverNaNOrSubnormal.contains(scalar))
+      return random::emitConvertToBF16(b, loc, scalar);
     Value bits = random::emitRoundToBF16Bits(b, loc, scalar, neverNaN.contains(scalar));
     return b.create<arith::BitcastOp>(loc, element, bits);
   }
@@ -191,15 +195,17 @@ Value ElementEmitter::convert(Value scalar, Type from, Type to) {
 
 Value ElementEmitter::random(Operation *op, Type element) {
   Value sample;
-  bool number = false;
+  bool number = false, normal = false; // never NaN; never subnormal
   if (auto u = dyn_cast<UniformOp>(op)) {
     double low = u.getLow().convertToDouble(), high = u.getHigh().convertToDouble();
     sample = random::emitUniform(b, loc, linear, key(u.getStream()), low, high);
     number = random::uniformIsNeverNaN(low, high);
+    normal = random::uniformIsNeverSubnormal(low, high);
   } else if (auto n = dyn_cast<NormalOp>(op)) {
     double mean = n.getMean().convertToDouble(), stdev = n.getStd().convertToDouble();
     sample = random::emitNormal(b, loc, linear, key(n.getStream()), mean, stdev);
     number = random::normalIsNeverNaN(mean, stdev);
+    normal = random::normalIsNeverSubnormal(mean, stdev);
   } else if (auto t = dyn_cast<TruncNormalOp>(op)) {
     double mean = t.getMean().convertToDouble(), stdev = t.getStd().convertToDouble();
     double lo = t.getA().convertToDouble(), hi = t.getB().convertToDouble();
@@ -212,13 +218,17 @@ Value ElementEmitter::random(Operation *op, Type element) {
       double bound = std::sqrt(3.0 * variance);
       sample = random::emitUniform(b, loc, linear, key(v.getStream()), -bound, bound);
       number = random::uniformIsNeverNaN(-bound, bound);
+      normal = random::uniformIsNeverSubnormal(-bound, bound);
     } else {
       sample = random::emitNormal(b, loc, linear, key(v.getStream()), 0.0, std::sqrt(variance));
       number = random::normalIsNeverNaN(0.0, std::sqrt(variance));
+      normal = random::normalIsNeverSubnormal(0.0, std::sqrt(variance));
     }
   }
   if (number)
     neverNaN.insert(sample);
+  if (number && normal)
+    neverNaNOrSubnormal.insert(sample);
   // Samples are f32 (ir-spec/rng.md); f64 parameters get their exact widening.
   if (element.isF64())
     return b.create<arith::ExtFOp>(loc, b.getF64Type(), sample);

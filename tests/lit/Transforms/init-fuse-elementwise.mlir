@@ -122,13 +122,26 @@ init.param @orthogonal_times_two : tensor<8x8xf32> {
 
 init.seed 42
 
-// Rounding to bf16 leaves out its NaN case for a sample that is never NaN (finite bounds), and
-// keeps it for a value that may be NaN (a quotient: 0/0).
+// A sample that is never NaN nor subnormal (ir-spec/rng.md, rule 8) is a marked conversion,
+// which CPUs with bf16 conversion instructions take as one.
 // CHECK-LABEL: init.param @sample_bf16 : tensor<8x4xbf16> {
 // CHECK-NOT:       arith.cmpi ugt
-// CHECK:           init.yield %{{.+}} : bf16
+// CHECK:           %[[C:.+]] = arith.truncf %{{.+}} {initc.no_nan_or_subnormal} : f32 to bf16
+// CHECK:           init.yield %[[C]] : bf16
 init.param @sample_bf16 : tensor<8x4xbf16> {
   %0 = init.uniform -0.1, 0.1 stream 0 : tensor<8x4xbf16>
+  init.yield %0 : tensor<8x4xbf16>
+}
+
+// Rounding to bf16 leaves out its NaN case for a sample that is never NaN but may be subnormal
+// (finite bounds, tiny ones), and keeps it for a value that may be NaN (a quotient: 0/0).
+// CHECK-LABEL: init.param @tiny_bf16 : tensor<8x4xbf16> {
+// CHECK-NOT:       arith.cmpi ugt
+// CHECK-NOT:       arith.truncf
+// CHECK:           arith.bitcast %{{.+}} : i16 to bf16
+// CHECK:           init.yield %{{.+}} : bf16
+init.param @tiny_bf16 : tensor<8x4xbf16> {
+  %0 = init.uniform -1.0e-38, 1.0e-38 stream 0 : tensor<8x4xbf16>
   init.yield %0 : tensor<8x4xbf16>
 }
 

@@ -408,6 +408,51 @@ TEST(NeverNaN, FromTheParameters) {
   EXPECT_FALSE(truncNormalIsNeverNaN(0.0, 1e39, -2.0, 2.0));
 }
 
+TEST(NeverSubnormal, StandardNormalMinimumOverEveryUnitFloat) {
+  // z = r * cos or r * sin (rule 5); |z| >= rmin * cmin over the 2^23 values of rule 3 each.
+  float rmin = INFINITY, cmin = INFINITY;
+  for (uint32_t k = 0; k < (1u << 23); ++k) {
+    float u = rng::unitFloat(k << 9);
+    float r = std::sqrt(-2.0f * rng::logF(u));
+    float s = std::fabs(rng::sin2Pi(u)), c = std::fabs(rng::cos2Pi(u));
+    ASSERT_GT(r, 0.0f) << "u = " << u;
+    ASSERT_GT(std::min(s, c), 0.0f) << "u = " << u;
+    rmin = std::min(rmin, r);
+    cmin = std::min({cmin, s, c});
+  }
+  EXPECT_GE(rmin * cmin, initc::random::kStandardNormalMin);
+  EXPECT_EQ(rmin * cmin, initc::random::kStandardNormalMin) << "the bound can be raised";
+}
+
+TEST(NeverSubnormal, FromTheParameters) {
+  using namespace initc::random;
+  EXPECT_TRUE(uniformIsNeverSubnormal(-0.1, 0.1));
+  EXPECT_TRUE(uniformIsNeverSubnormal(0.0, 0.0));
+  EXPECT_FALSE(uniformIsNeverSubnormal(-1e-38, 1e-38));
+  EXPECT_FALSE(uniformIsNeverSubnormal(-1e39, 1e39));
+  EXPECT_TRUE(normalIsNeverSubnormal(0.0, 0.02));
+  EXPECT_TRUE(normalIsNeverSubnormal(1.0, 0.0));
+  EXPECT_TRUE(normalIsNeverSubnormal(0.0, 0x1p-70)); // std * z is a multiple of 2^-126
+  EXPECT_FALSE(normalIsNeverSubnormal(0.0, 0x1p-71));
+  EXPECT_FALSE(normalIsNeverSubnormal(0.0, 1e-38));
+  EXPECT_FALSE(normalIsNeverSubnormal(NAN, 1.0));
+  // The uniform bound is tight: every unit float of rule 3 for the widest range it accepts
+  // gives no subnormal, and the next narrower range gives some.
+  auto subnormals = [](double bound) {
+    rng::UniformParams p = rng::uniformParams(-bound, bound);
+    int count = 0;
+    for (uint32_t k = 0; k < (1u << 23); ++k) {
+      float v = rng::uniformFromWord(k << 9, p);
+      count += v != 0.0f && std::fabs(v) < 0x1p-126f;
+    }
+    return count;
+  };
+  EXPECT_TRUE(uniformIsNeverSubnormal(-0x1p-103, 0x1p-103));
+  EXPECT_EQ(subnormals(0x1p-103), 0);
+  EXPECT_FALSE(uniformIsNeverSubnormal(-0x1p-104, 0x1p-104));
+  EXPECT_GT(subnormals(0x1p-104), 0);
+}
+
 TEST_F(RandomExpandTest, KeyDerivationMatchesRuntime) {
   PhiloxKey k = initc::random::derivePhiloxKey(42, "model.embed_tokens.weight", 0);
   EXPECT_EQ(k.k0, 0xc0bbdabbu);

@@ -33,6 +33,13 @@ struct PhiloxKey {
 // (ir-spec/lowering.md); the values are the same.
 inline constexpr llvm::StringLiteral kRarelyFalseAttr = "initc.rarely_false";
 
+// Marks an `arith.truncf` from f32 to bf16 whose operand is never NaN and never subnormal (a
+// sample its distribution's parameters prove so, emitConvertToBF16). Rule 8 is IEEE rounding to
+// nearest even there, which conversion instructions that flush subnormal inputs to zero (x86's
+// vcvtneps2bf16) compute in one step; kernels for CPUs without them expand it into rule 8's
+// integer form (ir-spec/lowering.md).
+inline constexpr llvm::StringLiteral kNoNaNOrSubnormalAttr = "initc.no_nan_or_subnormal";
+
 // Rule 1 of ir-spec/rng.md (same as initrt::rng::deriveKey).
 PhiloxKey derivePhiloxKey(uint64_t seed, llvm::StringRef name, uint64_t stream);
 
@@ -72,6 +79,16 @@ bool uniformIsNeverNaN(double low, double high);
 bool normalIsNeverNaN(double mean, double stdev);
 bool truncNormalIsNeverNaN(double mean, double stdev, double a, double b);
 
+// Whether no sample of the distribution is subnormal (every one is 0, at least 2^-126 in
+// magnitude, or NaN), from its parameters alone: every sample is a multiple of a power of two
+// no smaller than 2^-126 (ir-spec/rng.md, rule 8).
+bool uniformIsNeverSubnormal(double low, double high);
+bool normalIsNeverSubnormal(double mean, double stdev);
+
+// The smallest magnitude of a standard normal sample (rule 5): r * sin or r * cos is never below
+// it (the unit test enumerates every u1 and u2 of rule 3 to check it).
+inline constexpr float kStandardNormalMin = 0x1.1c5832p-33f;
+
 // Elementary functions of rule 7, f32 -> f32.
 mlir::Value emitLog(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 mlir::Value emitExp(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
@@ -87,6 +104,9 @@ mlir::Value emitCos2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value
 mlir::Value emitRoundToBF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x,
                                 bool neverNaN = false);
 mlir::Value emitRoundToF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+// Rule 8 for an x the caller proves never NaN and never subnormal: `arith.truncf` to bf16 marked
+// kNoNaNOrSubnormalAttr (a bf16 value, not its bits).
+mlir::Value emitConvertToBF16(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 
 } // namespace initc::random
 
