@@ -2,8 +2,8 @@
 //
 // Compiles a small init module (uniform, normal, trunc_normal with bounds at +-2 std and at
 // torch's default +-100 std; in f32, bf16, f16) through the real pipeline for the CPUs `initc
-// compile` targets by default (x86-64-v4,x86-64-v3; or --target-cpu=LIST), loads kernels.so,
-// picks the variant prog/init would run on this CPU (INITRT_TARGET_CPU forces one) and times
+// compile` targets by default (x86-64-v4+avx512bf16,x86-64-v4,x86-64-v3; or --target-cpu=LIST),
+// loads kernels.so, picks the variant prog/init would run on this CPU (INITRT_TARGET_CPU forces one) and times
 // each kernel over a 4M-element shard, page-aligned and already resident, so the number is the
 // kernel's own speed. The per-core rates `initc inspect` quotes come from here.
 #include "initc/Pipeline/Pipeline.h"
@@ -60,7 +60,7 @@ std::string benchmarkName(const char *recipe, const char *dtype) {
 
 /// --target-cpu=LIST, taken out of argv before Google Benchmark reads it.
 std::string &targetCpus() {
-  static std::string cpus = "x86-64-v4,x86-64-v3";
+  static std::string cpus = "x86-64-v4+avx512bf16,x86-64-v4,x86-64-v3";
   return cpus;
 }
 
@@ -272,7 +272,8 @@ int main(int argc, char **argv) {
           "initc-kernel-bench: each kernel's elements and bytes per second on one thread, and\n"
           "the bf16, f16 and 32-column rates over f32's (benchmarks/README.md).\n"
           "  --target-cpu=LIST  CPUs to compile the kernels for, as `initc compile\n"
-          "                     --target-cpu` takes them (default x86-64-v4,x86-64-v3);\n"
+          "                     --target-cpu` takes them (default x86-64-v4+avx512bf16,\n"
+          "                     x86-64-v4,x86-64-v3);\n"
           "                     CPU:GROUPSxBLOCKS sets a vector loop shape, e.g. x86-64-v4:2x16\n"
           "  INITRT_TARGET_CPU=CPU in the environment runs that CPU's variant, e.g. x86-64-v3\n\n");
     if (std::string(argv[i]).rfind(flag, 0) == 0)

@@ -84,6 +84,11 @@ expect_error "compile --target-cpu empty entry" "error: --target-cpu 'x86-64-v4,
   "$INITC" compile "$IR/good.mlir" -o "$IR/prog-cpu" --target-cpu x86-64-v4,
 expect_error "compile --target-cpu unknown" "error: unknown target CPU 'pentium9'" \
   "$INITC" compile "$IR/good.mlir" -o "$IR/prog-cpu" --target-cpu x86-64-v3,pentium9
+expect_error "compile --target-cpu unknown extension" "error: unknown target feature 'avx512nope'" \
+  "$INITC" compile "$IR/good.mlir" -o "$IR/prog-cpu" --target-cpu x86-64-v4+avx512nope,x86-64-v3
+expect_error "compile --target-cpu empty extension" \
+  "error: target CPU 'x86-64-v4.' names no extension after a" \
+  "$INITC" compile "$IR/good.mlir" -o "$IR/prog-cpu" --target-cpu x86-64-v4+,x86-64-v3
 expect_error "compile --target-cpu bad loop shape" \
   "error: init-partition: target 'x86-64-v4:9' is not CPU, CPU:GROUPS or CPU:GROUPSxBLOCKS" \
   "$INITC" compile "$IR/good.mlir" -o "$IR/prog-cpu" --target-cpu x86-64-v4:9,x86-64-v3

@@ -51,6 +51,29 @@ for cpu in x86-64-v4 x86-64-v3 x86-64; do
   cmp "$WORK/f32-dp_1.safetensors" "$WORK/variant-$cpu.safetensors" || fail "$cpu kernels differ"
   echo "ok kernels for $cpu"
 done
+# bf16 samples: by default a third variant converts them with AVX512-BF16's instruction; it and
+# the integer rounding of the others write the same files. An f32 model has no use for it.
+"$INITC" compile "$WORK/model-bf16.mlir" -o "$WORK/prog-bf16-variants" >/dev/null \
+  || fail "compile bf16 for the default CPUs"
+variants=$($PYTHON -c 'import json, sys
+print(",".join(v["target_cpu"] for v in json.load(open(sys.argv[1]))["kernels"]["variants"]))' \
+  "$WORK/prog-bf16-variants/program.json")
+[[ $variants == "x86-64-v4+avx512bf16,x86-64-v4,x86-64-v3" ]] || fail "bf16 variants: $variants"
+"$INITC" compile "$WORK/model-f32.mlir" -o "$WORK/prog-f32-default" >/dev/null || fail "compile f32"
+grep -q avx512bf16 "$WORK/prog-f32-default/program.json" && fail "an f32 model has a bf16 variant"
+for cpu in x86-64-v4+avx512bf16 x86-64-v4 x86-64-v3; do
+  if ! out=$("$WORK/prog-bf16-variants/init" --target-cpu $cpu --out "$WORK/bf16-variant-$cpu" \
+    --quiet 2>&1); then
+    [[ $out == *"which this CPU lacks"* ]] || fail "--target-cpu $cpu: $out"
+    echo "skip bf16 $cpu (this CPU cannot run it)"
+    continue
+  fi
+  "$INITC" assemble "$WORK/bf16-variant-$cpu" -o "$WORK/bf16-variant-$cpu.safetensors" \
+    >/dev/null || fail "assemble bf16 $cpu"
+  cmp "$WORK/bf16-dp_1.safetensors" "$WORK/bf16-variant-$cpu.safetensors" \
+    || fail "bf16 $cpu kernels differ"
+  echo "ok bf16 kernels for $cpu"
+done
 # Vector loops of other shapes than the defaults (CPU:GROUPSxBLOCKS), as for measuring: the same
 # bytes again.
 "$INITC" compile "$WORK/model-f32.mlir" -o "$WORK/prog-shapes" \

@@ -385,7 +385,7 @@ int runInspect(const InspectArgs &args) {
 
 struct CompileArgs {
   std::string model, mesh, shard, output, emit, stage = "partitioned";
-  std::string targetCpu = "x86-64-v4,x86-64-v3", linker;
+  std::string targetCpu = "x86-64-v4+avx512bf16,x86-64-v4,x86-64-v3", linker;
   bool timing = false, stageGiven = false;
 };
 
@@ -446,7 +446,7 @@ int runCompile(const CompileArgs &args) {
           output, [&](llvm::raw_ostream &os) { module->print(os); }, args.model);
     auto kernels = initc::extractKernels(*module);
     std::string error;
-    if (failed(initc::target::lowerToLLVMDialect(*kernels, error)))
+    if (failed(initc::target::lowerToLLVMDialect(*kernels, targetOptions, error)))
       return fail(error);
     if (args.emit == "mlir")
       return writeOutput(
@@ -567,7 +567,9 @@ int main(int argc, char **argv) {
                       "CPUs the kernels are compiled for, best first, comma-separated: x86-64, "
                       "x86-64-v2/v3/v4, native, znver4, ... kernels.so holds code for each and "
                       "prog/init runs the first the CPU it runs on supports (bits never depend "
-                      "on it). CPU:GROUPSxBLOCKS sets a CPU's vector loop, for measuring: "
+                      "on it). CPU+FEATURE adds an extension (x86-64-v4+avx512bf16: bf16 "
+                      "samples by a conversion instruction; left out when no kernel uses it). "
+                      "CPU:GROUPSxBLOCKS sets a CPU's vector loop, for measuring: "
                       "GROUPS groups (1-4) of BLOCKS Philox blocks (8 or 16) per iteration "
                       "(default 3x16 with AVX-512, 2x8 otherwise)")
       ->capture_default_str();

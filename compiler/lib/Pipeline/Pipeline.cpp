@@ -2,11 +2,13 @@
 #include "initc/Pipeline/Pipeline.h"
 
 #include "initc/Dialect/Init/IR/InitOps.h"
+#include "initc/Random/Expand.h"
 #include "initc/Support/Nesting.h"
 #include "initc/Transforms/Passes.h"
 #include "initrt/checksum.h"
 #include "initrt/program_io.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Pass/PassManager.h"
@@ -96,8 +98,30 @@ LogicalResult initc::kernelTargets(llvm::ArrayRef<std::string> cpus,
   return success();
 }
 
+namespace {
+/// `targets` without those for CPUs with bf16 conversion instructions (`CPU+avx512bf16`) when no
+/// kernel converts a sample to bf16 by one (random::kNoNaNOrSubnormalAttr): their code would be
+/// the next variant's. A target is left out only while another remains.
+std::vector<std::string> variantsWorthBuilding(ModuleOp module,
+                                               const std::vector<std::string> &targets) {
+  bool converts = false;
+  module.walk([&](arith::TruncFOp op) {
+    converts = op->hasAttr(random::kNoNaNOrSubnormalAttr);
+    return converts ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    bool forConversions = llvm::StringRef(targetCpuName(targets[i])).ends_with("+avx512bf16");
+    if (!forConversions || converts || (kept.empty() && i + 1 == targets.size()))
+      kept.push_back(targets[i]);
+  }
+  return kept;
+}
+} // namespace
+
 LogicalResult initc::runPipeline(ModuleOp module, const PipelineOptions &options, Stage last) {
   MLIRContext *context = module.getContext();
+  std::vector<std::string> targets; // the partition stage's, which outlive its pass manager
   auto runStage = [&](Stage stage) -> LogicalResult {
     PassManager pm(context);
     if (options.printTiming)
@@ -125,7 +149,8 @@ LogicalResult initc::runPipeline(ModuleOp module, const PipelineOptions &options
       break;
     case Stage::Partitioned: {
       PartitionOptions partition;
-      partition.targets = options.kernelTargets;
+      targets = variantsWorthBuilding(module, options.kernelTargets);
+      partition.targets = targets;
       pm.addPass(createPartition(partition));
       break;
     }

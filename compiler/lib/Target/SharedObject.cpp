@@ -1,5 +1,7 @@
 #include "initc/Target/SharedObject.h"
+#include "initc/Random/Expand.h"
 #include "initc/Target/KernelScheduler.h"
+#include "initc/Target/PairBF16Conversions.h"
 #include "initc/Target/TruncateByShuffle.h"
 #include "initc/Target/WideConstants.h"
 #include "initrt/cpu.h"
@@ -16,6 +18,7 @@
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -205,14 +208,31 @@ void settleExtensions(CpuTarget &resolved, const ResolvedTarget &target) {
 /// `cpu` (as the user wrote it, "native" allowed) resolved and checked against `target`.
 std::optional<CpuTarget> resolveCpu(llvm::StringRef cpu, const TargetOptions &options,
                                     const ResolvedTarget &target, std::string &error) {
+  // CPU+FEATURE+...: a CPU with extensions of its own (x86-64-v4+avx512bf16).
+  auto [name, extra] = cpu.split('+');
   CpuTarget resolved;
-  resolved.cpu = cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu.str();
+  resolved.cpu = name == "native" ? llvm::sys::getHostCPUName().str() : name.str();
   if (!target.subtarget->isCPUStringValid(resolved.cpu)) {
     error = "unknown target CPU '" + resolved.cpu +
             "' (use x86-64-v3, x86-64-v4, native, or a name from `llc -mcpu=help`)";
     return std::nullopt;
   }
-  std::optional<std::string> features = resolveFeatures(cpu, options, *target.subtarget, error);
+  TargetOptions withExtra = options;
+  if (cpu.contains('+')) {
+    llvm::SmallVector<llvm::StringRef> added;
+    extra.split(added, '+');
+    for (llvm::StringRef feature : added) {
+      if (feature.empty() || feature[0] == '-') {
+        error = "target CPU '" + cpu.str() +
+                "' names no extension after a '+': write CPU+EXTENSION, e.g. "
+                "x86-64-v4+avx512bf16";
+        return std::nullopt;
+      }
+      withExtra.features += (withExtra.features.empty() ? "+" : ",+") + feature.str();
+    }
+  }
+  std::optional<std::string> features =
+      resolveFeatures(name, withExtra, *target.subtarget, error);
   if (!features)
     return std::nullopt;
   resolved.features = *features;
@@ -365,8 +385,9 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine, unsigned optLe
   builder.crossRegisterProxies(loopAnalyses, functionAnalyses, cgsccAnalyses, moduleAnalyses);
   // After every InstCombine, which would turn the shuffles back into truncations.
   builder.registerOptimizerLastEPCallback(
-      [](llvm::ModulePassManager &passes, llvm::OptimizationLevel) {
+      [&machine](llvm::ModulePassManager &passes, llvm::OptimizationLevel) {
         passes.addPass(llvm::createModuleToFunctionPassAdaptor(TruncateByShufflePass()));
+        passes.addPass(llvm::createModuleToFunctionPassAdaptor(PairBF16ConversionsPass(machine)));
       });
   static const llvm::OptimizationLevel levels[] = {
       llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1, llvm::OptimizationLevel::O2,
@@ -412,7 +433,7 @@ std::unique_ptr<llvm::Module> translate(ModuleOp module, llvm::LLVMContext &ctx,
         return nullptr;
       kernelCpus[func.getSymName()] = *resolved;
     }
-  if (!isInLLVMDialect(module) && failed(lowerToLLVMDialect(module, error)))
+  if (!isInLLVMDialect(module) && failed(lowerToLLVMDialect(module, options, error)))
     return nullptr;
   MLIRContext *mlirContext = module->getContext();
   registerBuiltinDialectTranslation(*mlirContext);
@@ -675,8 +696,9 @@ LogicalResult compileToObjects(std::unique_ptr<llvm::Module> module,
 } // namespace
 
 std::string resolveTargetCpu(const TargetOptions &options) {
-  if (options.cpu == "native")
-    return llvm::sys::getHostCPUName().str();
+  auto [name, extra] = llvm::StringRef(options.cpu).split('+');
+  if (name == "native")
+    return llvm::sys::getHostCPUName().str() + (extra.empty() ? "" : "+" + extra.str());
   return options.cpu;
 }
 
@@ -701,13 +723,85 @@ std::optional<unsigned> vectorRegisters(llvm::StringRef cpu, const TargetOptions
   return llvm::is_contained(*extensions, "avx512f") ? 32u : 16u;
 }
 
-LogicalResult lowerToLLVMDialect(ModuleOp module, std::string &error) {
+namespace {
+bool hasElementType(Value value, bool (Type::*is)() const) {
+  return (getElementTypeOrSelf(value.getType()).*is)();
+}
+
+/// bf16 conversions in integer ops (rule 8), but where a kernel's CPU converts to bf16 in one
+/// instruction (AVX512-BF16: vcvtneps2bf16, which flushes subnormal inputs to zero) and the
+/// conversion is marked kNoNaNOrSubnormalAttr: there the instruction gives rule 8's bits. A
+/// marked conversion needs no NaN case either. Widening bf16 is exact: a shift.
+LogicalResult expandBF16Conversions(ModuleOp module, const TargetOptions &options,
+                                    std::string &error) {
+  llvm::StringMap<bool> convertsByCpu;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    SmallVector<Operation *> conversions;
+    func.walk([&](Operation *op) {
+      if ((isa<arith::TruncFOp>(op) && hasElementType(op->getOperand(0), &Type::isF32) &&
+           hasElementType(op->getResult(0), &Type::isBF16)) ||
+          (isa<arith::ExtFOp>(op) && hasElementType(op->getOperand(0), &Type::isBF16) &&
+           hasElementType(op->getResult(0), &Type::isF32)))
+        conversions.push_back(op);
+    });
+    if (conversions.empty())
+      continue;
+    auto cpuAttr = func->getAttrOfType<StringAttr>("initc.target_cpu");
+    std::string cpu = cpuAttr ? cpuAttr.str() : options.cpu;
+    auto [known, inserted] = convertsByCpu.try_emplace(cpu, false);
+    if (inserted) {
+      std::optional<std::vector<std::string>> extensions = cpuExtensions(cpu, options, error);
+      if (!extensions)
+        return failure();
+      known->second = llvm::is_contained(*extensions, "avx512bf16");
+    }
+    for (Operation *op : conversions) {
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      Value in = op->getOperand(0), replacement;
+      Type shape = in.getType();
+      auto like = [&](Type element) -> Type {
+        if (auto vector = dyn_cast<VectorType>(shape))
+          return VectorType::get(vector.getShape(), element);
+        return element;
+      };
+      auto splat = [&](Type type, int64_t value) -> Value {
+        auto attr = b.getIntegerAttr(getElementTypeOrSelf(type), value);
+        if (auto vector = dyn_cast<VectorType>(type))
+          return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(vector, attr));
+        return b.create<arith::ConstantOp>(loc, attr);
+      };
+      if (isa<arith::TruncFOp>(op)) {
+        bool proven = op->hasAttr(random::kNoNaNOrSubnormalAttr);
+        if (proven && known->second)
+          continue;
+        Value bits = random::emitRoundToBF16Bits(b, loc, in, /*neverNaN=*/proven);
+        replacement = b.create<arith::BitcastOp>(loc, op->getResult(0).getType(), bits);
+      } else {
+        Type i32 = like(b.getI32Type());
+        Value bits = b.create<arith::BitcastOp>(loc, like(b.getI16Type()), in);
+        Value word = b.create<arith::ExtUIOp>(loc, i32, bits);
+        word = b.create<arith::ShLIOp>(loc, word, splat(i32, 16));
+        replacement = b.create<arith::BitcastOp>(loc, op->getResult(0).getType(), word);
+      }
+      op->getResult(0).replaceAllUsesWith(replacement);
+      op->erase();
+    }
+  }
+  return success();
+}
+} // namespace
+
+LogicalResult lowerToLLVMDialect(ModuleOp module, const TargetOptions &options,
+                                 std::string &error) {
   MLIRContext *ctx = module->getContext();
   DiagnosticCollector diagnostics(ctx);
   if (failed(verify(module))) {
     error = "the kernel module is invalid: " + diagnostics.take("verifier failed");
     return failure();
   }
+  if (failed(expandBF16Conversions(module, options, error)))
+    return failure();
   // func-to-llvm keeps every function external; only the public ones are kernels.
   auto internal = LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal);
   for (auto func : module.getOps<func::FuncOp>()) {
@@ -721,11 +815,9 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, std::string &error) {
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createLowerAffinePass());
   funcPm.addPass(createConvertVectorToSCFPass());
-  // Expands ops that have no direct LLVM form (ceildivsi, maximumf, ...) and bf16 truncf/extf
-  // into integer arithmetic (round to nearest even), so no libcall is needed for bf16.
-  arith::ArithExpandOpsPassOptions expandOptions;
-  expandOptions.includeBf16 = true;
-  funcPm.addPass(arith::createArithExpandOpsPass(expandOptions));
+  // Expands ops that have no direct LLVM form (ceildivsi, maximumf, ...); the bf16 conversions
+  // are expandBF16Conversions's.
+  funcPm.addPass(arith::createArithExpandOpsPass());
   funcPm.addPass(createConvertSCFToCFPass());
   funcPm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createConvertVectorToLLVMPass());

@@ -402,6 +402,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       };
       return shuffle(blocksInOrder(low), blocksInOrder(high), concat16);
     };
+    bool converted = isa_and_nonnull<arith::TruncFOp>(
+        cast<YieldOp>(region.getTerminator()).getValue().getDefiningOp());
     for (int64_t group = 0; group < groups; ++group) {
       SmallVector<Value, 4> lanes;
       // Shuffle integers: every element type has an integer of its width.
@@ -424,6 +426,21 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         all = permuteHalves(lanes);
         break;
       case StoreShuffle::PairHalves: {
+        if (converted) {
+          // Lanes a conversion made (random::emitConvertToBF16): [l0 | l1] and [l2 | l3],
+          // each pair two conversions that become one instruction (vcvtne2ps2bf16,
+          // PairBF16Conversions.cpp), then element order in one shuffle (two vpermt2w).
+          SmallVector<int64_t> position(vectorBlocks), concat(2 * vectorBlocks), order;
+          for (int64_t p = 0; p < vectorBlocks; ++p)
+            position[blockOrder[p]] = p;
+          std::iota(concat.begin(), concat.end(), 0);
+          for (int64_t block = 0; block < vectorBlocks; ++block)
+            for (int64_t lane = 0; lane < 4; ++lane)
+              order.push_back(lane * vectorBlocks + position[block]);
+          all = shuffle(shuffle(lanes[0], lanes[1], concat), shuffle(lanes[2], lanes[3], concat),
+                        order);
+          break;
+        }
         // Two 16-bit elements of a block per 32-bit word (the first in the low half), then
         // the words of the two pairs interleaved: LLVM sees that a bf16 rounding's `>> 16`
         // and `<< 16` cancel, and no 16-bit shuffle or narrowing remains. With 8 blocks in the

@@ -46,7 +46,11 @@ enum class Dist {
   WideTruncNormal,
   WideTruncNormalSum,
   ScaledUniform,
-  ScaledNormal
+  ScaledNormal,
+  // Parameters whose samples are often subnormal: bf16 must round them by rule 8's integer
+  // form, never by a conversion instruction that flushes them to zero.
+  TinyUniform,
+  TinyNormal
 };
 
 struct Case {
@@ -80,6 +84,10 @@ std::string recipe(const Case &c) {
     return "init.variance_scaling scale 0.333333 fan_in uniform" + s;
   case Dist::ScaledNormal:
     return "init.variance_scaling scale 2.0 fan_in normal" + s;
+  case Dist::TinyUniform:
+    return "init.uniform -1.0e-38, 1.0e-38" + s;
+  case Dist::TinyNormal:
+    return "init.normal mean 0.0 std 1.0e-38" + s;
   }
   return "";
 }
@@ -113,6 +121,10 @@ float referenceSample(const Case &c, uint64_t i) {
   }
   case Dist::ScaledNormal:
     return rng::normalAt(key, i, 0.0, std::sqrt(2.0 / fanIn(c.shape)));
+  case Dist::TinyUniform:
+    return rng::uniformAt(key, i, -1.0e-38, 1.0e-38);
+  case Dist::TinyNormal:
+    return rng::normalAt(key, i, 0.0, 1.0e-38);
   }
   return 0;
 }
@@ -152,7 +164,7 @@ std::vector<Case> allCases() {
   const char *dtypes[] = {"f32", "bf16", "f16", "f64"};
   int n = 0;
   for (Dist dist : {Dist::Uniform, Dist::Normal, Dist::TruncNormal, Dist::WideTruncNormal,
-                    Dist::ScaledUniform, Dist::ScaledNormal})
+                    Dist::ScaledUniform, Dist::ScaledNormal, Dist::TinyUniform, Dist::TinyNormal})
     for (const char *dtype : dtypes)
       for (const auto &shape : shapes) {
         bool scaled = dist == Dist::ScaledUniform || dist == Dist::ScaledNormal;
@@ -163,6 +175,9 @@ std::vector<Case> allCases() {
         if (dist == Dist::WideTruncNormal &&
             ((std::string(dtype) != "f32" && std::string(dtype) != "bf16") ||
              shape.size() > 2 || shape == std::vector<int64_t>{7, 13}))
+          continue;
+        bool tiny = dist == Dist::TinyUniform || dist == Dist::TinyNormal;
+        if (tiny && (std::string(dtype) != "bf16" || shape.size() > 2))
           continue;
         Case c;
         c.name = "model.layers." + std::to_string(n) + ".weight";
@@ -430,6 +445,9 @@ TEST_F(KernelReferenceTest, VectorWidthsGiveTheSameBytes) {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
     specs.insert(specs.end(), {"x86-64-v4:2", "x86-64-v4:2x16", "x86-64-v4:3x16"});
+  // bf16 samples by the conversion instruction, where the host has it.
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"))
+    specs.push_back("x86-64-v4+avx512bf16:3x16");
   for (const std::string &spec : specs)
     EXPECT_TRUE(portable == runAll(cases, spec)) << "x86-64 and " << spec << " kernels differ";
 }

@@ -50,7 +50,10 @@ std::optional<unsigned> vectorRegisters(llvm::StringRef cpu, const TargetOptions
 
 /// Lowers `module` (func/arith/math/scf/cf/memref/vector/index/ub/llvm ops) in place to the LLVM
 /// dialect. Private functions get internal linkage; public ones stay external (the kernels).
-mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module, std::string &error);
+/// bf16 conversions become integer ops (rule 8), but for CPUs (`initc.target_cpu`, else
+/// `options.cpu`) with AVX512-BF16 where random::kNoNaNOrSubnormalAttr marks them.
+mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module, const TargetOptions &options,
+                                       std::string &error);
 
 /// Lowers `module` to the LLVM dialect if it is not already, translates it to LLVM IR in `ctx`,
 /// and optimizes it at `options.optLevel` for the target: triple, data layout, target-cpu and
