@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "initc/Target/PairBF16Conversions.h"
 
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/CodeGen/TargetSubtargetInfo.h"
 #include "llvm/IR/IRBuilder.h"
@@ -51,7 +52,8 @@ PreservedAnalyses PairBF16ConversionsPass::run(Function &function, FunctionAnaly
              shuffle && half(shuffle->getOperand(0)) && half(shuffle->getOperand(1)))
       pairs.push_back(shuffle); // shufflevector (fptrunc <16 x float>), (fptrunc <16 x float>)
   }
-  SmallVector<Instruction *> maybeDead;
+  // Operands the rewrites may leave unused; one conversion can feed several shuffles.
+  SmallSetVector<Instruction *, 16> maybeDead;
   for (Instruction *pair : pairs) {
     IRBuilder<> b(pair);
     // The 32 floats as two halves, and the order of their conversions in the result.
@@ -65,13 +67,14 @@ PreservedAnalyses PairBF16ConversionsPass::run(Function &function, FunctionAnaly
       low = first->getOperand(0);
       high = second->getOperand(0);
       order.assign(shuffle->getShuffleMask().begin(), shuffle->getShuffleMask().end());
-      maybeDead.append({first, second});
+      maybeDead.insert(first);
+      maybeDead.insert(second);
     } else if (shuffle && isVectorOf(shuffle->getOperand(0)->getType(), 16, &Type::isFloatTy)) {
       // InstCombine moves a shuffle of two vectors ahead of their conversion.
       low = shuffle->getOperand(0);
       high = shuffle->getOperand(1);
       order.assign(shuffle->getShuffleMask().begin(), shuffle->getShuffleMask().end());
-      maybeDead.push_back(shuffle);
+      maybeDead.insert(shuffle);
     } else {
       SmallVector<int> lowHalf(16), highHalf(16);
       std::iota(lowHalf.begin(), lowHalf.end(), 0);
