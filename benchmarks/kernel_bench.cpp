@@ -22,12 +22,16 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <iostream>
 #include <ostream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -122,42 +126,63 @@ Loaded &kernels() {
   return loaded;
 }
 
-/// Times the kernel of param `name` over kRows * kCols elements: the whole square tensor, or with
-/// `columns`, a slice `columns` wide (from column 64) of a tensor 16384 columns wide, whose short
-/// rows the kernels take across rows (as a 405B weight split over dp=512).
-void runKernel(benchmark::State &state, const std::string &name, int64_t columns = 0) {
-  Loaded &l = kernels();
-  const initrt::Param *param = nullptr;
-  for (const initrt::Param &p : l.program.params)
-    if (p.name == name)
-      param = &p;
-  auto kernel = reinterpret_cast<initrt::KernelFn>(
-      dlsym(l.handle, (param->kernel + l.suffix).c_str()));
-  const int64_t n = kRows * kCols;
-  const size_t width = size_t(initrt::dtypeBytes(param->dtype));
-  // Page-aligned and resident, as prog/init's buffers are (a std::vector's data starts 16 bytes
-  // into a page, where every 64-byte store would straddle two cache lines).
-  const size_t bytes = size_t(n) * width, page = 4096;
-  std::unique_ptr<char, decltype(&std::free)> out(
-      static_cast<char *>(std::aligned_alloc(page, (bytes + page - 1) / page * page)), &std::free);
-  if (!out) {
-    state.SkipWithError("cannot allocate the output buffer");
-    return;
+/// The kernel of param `name` with its output buffer, over kRows * kCols elements: the whole
+/// square tensor, or with `columns`, a slice `columns` wide (from column 64) of a tensor 16384
+/// columns wide, whose short rows the kernels take across rows (as a 405B weight split over
+/// dp=512).
+class KernelRun {
+public:
+  explicit KernelRun(const std::string &name, int64_t columns = 0) : out(nullptr, &std::free) {
+    Loaded &l = kernels();
+    const initrt::Param *param = nullptr;
+    for (const initrt::Param &p : l.program.params)
+      if (p.name == name)
+        param = &p;
+    kernel = reinterpret_cast<initrt::KernelFn>(
+        dlsym(l.handle, (param->kernel + l.suffix).c_str()));
+    args = param->kernelArgs.data();
+    width = size_t(initrt::dtypeBytes(param->dtype));
+    // Page-aligned and resident, as prog/init's buffers are (a std::vector's data starts 16
+    // bytes into a page, where every 64-byte store would straddle two cache lines).
+    const size_t bytes = size_t(kElements) * width, page = 4096;
+    out.reset(static_cast<char *>(std::aligned_alloc(page, (bytes + page - 1) / page * page)));
+    if (out)
+      std::memset(out.get(), 1, bytes);
+    if (columns) {
+      shape[0] = local[0] = kElements / columns;
+      shape[1] = 16384;
+      offset[1] = 64;
+      local[1] = columns;
+    }
   }
-  std::memset(out.get(), 1, bytes);
-  int64_t shape[] = {kRows, kCols}, offset[] = {0, 0}, local[] = {kRows, kCols};
-  if (columns) {
-    shape[0] = local[0] = n / columns;
-    shape[1] = 16384;
-    offset[1] = 64;
-    local[1] = columns;
-  }
-  for (auto _ : state) {
-    kernel(out.get(), shape, offset, local, 0, n, param->kernelArgs.data());
+  bool allocated() const { return out != nullptr; }
+  size_t elementBytes() const { return width; }
+  void operator()() {
+    kernel(out.get(), shape, offset, local, 0, kElements, args);
     benchmark::DoNotOptimize(out.get());
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(int64_t(state.iterations()) * n * int64_t(width));
+
+  static constexpr int64_t kElements = kRows * kCols;
+
+private:
+  std::unique_ptr<char, decltype(&std::free)> out;
+  initrt::KernelFn kernel = nullptr;
+  const uint64_t *args = nullptr;
+  size_t width = 0;
+  int64_t shape[2] = {kRows, kCols}, offset[2] = {0, 0}, local[2] = {kRows, kCols};
+};
+
+void runKernel(benchmark::State &state, const std::string &name, int64_t columns = 0) {
+  KernelRun run(name, columns);
+  if (!run.allocated()) {
+    state.SkipWithError("cannot allocate the output buffer");
+    return;
+  }
+  for (auto _ : state)
+    run();
+  const int64_t n = KernelRun::kElements;
+  state.SetBytesProcessed(int64_t(state.iterations()) * n * int64_t(run.elementBytes()));
   state.SetItemsProcessed(int64_t(state.iterations()) * n);
 }
 
@@ -254,10 +279,72 @@ private:
   }
 };
 
+/// --paired=N: N rounds, each timing a recipe's f32, bf16 and f16 kernels back to back, in an
+/// order that rotates from round to round. The machine's drift (another guest, the clock) moves
+/// the three alike within a round, so their ratios hold where the medians of separately timed
+/// benchmarks still move by several percent from one run to the next.
+void runPaired(int rounds, const std::string &filter, std::ostream &os) {
+  using Clock = std::chrono::steady_clock;
+  constexpr double kMinSeconds = 0.02; // per timing: at least 5 calls and this long
+  std::regex selected(filter.empty() || filter == "all" ? "." : filter);
+  kernels(); // compiled first, so that its line comes before the table
+  char line[160];
+  std::snprintf(line, sizeof line, "\n16-bit elements/s over f32, %d paired rounds: median [min, max]\n%-18s %24s %24s\n", rounds, "kernel", "bf16", "f16");
+  os << line;
+  for (auto &recipe : kRecipes) {
+    std::vector<const char *> dtypes;
+    for (const char *dtype : kDtypes)
+      if (std::regex_search(benchmarkName(recipe[0], dtype) + "/real_time", selected))
+        dtypes.push_back(dtype);
+    if (dtypes.size() < 2 || std::string(dtypes[0]) != "f32")
+      continue;
+    std::vector<std::unique_ptr<KernelRun>> runs;
+    for (const char *dtype : dtypes) {
+      runs.push_back(std::make_unique<KernelRun>(paramName(recipe[0], dtype)));
+      if (!runs.back()->allocated()) {
+        os << "cannot allocate the output buffers\n";
+        return;
+      }
+      (*runs.back())(); // warm: code, page tables
+    }
+    std::vector<std::vector<double>> ratios(dtypes.size());
+    std::vector<double> seconds(dtypes.size());
+    for (int round = 0; round < rounds; ++round) {
+      for (size_t k = 0; k < dtypes.size(); ++k) {
+        size_t d = (k + size_t(round)) % dtypes.size();
+        int calls = 0;
+        Clock::time_point start = Clock::now(), now;
+        do {
+          (*runs[d])();
+          ++calls;
+          now = Clock::now();
+        } while (calls < 5 || std::chrono::duration<double>(now - start).count() < kMinSeconds);
+        seconds[d] = std::chrono::duration<double>(now - start).count() / calls;
+      }
+      for (size_t d = 1; d < dtypes.size(); ++d)
+        ratios[d].push_back(seconds[0] / seconds[d]);
+    }
+    std::string cells[2] = {"-", "-"};
+    for (size_t d = 1; d < dtypes.size(); ++d) {
+      std::vector<double> &r = ratios[d];
+      std::sort(r.begin(), r.end());
+      double median = r.size() % 2 ? r[r.size() / 2] : (r[r.size() / 2 - 1] + r[r.size() / 2]) / 2;
+      char cell[48];
+      std::snprintf(cell, sizeof cell, "%.3fx [%.3f, %.3f]", median, r.front(), r.back());
+      cells[std::string(dtypes[d]) == "bf16" ? 0 : 1] = cell;
+    }
+    std::snprintf(line, sizeof line, "%-18s %24s %24s\n", recipe[0], cells[0].c_str(), cells[1].c_str());
+    os << line;
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  const std::string flag = "--target-cpu=";
+  const std::string flag = "--target-cpu=", pairedFlag = "--paired=",
+                    filterFlag = "--benchmark_filter=";
+  int pairedRounds = 0;
+  std::string filter;
   // The ratio table goes after the console output; other formats (--benchmark_format=json)
   // stay as Google Benchmark writes them. (Initialize takes its flags out of argv.)
   bool console = true;
@@ -275,17 +362,41 @@ int main(int argc, char **argv) {
           "                     --target-cpu` takes them (default x86-64-v4+avx512bf16,\n"
           "                     x86-64-v4,x86-64-v3);\n"
           "                     CPU:GROUPSxBLOCKS sets a vector loop shape, e.g. x86-64-v4:2x16\n"
+          "  --paired=N         instead of Google Benchmark's runs, N rounds that each time a\n"
+          "                     recipe's f32, bf16 and f16 kernels back to back; prints the\n"
+          "                     median of the rounds' 16-bit over f32 ratios and their range\n"
+          "                     (steadier than separate medians on a noisy machine)\n"
           "  INITRT_TARGET_CPU=CPU in the environment runs that CPU's variant, e.g. x86-64-v3\n\n");
-    if (std::string(argv[i]).rfind(flag, 0) == 0)
-      targetCpus() = argv[i] + flag.size();
-    else
+    std::string arg = argv[i];
+    if (arg.rfind(flag, 0) == 0) {
+      targetCpus() = arg.substr(flag.size());
+    } else if (arg.rfind(pairedFlag, 0) == 0) {
+      std::string rounds = arg.substr(pairedFlag.size());
+      if (llvm::StringRef(rounds).getAsInteger(10, pairedRounds) || pairedRounds < 1 ||
+          pairedRounds > 100000) {
+        std::fprintf(stderr, "initc-kernel-bench: --paired takes a number of rounds from 1 to "
+                             "100000, not '%s'\n", rounds.c_str());
+        return 1;
+      }
+    } else {
+      if (arg.rfind(filterFlag, 0) == 0)
+        filter = arg.substr(filterFlag.size());
       argv[kept++] = argv[i];
+    }
   }
   argc = kept;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv))
     return 1;
-  if (console) {
+  if (pairedRounds) {
+    try {
+      runPaired(pairedRounds, filter, std::cout);
+    } catch (const std::regex_error &) {
+      std::fprintf(stderr, "initc-kernel-bench: --benchmark_filter '%s' is not a regular "
+                           "expression\n", filter.c_str());
+      return 1;
+    }
+  } else if (console) {
     RatioReporter reporter(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_Color
                                                  : benchmark::ConsoleReporter::OO_None);
     benchmark::RunSpecifiedBenchmarks(&reporter);
