@@ -79,12 +79,15 @@ enum class StoreShuffle {
   TransposeWords, // 32-bit, 8 or 16 blocks: 4x4 transposes within 128-bit lanes
   PermuteHalves,  // f16, 8 blocks: 16-bit unpacks within 128-bit halves and a dword permute
   PairHalves,     // 16-bit: 32-bit words of two elements each, interleaved
+  ConvertPairs,   // bf16 by a conversion instruction, 16 blocks: f32 pairs, converted, interleaved
 };
 
 /// Builds `func.func @name(out, globalShape, offset, localShape, begin, end, args)` evaluating
 /// `fused`, `groupCount` vectors of `vectorBlocks` blocks per iteration of its main loop.
+/// `convertsBF16`: the CPU rounds f32 to bf16 in one instruction (AVX512-BF16), which the
+/// lowering uses for conversions marked random::kNoNaNOrSubnormalAttr.
 func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, ElementwiseOp fused,
-                         int64_t groupCount, int64_t vectorBlocks) {
+                         int64_t groupCount, int64_t vectorBlocks, bool convertsBF16) {
   MLIRContext *ctx = builder.getContext();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   Type i64 = builder.getI64Type();
@@ -156,9 +159,29 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     storeShuffle = StoreShuffle::PermuteHalves;
   else if (storeBits == 16 && llvm::sys::IsLittleEndianHost)
     storeShuffle = StoreShuffle::PairHalves;
+  auto yielded = cast<YieldOp>(fused.getBody().front().getTerminator()).getValue();
+  auto conversion = yielded.getDefiningOp<arith::TruncFOp>();
+  if (storeShuffle == StoreShuffle::PairHalves && vectorBlocks == 16 && convertsBF16 &&
+      conversion && element.isBF16() && conversion->hasAttr(random::kNoNaNOrSubnormalAttr))
+    storeShuffle = StoreShuffle::ConvertPairs;
   SmallVector<int64_t> blockOrder(vectorBlocks);
   std::iota(blockOrder.begin(), blockOrder.end(), 0);
-  if (storeShuffle == StoreShuffle::TransposeWords) {
+  if (storeShuffle == StoreShuffle::ConvertPairs) {
+    // Dword j of a converted pair of lanes holds the two elements of position pairPosition(j)
+    // (below); the final interleave puts dwords 4L, 4L + 1 of two such vectors into 128-bit
+    // lane L of the first store and 4L + 2, 4L + 3 into that of the second, so those positions
+    // hold blocks 2L, 2L + 1 and 8 + 2L, 9 + 2L.
+    const int64_t n = vectorBlocks;
+    auto pairPosition = [&](int64_t j) {
+      int64_t half = j < n / 2 ? 0 : 1, k = j - half * n / 2;
+      return 4 * (k / 2) + 2 * half + k % 2;
+    };
+    for (int64_t lane = 0; lane < n / 4; ++lane)
+      for (int64_t i = 0; i < 2; ++i) {
+        blockOrder[pairPosition(4 * lane + i)] = 2 * lane + i;
+        blockOrder[pairPosition(4 * lane + 2 + i)] = n / 2 + 2 * lane + i;
+      }
+  } else if (storeShuffle == StoreShuffle::TransposeWords) {
     // Position 4L + k (128-bit lane L, word k) holds block (vectorBlocks / 4) k + L.
     for (int64_t position = 0; position < vectorBlocks; ++position)
       blockOrder[position] = position % 4 * (vectorBlocks / 4) + position / 4;
@@ -348,6 +371,18 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         mask.append({k, n + k});
       return shuffle(x, y, mask);
     };
+    // Within each 128-bit lane L of two vectors of vectorBlocks 32-bit words (4L + k):
+    // [x0 y0 x1 y1] and [x2 y2 x3 y3] (unpckl*, unpckh*), and the same on pairs of words.
+    auto withinLanes = [&](Value x, Value y, std::array<int64_t, 4> pattern) {
+      SmallVector<int64_t> mask;
+      for (int64_t lane = 0; lane < vectorBlocks / 4; ++lane)
+        for (int64_t k : pattern)
+          mask.push_back(k + 4 * lane);
+      return shuffle(x, y, mask);
+    };
+    const int64_t n = vectorBlocks; // an index into y
+    auto low = [&](Value x, Value y) { return withinLanes(x, y, {0, n, 1, n + 1}); };
+    auto high = [&](Value x, Value y) { return withinLanes(x, y, {2, n + 2, 3, n + 3}); };
     // The four lanes of 8 or 16 blocks of 32-bit elements (one ymm or zmm each, position 4L + k
     // holding block (vectorBlocks / 4) k + L) in element order, by the 4x4 transpose within
     // 128-bit lanes: 8 shuffles that x86 has as single instructions (unpcklps/unpckhps,
@@ -356,18 +391,6 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     // (vpermps, vblendps and index loads) where AVX-512's two-source vpermt2ps is missing, and
     // each zmm from two vpermt2ps and a masked move.
     auto transposeWords = [&](ArrayRef<Value> lanes) -> Value {
-      // Within each 128-bit lane L: [x0 y0 x1 y1] and [x2 y2 x3 y3] (words 4L + k), and the
-      // same on pairs of words.
-      auto withinLanes = [&](Value x, Value y, std::array<int64_t, 4> pattern) {
-        SmallVector<int64_t> mask;
-        for (int64_t lane = 0; lane < vectorBlocks / 4; ++lane)
-          for (int64_t k : pattern)
-            mask.push_back(k + 4 * lane);
-        return shuffle(x, y, mask);
-      };
-      const int64_t n = vectorBlocks; // an index into y
-      auto low = [&](Value x, Value y) { return withinLanes(x, y, {0, n, 1, n + 1}); };
-      auto high = [&](Value x, Value y) { return withinLanes(x, y, {2, n + 2, 3, n + 3}); };
       auto lowPairs = [&](Value x, Value y) { return withinLanes(x, y, {0, 1, n, n + 1}); };
       auto highPairs = [&](Value x, Value y) { return withinLanes(x, y, {2, 3, n + 2, n + 3}); };
       Value t0 = low(lanes[0], lanes[1]);
@@ -402,8 +425,31 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       };
       return shuffle(blocksInOrder(low), blocksInOrder(high), concat16);
     };
-    bool converted = isa_and_nonnull<arith::TruncFOp>(
-        cast<YieldOp>(region.getTerminator()).getValue().getDefiningOp());
+    bool converted = conversion != nullptr;
+    // The bf16 lanes of 16 blocks (ConvertPairs) in element order from the f32 lanes they
+    // convert: two lanes interleaved within 128-bit lanes (unpcklps, unpckhps), the two results
+    // converted together (vcvtne2ps2bf16, PairBF16Conversions.cpp: dwords of both elements of a
+    // position), and the dwords of the two pairs interleaved within 128-bit lanes (punpckldq,
+    // punpckhdq). 6 shuffles on single 128-bit lanes and 2 conversions per 64 elements, where
+    // two-source word permutes (vpermt2w) are slow on Zen 5 and the f32 transpose takes 8.
+    auto convertPairs = [&](ArrayRef<Value> wide) -> Value {
+      SmallVector<int64_t> concat(2 * n);
+      std::iota(concat.begin(), concat.end(), 0);
+      auto convert = [&](Value x) -> Value {
+        Operation *copy = b.clone(*conversion);
+        copy->setOperand(0, x);
+        copy->getResult(0).setType(VectorType::get({n}, element));
+        return copy->getResult(0);
+      };
+      auto words = VectorType::get({n}, b.getI32Type());
+      auto pairs = [&](Value x, Value y) -> Value {
+        Value both = shuffle(convert(low(x, y)), convert(high(x, y)), concat);
+        return b.create<vector::BitCastOp>(loc, words, both);
+      };
+      Value first = pairs(wide[0], wide[1]), second = pairs(wide[2], wide[3]);
+      Value ordered = shuffle(low(first, second), high(first, second), concat);
+      return b.create<vector::BitCastOp>(loc, VectorType::get({4 * n}, b.getI16Type()), ordered);
+    };
     for (int64_t group = 0; group < groups; ++group) {
       SmallVector<Value, 4> lanes;
       // Shuffle integers: every element type has an integer of its width.
@@ -425,11 +471,28 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       case StoreShuffle::PermuteHalves:
         all = permuteHalves(lanes);
         break;
+      case StoreShuffle::ConvertPairs: {
+        SmallVector<Value, 4> wide;
+        for (int64_t lane = 0; lane < 4; ++lane)
+          wide.push_back(mappings[group * 4 + lane]
+                             .lookup(conversion.getResult())
+                             .getDefiningOp<arith::TruncFOp>()
+                             .getIn());
+        all = convertPairs(wide);
+        for (Value lane : lanes) // the bf16 lanes, unused: converted again in pairs
+          if (Operation *bitcast = lane.getDefiningOp(); bitcast && bitcast->use_empty()) {
+            Operation *single = bitcast->getOperand(0).getDefiningOp();
+            bitcast->erase();
+            if (single && single->use_empty())
+              single->erase();
+          }
+        break;
+      }
       case StoreShuffle::PairHalves: {
         if (converted) {
-          // Lanes a conversion made (random::emitConvertToBF16): [l0 | l1] and [l2 | l3],
-          // each pair two conversions that become one instruction (vcvtne2ps2bf16,
-          // PairBF16Conversions.cpp), then element order in one shuffle (two vpermt2w).
+          // Lanes a conversion made, joined as [l0 | l1] and [l2 | l3] (where the CPU converts
+          // to bf16 in one instruction, each join is one vcvtne2ps2bf16; ConvertPairs orders
+          // 16 blocks with cheaper shuffles), then element order in one shuffle (two vpermt2w).
           SmallVector<int64_t> position(vectorBlocks), concat(2 * vectorBlocks), order;
           for (int64_t p = 0; p < vectorBlocks; ++p)
             position[blockOrder[p]] = p;
@@ -796,6 +859,7 @@ struct KernelTarget {
   int64_t groups = 1;
   int64_t vectorBlocks = kDefaultVectorBlocks;
   std::string suffix; // appended to the kernel name; empty for the first target
+  bool convertsBF16 = false; // CPU+avx512bf16 (initc::targetCpuName's extension syntax)
 };
 
 struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
@@ -808,6 +872,9 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       auto [count, blocks] = shape.split('x');
       KernelTarget target;
       target.cpu = cpu.str();
+      SmallVector<StringRef> extensions;
+      cpu.split(extensions, '+');
+      target.convertsBF16 = llvm::is_contained(ArrayRef(extensions).drop_front(), "avx512bf16");
       bool emptyShape = StringRef(entry).contains(':') && count.empty(); // "CPU:" or "CPU:x16"
       bool badGroups = emptyShape || (!count.empty() && (count.getAsInteger(10, target.groups) ||
                                                          target.groups < 1 ||
@@ -893,8 +960,9 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
           it->second = "initc_kernel_" + std::to_string(next++);
         while (taken(it->second));
         for (const KernelTarget &target : kernelTargets) {
-          func::FuncOp kernel = buildKernel(builder, fused.getLoc(), it->second + target.suffix,
-                                            fused, target.groups, target.vectorBlocks);
+          func::FuncOp kernel =
+              buildKernel(builder, fused.getLoc(), it->second + target.suffix, fused,
+                          target.groups, target.vectorBlocks, target.convertsBF16);
           if (!target.cpu.empty())
             kernel->setAttr("initc.target_cpu", builder.getStringAttr(target.cpu));
         }
