@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using namespace mlir;
 
@@ -488,16 +489,27 @@ int lowestBitExponent(float f) {
 // or 2^(a + b) (a value that is one is exactly representable, or rounds to a coarser grid), so
 // that none of it is below the smallest normal 2^-126 but 0.
 bool isNormalGrid(int lowestBit) { return lowestBit >= -126; }
+
+// The power of two every sample of low + width * U is a multiple of, U an odd multiple of 2^-24
+// (rule 3); nullopt when the parameters are not finite.
+std::optional<int> uniformGrid(rng::UniformParams p) {
+  if (!std::isfinite(p.low) || !std::isfinite(p.width))
+    return std::nullopt;
+  int width = lowestBitExponent(p.width);
+  return std::min(lowestBitExponent(p.low),
+                  width == std::numeric_limits<int>::max() ? width : width - 24);
+}
+
+// A product of multiples of 2^a and 2^b is one of 2^(a + b); zero's exponent stays "any".
+int productGrid(int a, int b) {
+  constexpr int any = std::numeric_limits<int>::max();
+  return a == any || b == any ? any : a + b;
+}
 } // namespace
 
 bool uniformIsNeverSubnormal(double low, double high) {
-  // low + width * U, U an odd multiple of 2^-24 (rule 3).
-  rng::UniformParams p = rng::uniformParams(low, high);
-  if (!std::isfinite(p.low) || !std::isfinite(p.width))
-    return false;
-  int width = lowestBitExponent(p.width);
-  return isNormalGrid(std::min(lowestBitExponent(p.low),
-                               width == std::numeric_limits<int>::max() ? width : width - 24));
+  std::optional<int> grid = uniformGrid(rng::uniformParams(low, high));
+  return grid && isNormalGrid(*grid);
 }
 
 bool normalIsNeverSubnormal(double mean, double stdev) {
@@ -507,10 +519,21 @@ bool normalIsNeverSubnormal(double mean, double stdev) {
   if (!std::isfinite(m) || !std::isfinite(s))
     return false;
   int zBit = std::ilogb(kStandardNormalMin) - 23;
-  int scaled = lowestBitExponent(s);
-  return isNormalGrid(std::min(lowestBitExponent(m), scaled == std::numeric_limits<int>::max()
-                                                         ? scaled
-                                                         : scaled + zBit));
+  return isNormalGrid(std::min(lowestBitExponent(m), productGrid(lowestBitExponent(s), zBit)));
+}
+
+bool truncNormalIsNeverSubnormal(double mean, double stdev, double a, double b) {
+  // erfinv(v) * scale + mean, clamped to [a, b]: erfinv(v) = p * v with p an f32 of at least
+  // kErfinvFactorMin, so a multiple of p's lowest bit times v's; a clamped sample is a or b.
+  rng::TruncNormalParams p = rng::truncNormalParams(mean, stdev, a, b);
+  std::optional<int> v = uniformGrid(p.v);
+  if (!v || !std::isfinite(p.scale) || !std::isfinite(p.mean))
+    return false;
+  auto notSubnormal = [](float x) { return std::fpclassify(x) != FP_SUBNORMAL; };
+  int erfinvBit = productGrid(std::ilogb(kErfinvFactorMin) - 23, *v);
+  return notSubnormal(p.a) && notSubnormal(p.b) &&
+         isNormalGrid(std::min(lowestBitExponent(p.mean),
+                               productGrid(lowestBitExponent(p.scale), erfinvBit)));
 }
 
 Value emitConvertToBF16(OpBuilder &builder, Location loc, Value x) {

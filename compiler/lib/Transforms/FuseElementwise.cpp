@@ -211,6 +211,7 @@ Value ElementEmitter::random(Operation *op, Type element) {
     double lo = t.getA().convertToDouble(), hi = t.getB().convertToDouble();
     sample = random::emitTruncNormal(b, loc, linear, key(t.getStream()), mean, stdev, lo, hi);
     number = random::truncNormalIsNeverNaN(mean, stdev, lo, hi);
+    normal = random::truncNormalIsNeverSubnormal(mean, stdev, lo, hi);
   } else if (auto v = dyn_cast<VarianceScalingOp>(op)) {
     // Same bits as the uniform/normal op canonicalization rewrites it to.
     double variance = v.getScale().convertToDouble() / v.getFan();

@@ -50,7 +50,8 @@ enum class Dist {
   // Parameters whose samples are often subnormal: bf16 must round them by rule 8's integer
   // form, never by a conversion instruction that flushes them to zero.
   TinyUniform,
-  TinyNormal
+  TinyNormal,
+  TinyTruncNormal
 };
 
 struct Case {
@@ -88,6 +89,8 @@ std::string recipe(const Case &c) {
     return "init.uniform -1.0e-38, 1.0e-38" + s;
   case Dist::TinyNormal:
     return "init.normal mean 0.0 std 1.0e-38" + s;
+  case Dist::TinyTruncNormal:
+    return "init.trunc_normal mean 0.0 std 1.0e-38 bounds [-2.0e-38, 2.0e-38]" + s;
   }
   return "";
 }
@@ -125,6 +128,8 @@ float referenceSample(const Case &c, uint64_t i) {
     return rng::uniformAt(key, i, -1.0e-38, 1.0e-38);
   case Dist::TinyNormal:
     return rng::normalAt(key, i, 0.0, 1.0e-38);
+  case Dist::TinyTruncNormal:
+    return rng::truncNormalAt(key, i, 0.0, 1.0e-38, -2.0e-38, 2.0e-38);
   }
   return 0;
 }
@@ -164,7 +169,8 @@ std::vector<Case> allCases() {
   const char *dtypes[] = {"f32", "bf16", "f16", "f64"};
   int n = 0;
   for (Dist dist : {Dist::Uniform, Dist::Normal, Dist::TruncNormal, Dist::WideTruncNormal,
-                    Dist::ScaledUniform, Dist::ScaledNormal, Dist::TinyUniform, Dist::TinyNormal})
+                    Dist::ScaledUniform, Dist::ScaledNormal, Dist::TinyUniform, Dist::TinyNormal,
+                    Dist::TinyTruncNormal})
     for (const char *dtype : dtypes)
       for (const auto &shape : shapes) {
         bool scaled = dist == Dist::ScaledUniform || dist == Dist::ScaledNormal;
@@ -176,7 +182,8 @@ std::vector<Case> allCases() {
             ((std::string(dtype) != "f32" && std::string(dtype) != "bf16") ||
              shape.size() > 2 || shape == std::vector<int64_t>{7, 13}))
           continue;
-        bool tiny = dist == Dist::TinyUniform || dist == Dist::TinyNormal;
+        bool tiny = dist == Dist::TinyUniform || dist == Dist::TinyNormal ||
+                    dist == Dist::TinyTruncNormal;
         if (tiny && (std::string(dtype) != "bf16" || shape.size() > 2))
           continue;
         Case c;

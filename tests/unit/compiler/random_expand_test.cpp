@@ -424,6 +424,38 @@ TEST(NeverSubnormal, StandardNormalMinimumOverEveryUnitFloat) {
   EXPECT_EQ(rmin * cmin, initc::random::kStandardNormalMin) << "the bound can be raised";
 }
 
+TEST(NeverSubnormal, ErfinvFactorMinimumOverEveryArgument) {
+  // erfinv(x) = p * x (rule 7). p is the central polynomial of w - 2.5 (w < 5) or the tail's of
+  // sqrt(w) - 3, w = -log((1 - x)(1 + x)) in [0, 16.7) for |x| < 1: the first is a multiple of
+  // 2^-23 in [-2.6, 2.5) (an f32 of magnitude 1.25 or more, or w - 2.5 exactly), the second
+  // one of 2^-22 in [-0.77, 1.2] (sqrt(w) - 3 exactly). Every such argument: p's minimum.
+  float central = INFINITY, tail = INFINITY;
+  for (int64_t k = -int64_t(2.6 * (1 << 23)); k < int64_t(2.5 * (1 << 23)); ++k)
+    central = std::min(central, rng::horner(rng::kErfinvCentral, std::ldexp(float(k), -23)));
+  for (int64_t k = -int64_t(0.77 * (1 << 22)); k <= int64_t(1.2 * (1 << 22)); ++k)
+    tail = std::min(tail, rng::horner(rng::kErfinvTail, std::ldexp(float(k), -22)));
+  EXPECT_GE(std::min(central, tail), initc::random::kErfinvFactorMin);
+  EXPECT_EQ(std::min(central, tail), initc::random::kErfinvFactorMin) << "the bound can be raised";
+  // Those ranges and grids hold each argument of a trunc_normal whose v reaches both branches
+  // (torch's default bounds, +-100 std), for every unit float of rule 3, and p stays above.
+  rng::TruncNormalParams p = rng::truncNormalParams(0.0, 0.02, -2.0, 2.0);
+  int tails = 0;
+  for (uint32_t k = 0; k < (1u << 23); ++k) {
+    float v = rng::uniformFromWord(k << 9, p.v);
+    float w = -rng::logF((1.0f - v) * (1.0f + v));
+    float argument = w < 5.0f ? w - 2.5f : std::sqrt(w) - 3.0f;
+    float grid = w < 5.0f ? 0x1p23f : 0x1p22f;
+    ASSERT_EQ(std::trunc(argument * grid), argument * grid) << "v = " << v;
+    ASSERT_TRUE(w < 5.0f ? argument >= -2.6f && argument < 2.5f
+                         : argument >= -0.77f && argument <= 1.2f)
+        << "v = " << v;
+    if (v != 0.0f)
+      ASSERT_GE(rng::erfinvF(v) / v, initc::random::kErfinvFactorMin) << "v = " << v;
+    tails += w >= 5.0f;
+  }
+  EXPECT_GT(tails, 0);
+}
+
 TEST(NeverSubnormal, FromTheParameters) {
   using namespace initc::random;
   EXPECT_TRUE(uniformIsNeverSubnormal(-0.1, 0.1));
@@ -436,6 +468,20 @@ TEST(NeverSubnormal, FromTheParameters) {
   EXPECT_FALSE(normalIsNeverSubnormal(0.0, 0x1p-71));
   EXPECT_FALSE(normalIsNeverSubnormal(0.0, 1e-38));
   EXPECT_FALSE(normalIsNeverSubnormal(NAN, 1.0));
+  EXPECT_TRUE(truncNormalIsNeverSubnormal(0.0, 0.02, -0.04, 0.04));
+  EXPECT_TRUE(truncNormalIsNeverSubnormal(0.0, 0.02, -2.0, 2.0));
+  EXPECT_TRUE(truncNormalIsNeverSubnormal(0.0, 0.02, 0.0, 0.04)); // a bound of 0 is no subnormal
+  EXPECT_FALSE(truncNormalIsNeverSubnormal(0.0, 0.02, -1e-40, 0.04)); // a subnormal bound
+  EXPECT_FALSE(truncNormalIsNeverSubnormal(0.0, 1e-38, -2e-38, 2e-38));
+  EXPECT_FALSE(truncNormalIsNeverSubnormal(NAN, 1.0, -2.0, 2.0));
+  // Where it says no, there are subnormals: std 1e-38 over every unit float.
+  rng::TruncNormalParams tiny = rng::truncNormalParams(0.0, 1e-38, -2e-38, 2e-38);
+  int tinySubnormals = 0;
+  for (uint32_t k = 0; k < (1u << 23); k += 64) {
+    float y = rng::truncNormalFromWord(k << 9, tiny);
+    tinySubnormals += y != 0.0f && std::fabs(y) < 0x1p-126f;
+  }
+  EXPECT_GT(tinySubnormals, 0);
   // The uniform bound is tight: every unit float of rule 3 for the widest range it accepts
   // gives no subnormal, and the next narrower range gives some.
   auto subnormals = [](double bound) {

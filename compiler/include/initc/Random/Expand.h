@@ -84,10 +84,16 @@ bool truncNormalIsNeverNaN(double mean, double stdev, double a, double b);
 // no smaller than 2^-126 (ir-spec/rng.md, rule 8).
 bool uniformIsNeverSubnormal(double low, double high);
 bool normalIsNeverSubnormal(double mean, double stdev);
+bool truncNormalIsNeverSubnormal(double mean, double stdev, double a, double b);
 
 // The smallest magnitude of a standard normal sample (rule 5): r * sin or r * cos is never below
 // it (the unit test enumerates every u1 and u2 of rule 3 to check it).
 inline constexpr float kStandardNormalMin = 0x1.1c5832p-33f;
+
+// erfinv(x) is p * x (rule 7); p, a polynomial of x's w, is never below this. The unit test
+// evaluates the central polynomial on every multiple of 2^-23 in [-2.6, 2.5) and the tail's on
+// every multiple of 2^-22 in [-0.77, 1.2], which hold each w - 2.5 and sqrt(w) - 3 there is.
+inline constexpr float kErfinvFactorMin = 0x1.b9eddcp-1f;
 
 // Elementary functions of rule 7, f32 -> f32.
 mlir::Value emitLog(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
