@@ -3,9 +3,10 @@
 // Compiles a small init module (uniform, normal, trunc_normal with bounds at +-2 std and at
 // torch's default +-100 std; in f32, bf16, f16) through the real pipeline for the CPUs `initc
 // compile` targets by default (x86-64-v4+avx512bf16,x86-64-v4,x86-64-v3; or --target-cpu=LIST),
-// loads kernels.so, picks the variant prog/init would run on this CPU (INITRT_TARGET_CPU forces one) and times
-// each kernel over a 4M-element shard, page-aligned and already resident, so the number is the
-// kernel's own speed. The per-core rates `initc inspect` quotes come from here.
+// loads kernels.so, picks the variant prog/init would run on this CPU (INITRT_TARGET_CPU forces
+// one) and times each kernel over a 4M-element shard, page-aligned and already resident, so the
+// number is the kernel's own speed. The per-core rates `initc inspect` quotes come from here.
+// --paired=N times the 16-bit kernels against f32 in back-to-back rounds instead.
 #include "initc/Pipeline/Pipeline.h"
 #include "initc/Registration.h"
 #include "initc/Target/SharedObject.h"
@@ -286,15 +287,21 @@ private:
 void runPaired(int rounds, const std::string &filter, std::ostream &os) {
   using Clock = std::chrono::steady_clock;
   constexpr double kMinSeconds = 0.02; // per timing: at least 5 calls and this long
-  std::regex selected(filter.empty() || filter == "all" ? "." : filter);
+  // Google Benchmark's filter: a regular expression, "all", or "-REGEX" for what it leaves out.
+  bool leftOut = !filter.empty() && filter[0] == '-';
+  std::string pattern = leftOut ? filter.substr(1) : filter;
+  std::regex selected(pattern.empty() || pattern == "all" ? "." : pattern);
   kernels(); // compiled first, so that its line comes before the table
   char line[160];
-  std::snprintf(line, sizeof line, "\n16-bit elements/s over f32, %d paired rounds: median [min, max]\n%-18s %24s %24s\n", rounds, "kernel", "bf16", "f16");
+  std::snprintf(
+      line, sizeof line,
+      "\n16-bit elements/s over f32, %d paired rounds: median [min, max]\n%-18s %24s %24s\n",
+      rounds, "kernel", "bf16", "f16");
   os << line;
   for (auto &recipe : kRecipes) {
     std::vector<const char *> dtypes;
     for (const char *dtype : kDtypes)
-      if (std::regex_search(benchmarkName(recipe[0], dtype) + "/real_time", selected))
+      if (std::regex_search(benchmarkName(recipe[0], dtype) + "/real_time", selected) != leftOut)
         dtypes.push_back(dtype);
     if (dtypes.size() < 2 || std::string(dtypes[0]) != "f32")
       continue;
@@ -333,7 +340,8 @@ void runPaired(int rounds, const std::string &filter, std::ostream &os) {
       std::snprintf(cell, sizeof cell, "%.3fx [%.3f, %.3f]", median, r.front(), r.back());
       cells[std::string(dtypes[d]) == "bf16" ? 0 : 1] = cell;
     }
-    std::snprintf(line, sizeof line, "%-18s %24s %24s\n", recipe[0], cells[0].c_str(), cells[1].c_str());
+    std::snprintf(line, sizeof line, "%-18s %24s %24s\n", recipe[0], cells[0].c_str(),
+                  cells[1].c_str());
     os << line;
   }
 }
@@ -374,8 +382,10 @@ int main(int argc, char **argv) {
       std::string rounds = arg.substr(pairedFlag.size());
       if (llvm::StringRef(rounds).getAsInteger(10, pairedRounds) || pairedRounds < 1 ||
           pairedRounds > 100000) {
-        std::fprintf(stderr, "initc-kernel-bench: --paired takes a number of rounds from 1 to "
-                             "100000, not '%s'\n", rounds.c_str());
+        std::fprintf(stderr,
+                     "initc-kernel-bench: --paired takes a number of rounds from 1 to "
+                     "100000, not '%s'\n",
+                     rounds.c_str());
         return 1;
       }
     } else {
@@ -392,8 +402,10 @@ int main(int argc, char **argv) {
     try {
       runPaired(pairedRounds, filter, std::cout);
     } catch (const std::regex_error &) {
-      std::fprintf(stderr, "initc-kernel-bench: --benchmark_filter '%s' is not a regular "
-                           "expression\n", filter.c_str());
+      std::fprintf(stderr,
+                   "initc-kernel-bench: --benchmark_filter '%s' is not a regular "
+                   "expression\n",
+                   filter.c_str());
       return 1;
     }
   } else if (console) {
