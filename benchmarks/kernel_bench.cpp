@@ -97,7 +97,7 @@ Loaded &kernels() {
     for (llvm::StringRef cpu : llvm::split(targetCpus(), ','))
       cpus.push_back(cpu.str());
     target.cpu = initc::targetCpuName(cpus.back());
-    if (!module || failed(initc::kernelTargets(cpus, target, options.kernelTargets, error)) ||
+    if (!module || failed(initc::kernelTargets(cpus, target, options, error)) ||
         failed(initc::runPipeline(*module, options, initc::Stage::Partitioned)) ||
         failed(initc::buildProgram(*module, "bench", l.program, error)) ||
         llvm::sys::fs::createUniqueDirectory("initc-kernel-bench", dir))

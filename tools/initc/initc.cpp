@@ -426,7 +426,7 @@ int runCompile(const CompileArgs &args) {
   targetOptions.cpu = initc::targetCpuName(cpus.back());
   {
     std::string error;
-    if (failed(initc::kernelTargets(cpus, targetOptions, options.kernelTargets, error)))
+    if (failed(initc::kernelTargets(cpus, targetOptions, options, error)))
       return fail(error);
   }
 

@@ -69,8 +69,10 @@ OwningOpRef<ModuleOp> initc::loadModel(MLIRContext &context, llvm::StringRef pat
 
 LogicalResult initc::kernelTargets(llvm::ArrayRef<std::string> cpus,
                                    const target::TargetOptions &options,
-                                   std::vector<std::string> &targets, std::string &error) {
+                                   PipelineOptions &pipeline, std::string &error) {
+  std::vector<std::string> &targets = pipeline.kernelTargets;
   targets.clear();
+  pipeline.bf16ConvertingCpus.clear();
   llvm::StringSet<> seen;
   for (const std::string &entry : cpus) {
     // `CPU`, or `CPU:GROUPS[xBLOCKS]` to choose the vector loop's shape (init-partition checks
@@ -82,8 +84,12 @@ LogicalResult initc::kernelTargets(llvm::ArrayRef<std::string> cpus,
       return failure();
     }
     std::optional<unsigned> registers = target::vectorRegisters(cpu, options, error);
-    if (!registers)
+    std::optional<std::vector<std::string>> extensions =
+        registers ? target::cpuExtensions(cpu, options, error) : std::nullopt;
+    if (!extensions)
       return failure();
+    if (llvm::is_contained(*extensions, "avx512bf16"))
+      pipeline.bf16ConvertingCpus.push_back(cpu);
     if (shaped) {
       targets.push_back(entry);
       continue;
@@ -121,7 +127,8 @@ std::vector<std::string> variantsWorthBuilding(ModuleOp module,
 
 LogicalResult initc::runPipeline(ModuleOp module, const PipelineOptions &options, Stage last) {
   MLIRContext *context = module.getContext();
-  std::vector<std::string> targets; // the partition stage's, which outlive its pass manager
+  // The partition stage's, which outlive its pass manager.
+  std::vector<std::string> targets, bf16ConvertingCpus;
   auto runStage = [&](Stage stage) -> LogicalResult {
     PassManager pm(context);
     if (options.printTiming)
@@ -151,6 +158,10 @@ LogicalResult initc::runPipeline(ModuleOp module, const PipelineOptions &options
       PartitionOptions partition;
       targets = variantsWorthBuilding(module, options.kernelTargets);
       partition.targets = targets;
+      for (const std::string &cpu : options.bf16ConvertingCpus)
+        if (llvm::any_of(targets, [&](const std::string &t) { return targetCpuName(t) == cpu; }))
+          bf16ConvertingCpus.push_back(cpu);
+      partition.bf16ConvertingCpus = bf16ConvertingCpus;
       pm.addPass(createPartition(partition));
       break;
     }

@@ -859,7 +859,7 @@ struct KernelTarget {
   int64_t groups = 1;
   int64_t vectorBlocks = kDefaultVectorBlocks;
   std::string suffix; // appended to the kernel name; empty for the first target
-  bool convertsBF16 = false; // CPU+avx512bf16 (initc::targetCpuName's extension syntax)
+  bool convertsBF16 = false; // CPU+avx512bf16, or listed in bf16-converting-cpus
 };
 
 struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
@@ -874,7 +874,8 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       target.cpu = cpu.str();
       SmallVector<StringRef> extensions;
       cpu.split(extensions, '+');
-      target.convertsBF16 = llvm::is_contained(ArrayRef(extensions).drop_front(), "avx512bf16");
+      target.convertsBF16 = llvm::is_contained(ArrayRef(extensions).drop_front(), "avx512bf16") ||
+                            llvm::is_contained(bf16ConvertingCpus, target.cpu);
       bool emptyShape = StringRef(entry).contains(':') && count.empty(); // "CPU:" or "CPU:x16"
       bool badGroups = emptyShape || (!count.empty() && (count.getAsInteger(10, target.groups) ||
                                                          target.groups < 1 ||
@@ -898,6 +899,11 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
                << "init-partition: target '" << target.cpu << "' is listed twice";
       out.push_back(std::move(target));
     }
+    for (const std::string &cpu : bf16ConvertingCpus)
+      if (!cpus.contains(cpu))
+        return getOperation().emitError()
+               << "init-partition: bf16-converting-cpus names '" << cpu
+               << "', which is not one of the targets' CPUs";
     if (out.empty())
       out.push_back(KernelTarget{});
     return success();

@@ -1,4 +1,5 @@
 // RUN: initc-opt %s --init-fuse-elementwise '--init-partition=targets=x86-64-v4+avx512bf16:1x16,x86-64-v4:1x16' | FileCheck %s
+// RUN: initc-opt %s --init-fuse-elementwise '--init-partition=targets=znver4:1x16,x86-64-v4:1x16 bf16-converting-cpus=znver4' | FileCheck %s --check-prefix=NAMED
 
 // bf16 samples that are never NaN nor subnormal are one conversion instruction on a CPU with
 // AVX512-BF16. There, 16 blocks take the f32 lanes of a block two at a time: interleaved within
@@ -29,6 +30,14 @@
 // CHECK:         arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]> : vector<16xi64>
 // CHECK:         %[[ORDERED:.+]] = vector.shuffle %{{.+}}, %{{.+}} [0, 16, 32, 48, 1, 17, {{.+}}, 63] : vector<32xi16>, vector<32xi16>
 // CHECK:         llvm.store %[[ORDERED]], %{{.+}} {alignment = 2 : i64} : vector<64xi16>, !llvm.ptr
+
+// A CPU that converts by the instruction under its own name (the compile pipeline lists those
+// in bf16-converting-cpus) gets the same order; the others keep theirs.
+// NAMED-LABEL: func.func @initc_kernel_0(
+// NAMED-SAME:      initc.target_cpu = "znver4"
+// NAMED:         arith.constant dense<[0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15]> : vector<16xi64>
+// NAMED-LABEL: func.func @initc_kernel_0.x86_64_v4(
+// NAMED:         arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]> : vector<16xi64>
 
 init.seed 7
 init.param @w : tensor<4x64xbf16> {

@@ -33,18 +33,22 @@ struct PipelineOptions {
   /// init-partition's targets: `CPU:GROUPSxBLOCKS` per CPU each kernel is built for, best first
   /// (kernelTargets() makes them); empty: one kernel per recipe for TargetOptions::cpu.
   std::vector<std::string> kernelTargets;
+  /// The CPUs of kernelTargets that convert f32 to bf16 in one instruction (AVX512-BF16), by
+  /// whatever name: init-partition orders their bf16 lanes around that instruction.
+  std::vector<std::string> bf16ConvertingCpus;
 };
 
 /// The CPU of a `--target-cpu` entry: `CPU` or `CPU:GROUPS[xBLOCKS]`.
 inline std::string targetCpuName(llvm::StringRef entry) { return entry.split(':').first.str(); }
 
-/// init-partition targets for `cpus` (best first, "native" allowed): several block groups per
-/// iteration (independent chains to hide latency), three of 16 blocks with AVX-512's 32 vector
-/// registers, else two of 8; an entry `CPU:GROUPS[xBLOCKS]` keeps its own. Fails with a message
-/// for an unknown CPU or one listed twice.
+/// Sets `pipeline`'s init-partition targets for `cpus` (best first, "native" allowed): several
+/// block groups per iteration (independent chains to hide latency), three of 16 blocks with
+/// AVX-512's 32 vector registers, else two of 8; an entry `CPU:GROUPS[xBLOCKS]` keeps its own.
+/// Also lists those of them with AVX512-BF16 (bf16ConvertingCpus). Fails with a message for an
+/// unknown CPU or one listed twice.
 mlir::LogicalResult kernelTargets(llvm::ArrayRef<std::string> cpus,
                                   const target::TargetOptions &options,
-                                  std::vector<std::string> &targets, std::string &error);
+                                  PipelineOptions &pipeline, std::string &error);
 
 /// Reads and verifies a module (syntax, op verifiers, and the model-level checks), reporting
 /// errors with file and line through the context's diagnostics.

@@ -114,7 +114,12 @@ def Partition : Pass<"init-partition", "mlir::ModuleOp"> {
                "conversions marked initc.no_nan_or_subnormal are one instruction, and 16 blocks "
                "put their lanes in order around it). The first keeps the "
                "kernel's name, the others add '.CPU' (non-alphanumerics as '_'); each kernel "
-               "carries initc.target_cpu. Empty: one kernel per recipe, one group">
+               "carries initc.target_cpu. Empty: one kernel per recipe, one group">,
+    ListOption<"bf16ConvertingCpus", "bf16-converting-cpus", "std::string",
+               "CPUs of `targets` that convert f32 to bf16 in one instruction though their "
+               "names do not say +avx512bf16 (a named CPU such as znver4 or sapphirerapids, or "
+               "native on one): their kernels are built as for CPU+avx512bf16. The pass does not "
+               "resolve CPU names; the compile pipeline fills this from LLVM's CPU tables">
   ];
   // math: the normal matrix of an init.orthogonal parameter (Box-Muller's sqrt); vector: the
   // explicitly vectorized block loop.
