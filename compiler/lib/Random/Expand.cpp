@@ -559,13 +559,17 @@ Value emitRoundToBF16Bits(OpBuilder &builder, Location loc, Value x, bool neverN
   return e.trunc(e.select(isNan, nan, rounded), 16);
 }
 
-Value emitRoundToF16Bits(OpBuilder &builder, Location loc, Value x) {
+Value emitRoundToF16(OpBuilder &builder, Location loc, Value x) {
   // IEEE binary16 rounding is what rule 8 spells out in integer ops; the conversion instruction
   // (vcvtps2ph on x86-64-v3, libgcc's __truncsfhf2 without F16C) gives the same bits, NaNs
   // included, in one instruction where the integer form costs some thirty.
   ElementwiseBuilder e(builder, loc, x.getType());
-  Value half = builder.create<arith::TruncFOp>(loc, e.shaped(builder.getF16Type()), x);
-  return builder.create<arith::BitcastOp>(loc, e.intType(16), half);
+  return builder.create<arith::TruncFOp>(loc, e.shaped(builder.getF16Type()), x);
+}
+
+Value emitRoundToF16Bits(OpBuilder &builder, Location loc, Value x) {
+  ElementwiseBuilder e(builder, loc, x.getType());
+  return builder.create<arith::BitcastOp>(loc, e.intType(16), emitRoundToF16(builder, loc, x));
 }
 
 } // namespace initc::random

@@ -11,6 +11,7 @@
 
 // CHECK-LABEL: init.param @a : tensor<4x64xf32> kernel @initc_kernel_0{{$}}
 // CHECK-LABEL: init.param @h : tensor<4x64xbf16> kernel @initc_kernel_1{{$}}
+// CHECK-LABEL: init.param @half : tensor<4x64xf16> kernel @initc_kernel_2{{$}}
 // A 2-D slice has two vector loops: across rows, when its rows are whole blocks but shorter
 // than a few iterations (the iteration's first row and column carried), and along each row.
 // CHECK-LABEL: func.func @initc_kernel_0(
@@ -84,6 +85,15 @@
 // CHECK-NEXT:        %[[B47:.+]] = vector.shuffle %[[P01]], %[[P23]] [2, 10, 3, 11, 6, 14, 7, 15] : vector<8xi32>, vector<8xi32>
 // CHECK-NEXT:        %[[ALL:.+]] = vector.shuffle %[[B03]], %[[B47]] [0, 1, 2, {{.+}}, 15] : vector<8xi32>, vector<8xi32>
 // CHECK:             llvm.store %[[ALL]], %{{.+}} {alignment = 2 : i64} : vector<16xi32>, !llvm.ptr
+// f16 lanes are what a conversion leaves (x86 computes f16 in f32), whatever op the region
+// ends with: with 16 blocks they are joined two by two and put in element order by one shuffle.
+// CHECK-LABEL: func.func @initc_kernel_2(
+// CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32_i64
+// CHECK:             %[[J01:.+]] = vector.shuffle %{{.+}}, %{{.+}} [0, 1, 2, {{.+}}, 31] : vector<16xi16>, vector<16xi16>
+// CHECK-NEXT:        %[[J23:.+]] = vector.shuffle %{{.+}}, %{{.+}} [0, 1, 2, {{.+}}, 31] : vector<16xi16>, vector<16xi16>
+// CHECK-NEXT:        %[[ALL:.+]] = vector.shuffle %[[J01]], %[[J23]] [0, 16, 32, 48, 1, 17, 33, 49, {{.+}}, 63] : vector<32xi16>, vector<32xi16>
+// CHECK:             llvm.store %[[ALL]], %{{.+}} {alignment = 2 : i64} : vector<64xi16>, !llvm.ptr
+// CHECK-LABEL: func.func @initc_kernel_2.x86_64_v3(
 // CHECK-NOT:   func.func
 
 // TWICE: error: init-partition: target 'x86-64-v3' is listed twice
@@ -107,4 +117,12 @@ init.param @h : tensor<4x64xbf16> {
     init.yield %v : bf16
   }
   init.yield %0 : tensor<4x64xbf16>
+}
+init.param @half : tensor<4x64xf16> {
+  %0 = init.elementwise : tensor<4x64xf16> {
+  ^bb0(%linear: i64, %i: i64, %j: i64):
+    %v = arith.sitofp %linear : i64 to f16
+    init.yield %v : f16
+  }
+  init.yield %0 : tensor<4x64xf16>
 }

@@ -110,6 +110,8 @@ mlir::Value emitCos2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value
 mlir::Value emitRoundToBF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x,
                                 bool neverNaN = false);
 mlir::Value emitRoundToF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+// The same f16 rounding as a value: the `arith.truncf` itself.
+mlir::Value emitRoundToF16(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 // Rule 8 for an x the caller proves never NaN and never subnormal: `arith.truncf` to bf16 marked
 // kNoNaNOrSubnormalAttr (a bf16 value, not its bits).
 mlir::Value emitConvertToBF16(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
