@@ -23,13 +23,17 @@
 // CHECK-NEXT:    %[[STORED:.+]] = vector.bitcast %[[ALL]] : vector<32xi32> to vector<64xi16>
 // CHECK:         llvm.store %[[STORED]], %{{.+}} {alignment = 2 : i64} : vector<64xi16>, !llvm.ptr
 
-// Without the instruction the conversion is rule 8's integer rounding, and the bf16 lanes are
-// put in element order as 16-bit words, the blocks in their own order.
+// Without the instruction the conversion becomes rule 8's integer rounding when lowered, and
+// the lanes take the path of bf16 rounded in integers: two elements of a block per 32-bit word
+// (shifts LLVM cancels against the rounding's), the words of the two pairs interleaved, the
+// blocks in their own order, instead of narrowing each lane and ordering 16-bit elements.
 // CHECK-LABEL: func.func @initc_kernel_0.x86_64_v4(
 // CHECK-SAME:      initc.target_cpu = "x86-64-v4"
 // CHECK:         arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]> : vector<16xi64>
-// CHECK:         %[[ORDERED:.+]] = vector.shuffle %{{.+}}, %{{.+}} [0, 16, 32, 48, 1, 17, {{.+}}, 63] : vector<32xi16>, vector<32xi16>
-// CHECK:         llvm.store %[[ORDERED]], %{{.+}} {alignment = 2 : i64} : vector<64xi16>, !llvm.ptr
+// CHECK-NOT:     vector<32xi16>
+// CHECK:         %[[WORDS:.+]] = vector.shuffle %{{.+}}, %{{.+}} [0, 16, 1, 17, 2, 18, {{.+}}, 15, 31] : vector<16xi32>, vector<16xi32>
+// CHECK-NOT:     vector<32xi16>
+// CHECK:         llvm.store %[[WORDS]], %{{.+}} {alignment = 2 : i64} : vector<32xi32>, !llvm.ptr
 
 // A CPU that converts by the instruction under its own name (the compile pipeline lists those
 // in bf16-converting-cpus) gets the same order; the others keep theirs.
