@@ -84,8 +84,10 @@ LogicalResult initc::kernelTargets(llvm::ArrayRef<std::string> cpus,
       return failure();
     }
     std::optional<unsigned> registers = target::vectorRegisters(cpu, options, error);
+    if (!registers)
+      return failure();
     std::optional<std::vector<std::string>> extensions =
-        registers ? target::cpuExtensions(cpu, options, error) : std::nullopt;
+        target::cpuExtensions(cpu, options, error);
     if (!extensions)
       return failure();
     if (llvm::is_contained(*extensions, "avx512bf16"))
