@@ -461,9 +461,9 @@ LogicalResult optimizeAndCheck(llvm::Module &module, const ResolvedTarget &targe
   return checkSelfContained(module, kernelNames, error);
 }
 
-/// What TargetMachine::addPassesToEmitFile adds, with the kernels' own machine pass after
-/// instruction selection (WideConstants.cpp). Returns true when the target cannot emit
-/// `fileType`.
+/// What TargetMachine::addPassesToEmitFile adds, with the kernels' own machine passes after
+/// instruction selection and before the assembly printer (WideConstants.cpp). Returns true
+/// when the target cannot emit `fileType`.
 bool addCodeGenPasses(llvm::TargetMachine &machine, llvm::legacy::PassManager &passes,
                       llvm::raw_pwrite_stream &os, llvm::CodeGenFileType fileType) {
   auto &codeGen = static_cast<llvm::LLVMTargetMachine &>(machine);
@@ -480,6 +480,9 @@ bool addCodeGenPasses(llvm::TargetMachine &machine, llvm::legacy::PassManager &p
   if (config->addISelPasses())
     return true;
   config->addMachinePasses();
+  // After x86's constant fixup, the last pass to shrink constant loads.
+  if (machine.getOptLevel() != llvm::CodeGenOptLevel::None)
+    passes.add(createWideExtensionLoadsPass());
   config->setInitialized();
   if (codeGen.addAsmPrinter(passes, os, nullptr, fileType, moduleInfo->getMMI().getContext()))
     return true;

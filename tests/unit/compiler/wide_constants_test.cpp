@@ -1,6 +1,7 @@
 // WideConstants: AVX2 code takes splat constants as full-width memory operands instead of
-// broadcasting each into a register first. That it never changes a value is
-// kernel_reference_test's: every CPU variant gives the reference's bytes.
+// broadcasting each into a register first, and AVX-512 code loads extended constants whole.
+// That it never changes a value is kernel_reference_test's: every CPU variant gives the
+// reference's bytes.
 #include "initc/Target/SharedObject.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -33,11 +34,23 @@ define void @poly(ptr noalias %out, ptr noalias %in) {
 }
 )";
 
-std::string assemblyFor(const std::string &cpu) {
+// The words of four 8-word runs interleaved, as the f16 kernels store their four Philox words:
+// a two-table word permute whose index vector fits in bytes.
+constexpr const char *kInterleave = R"(
+define void @interleave(ptr noalias %out, ptr noalias %in) {
+  %a = load <32 x i16>, ptr %in, align 2
+  %p = getelementptr i16, ptr %in, i64 32
+  %b = load <32 x i16>, ptr %p, align 2
+  %w = shufflevector <32 x i16> %a, <32 x i16> %b, <32 x i32> <i32 0, i32 16, i32 32, i32 48, i32 1, i32 17, i32 33, i32 49, i32 2, i32 18, i32 34, i32 50, i32 3, i32 19, i32 35, i32 51, i32 4, i32 20, i32 36, i32 52, i32 5, i32 21, i32 37, i32 53, i32 6, i32 22, i32 38, i32 54, i32 7, i32 23, i32 39, i32 55>
+  store <32 x i16> %w, ptr %out, align 2
+  ret void
+}
+)";
+
+std::string assemblyFor(const std::string &cpu, const char *source = kPolynomial) {
   llvm::LLVMContext context;
   llvm::SMDiagnostic diagnostic;
-  std::unique_ptr<llvm::Module> module =
-      llvm::parseAssemblyString(kPolynomial, diagnostic, context);
+  std::unique_ptr<llvm::Module> module = llvm::parseAssemblyString(source, diagnostic, context);
   if (!module)
     return "parse error: " + diagnostic.getMessage().str();
   module->setTargetTriple(llvm::sys::getProcessTriple());
@@ -76,6 +89,20 @@ TEST(WideConstants, SseCodeIsUnchanged) {
   EXPECT_EQ(count(text, "vbroadcastss"), 0) << text;
   EXPECT_EQ(count(text, ".rodata.cst32"), 0) << text;
   EXPECT_GE(count(text, "mulps"), 2) << text;
+}
+
+TEST(WideConstants, Avx512LoadsExtendedConstantsWhole) {
+  if (llvm::StringRef(llvm::sys::getProcessTriple()).find("x86_64") == llvm::StringRef::npos)
+    GTEST_SKIP() << "x86 CPUs only";
+  std::string text = assemblyFor("x86-64-v4", kInterleave);
+  // Without the pass: `vpmovsxbw .LCPI..(%rip), %zmmN`, the index from a 32-byte entry.
+  EXPECT_EQ(count(text, "vpmovsx"), 0) << text;
+  EXPECT_EQ(count(text, "vpermi2w") + count(text, "vpermt2w"), 1) << text;
+  EXPECT_EQ(count(text, "vmovdqa64\t"), 1) << text;
+  // The whole index in the pool, each word sign-extended from its byte: 0, 16, 32, 48, 1, ...
+  EXPECT_NE(text.find(".short\t0\n\t.short\t16\n\t.short\t32\n\t.short\t48\n"),
+            std::string::npos)
+      << text;
 }
 
 } // namespace

@@ -1,4 +1,5 @@
-// Splat constants as full-width loads, so that AVX2 code can take them as memory operands. See
+// Vector constants as full-width loads: splats, so that AVX2 code can take them as memory
+// operands, and extended constants, so that loading one takes no shuffle uop. See
 // compiler/lib/Target/WideConstants.cpp.
 #pragma once
 
@@ -13,5 +14,11 @@ namespace initc::target {
 /// the register allocator can fold into their users. Values never change: both load the same
 /// vector.
 llvm::MachineFunctionPass *createWideConstantsPass();
+
+/// A machine pass, run last before the assembly printer, that turns AVX-512 sign- and
+/// zero-extending loads of a constant-pool vector (x86's `vpmovsx`/`vpmovzx`, which its
+/// constant fixup made of full-width loads) back into loads of the extended vector. Values
+/// never change.
+llvm::MachineFunctionPass *createWideExtensionLoadsPass();
 
 } // namespace initc::target
