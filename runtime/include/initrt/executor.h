@@ -46,7 +46,8 @@ public:
   /// The CPU the loaded kernels were compiled for.
   const std::string &targetCpu() const { return cpu; }
 
-  /// Tests only: load from a private copy, as where /proc is missing.
+  /// Load from a private copy, as where /proc is missing: for tests, and for benchmarks that
+  /// load one library several times, each with pages of its own.
   static bool forceCopy;
 
 private:
