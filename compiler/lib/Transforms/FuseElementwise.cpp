@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <cmath>
 #include <limits>
@@ -415,6 +416,10 @@ struct FuseElementwisePass : initc::impl::FuseElementwiseBase<FuseElementwisePas
       }
       Value stored = emitter.toElement(*element, type.getElementType());
       builder.create<YieldOp>(loc, stored);
+      // A 16-bit result is computed in f32 and yielded narrow; its widening is left unused.
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block->getOperations())))
+        if (isOpTriviallyDead(&op))
+          op.erase();
       if (!emitter.keyArgs().empty())
         fused.setArgsAttr(builder.getDenseI64ArrayAttr(emitter.keyArgs()));
       // The parameter now yields the fused tensor; everything else in its body is dead.

@@ -57,6 +57,20 @@ init.param @padded_embedding : tensor<16x4xbf16> {
 
 // -----
 
+// An f16 parameter yields the conversion itself; no unused f32 widening of it is left behind.
+// CHECK-LABEL: init.param @half
+// CHECK:         init.elementwise
+// CHECK-NOT:       arith.extf
+// CHECK:           %[[H:.+]] = arith.truncf %{{.+}} : f32 to f16
+// CHECK-NEXT:      init.yield %[[H]] : f16
+init.seed 1
+init.param @half : tensor<8xf16> {
+  %0 = init.uniform -0.1, 0.1 stream 0 : tensor<8xf16>
+  init.yield %0 : tensor<8xf16>
+}
+
+// -----
+
 // Masks and integers fuse too; a scalar region has one argument, the linear index.
 // CHECK-LABEL: init.param @causal_mask
 // Without random sources there are no keys and no `args`.
