@@ -426,13 +426,18 @@ std::unique_ptr<llvm::Module> translate(ModuleOp module, llvm::LLVMContext &ctx,
                                         const TargetOptions &options,
                                         const ResolvedTarget &target, std::string &error) {
   llvm::StringMap<CpuTarget> kernelCpus;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (auto cpu = func->getAttrOfType<StringAttr>("initc.target_cpu")) {
-      std::optional<CpuTarget> resolved = resolveCpu(cpu.getValue(), options, target, error);
-      if (!resolved)
-        return nullptr;
-      kernelCpus[func.getSymName()] = *resolved;
-    }
+  // Kernels are func.func here, or llvm.func when the caller lowered the module first (initc
+  // compile --emit=llvm|asm); both keep the attribute.
+  for (Operation &func : module.getBody()->getOperations()) {
+    auto cpu = func.getAttrOfType<StringAttr>("initc.target_cpu");
+    auto name = func.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName());
+    if (!cpu || !name)
+      continue;
+    std::optional<CpuTarget> resolved = resolveCpu(cpu.getValue(), options, target, error);
+    if (!resolved)
+      return nullptr;
+    kernelCpus[name.getValue()] = *resolved;
+  }
   if (!isInLLVMDialect(module) && failed(lowerToLLVMDialect(module, options, error)))
     return nullptr;
   MLIRContext *mlirContext = module->getContext();
