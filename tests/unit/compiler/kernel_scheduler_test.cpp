@@ -1,10 +1,14 @@
-// The kernel scheduler: which code it schedules top-down, and that LLVM takes it. That it never
+// The kernel scheduler: which kernels it schedules top-down, and that LLVM takes it. That it never
 // changes a value is kernel_reference_test's: every CPU variant gives the reference's bytes.
 #include "initc/Target/KernelScheduler.h"
 
+#include "llvm/AsmParser/Parser.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -24,19 +28,83 @@ std::unique_ptr<llvm::MCSubtargetInfo> subtargetFor(const std::string &cpu) {
   return std::unique_ptr<llvm::MCSubtargetInfo>(target->createMCSubtargetInfo(triple, cpu, ""));
 }
 
-TEST(KernelScheduler, TopDownForAvx2WithoutAvx512) {
+// A uniform-like kernel: one chain of 3 float ops (scale, offset, negate) past integer ops,
+// and a polynomial: a Horner chain of 4 steps (8 ops), then a sqrt, in another block.
+constexpr const char *kKernels = R"(
+define <8 x float> @short(<8 x i32> %bits) {
+  %shifted = lshr <8 x i32> %bits, <i32 8, i32 8, i32 8, i32 8, i32 8, i32 8, i32 8, i32 8>
+  %x = sitofp <8 x i32> %shifted to <8 x float>
+  %scaled = fmul <8 x float> %x, %x
+  %offset = fadd <8 x float> %scaled, %x
+  %other = fadd <8 x float> %x, %x
+  %negated = fneg <8 x float> %offset
+  ret <8 x float> %negated
+}
+define float @polynomial(float %x, float %c) {
+entry:
+  %m0 = fmul float %x, %c
+  %a0 = fadd float %m0, %c
+  %m1 = fmul float %a0, %x
+  %a1 = fadd float %m1, %c
+  br label %next
+next:
+  %m2 = fmul float %a1, %x
+  %a2 = fadd float %m2, %c
+  %m3 = fmul float %a2, %x
+  %a3 = fadd float %m3, %c
+  %m4 = fmul float %a3, %x
+  %a4 = fadd float %m4, %c
+  %m5 = fmul float %a4, %x
+  %a5 = fadd float %m5, %c
+  %r = call float @llvm.sqrt.f32(float %a5)
+  ret float %r
+}
+declare float @llvm.sqrt.f32(float)
+)";
+
+struct Kernels {
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module;
+  Kernels() {
+    llvm::SMDiagnostic diagnostic;
+    module = llvm::parseAssemblyString(kKernels, diagnostic, context);
+  }
+};
+
+TEST(KernelScheduler, MeasuresTheLongestFloatChainWithinABlock) {
+  Kernels kernels;
+  ASSERT_TRUE(kernels.module);
+  EXPECT_EQ(initc::target::longestFloatChain(*kernels.module->getFunction("short")), 3u);
+  // The chain restarts at the block boundary: 8 float ops and the sqrt in the second block.
+  EXPECT_EQ(initc::target::longestFloatChain(*kernels.module->getFunction("polynomial")), 9u);
+}
+
+TEST(KernelScheduler, TopDownForAvx2AndLatencyBoundAvx512) {
   if (llvm::StringRef(llvm::sys::getProcessTriple()).find("x86_64") == llvm::StringRef::npos)
     GTEST_SKIP() << "x86 CPUs only";
+  Kernels kernels;
+  ASSERT_TRUE(kernels.module);
+  const llvm::Function &shortChain = *kernels.module->getFunction("short");
+  const llvm::Function &polynomial = *kernels.module->getFunction("polynomial");
   for (const char *cpu : {"x86-64-v3", "haswell", "znver3"}) {
     auto subtarget = subtargetFor(cpu);
     ASSERT_TRUE(subtarget) << cpu;
-    EXPECT_TRUE(initc::target::schedulesTopDown(*subtarget)) << cpu;
+    EXPECT_TRUE(initc::target::schedulesTopDown(*subtarget, shortChain)) << cpu;
+    EXPECT_TRUE(initc::target::schedulesTopDown(*subtarget, polynomial)) << cpu;
   }
-  // AVX-512 code has 32 registers and keeps LLVM's order; so does SSE code.
-  for (const char *cpu : {"x86-64-v4", "skylake-avx512", "znver4", "x86-64", "x86-64-v2"}) {
+  // AVX-512 code has 32 registers: only a long float chain goes top-down.
+  for (const char *cpu : {"x86-64-v4", "skylake-avx512", "znver4"}) {
     auto subtarget = subtargetFor(cpu);
     ASSERT_TRUE(subtarget) << cpu;
-    EXPECT_FALSE(initc::target::schedulesTopDown(*subtarget)) << cpu;
+    EXPECT_FALSE(initc::target::schedulesTopDown(*subtarget, shortChain)) << cpu;
+    EXPECT_TRUE(initc::target::schedulesTopDown(*subtarget, polynomial)) << cpu;
+  }
+  // SSE code keeps LLVM's order.
+  for (const char *cpu : {"x86-64", "x86-64-v2"}) {
+    auto subtarget = subtargetFor(cpu);
+    ASSERT_TRUE(subtarget) << cpu;
+    EXPECT_FALSE(initc::target::schedulesTopDown(*subtarget, shortChain)) << cpu;
+    EXPECT_FALSE(initc::target::schedulesTopDown(*subtarget, polynomial)) << cpu;
   }
 }
 

@@ -1,16 +1,22 @@
-// The machine scheduler kernels are compiled with: LLVM's, top-down for AVX2 code. See
-// ir-spec/lowering.md.
+// The machine scheduler kernels are compiled with: LLVM's, top-down for AVX2 code and for
+// AVX-512 code with long float chains. See ir-spec/lowering.md.
 #pragma once
 
 namespace llvm {
+class Function;
 class MCSubtargetInfo;
 } // namespace llvm
 
 namespace initc::target {
 
-/// Whether the kernel scheduler schedules code for `subtarget` top-down: AVX2 without AVX-512.
-/// Everything else gets the target's own scheduler.
-bool schedulesTopDown(const llvm::MCSubtargetInfo &subtarget);
+/// The most float operations (add, subtract, multiply, divide, negate, sqrt) in one chain of
+/// dependent instructions within a basic block of `function`.
+unsigned longestFloatChain(const llvm::Function &function);
+
+/// Whether the kernel scheduler schedules `kernel`, compiled for `subtarget`, top-down: with
+/// AVX2 and no AVX-512 always, with AVX-512 where its longest float chain is long (a latency-
+/// bound polynomial). Everything else gets the target's own scheduler.
+bool schedulesTopDown(const llvm::MCSubtargetInfo &subtarget, const llvm::Function &kernel);
 
 /// Makes LLVM's code generator schedule instructions with the kernel scheduler, for the whole
 /// process (LLVM chooses the scheduler through a global option). Thread-safe; call before code
