@@ -8,7 +8,7 @@
 // - AVX2 code (16 vector registers): top-down for every kernel. On a Zen 3 the normal kernel
 //   runs 1.2x as fast, uniform 1.08x and truncated normal 1.05x.
 // - AVX-512 code (32 registers): top-down where the kernel has a long chain of dependent float
-//   ops (a polynomial), else the target's scheduler. On a Zen 5, top-down makes normal 1.03-1.05x
+//   ops (a polynomial), else the target's scheduler. On a Zen 5, top-down makes normal 1.03-1.06x
 //   and truncated normal 1.05-1.09x as fast, and uniform (a chain of 3) 0.94-0.98x.
 // - SSE code keeps the target's scheduler (measured: mixed).
 //
@@ -34,7 +34,7 @@ namespace {
 constexpr const char *kSchedulerName = "initc-kernels";
 
 /// Float ops in a chain from which AVX-512 kernels are scheduled top-down. Uniform's chain is
-/// 3 (subtract, scale, shift); normal's and truncated normal's polynomials are 20 and more.
+/// 3 (subtract, scale, offset); normal's and truncated normal's polynomials are 20 and more.
 constexpr unsigned kLongFloatChain = 8;
 
 /// LLVM's generic strategy with its direction fixed to top-down.
