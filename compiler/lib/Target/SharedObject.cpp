@@ -1,5 +1,6 @@
 #include "initc/Target/SharedObject.h"
 #include "initc/Random/Expand.h"
+#include "initc/Target/HighWordsByShuffle.h"
 #include "initc/Target/KernelScheduler.h"
 #include "initc/Target/PairBF16Conversions.h"
 #include "initc/Target/TruncateByShuffle.h"
@@ -387,6 +388,7 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine, unsigned optLe
   builder.registerOptimizerLastEPCallback(
       [&machine](llvm::ModulePassManager &passes, llvm::OptimizationLevel) {
         passes.addPass(llvm::createModuleToFunctionPassAdaptor(TruncateByShufflePass()));
+        passes.addPass(llvm::createModuleToFunctionPassAdaptor(HighWordsByShufflePass()));
         passes.addPass(llvm::createModuleToFunctionPassAdaptor(PairBF16ConversionsPass(machine)));
       });
   static const llvm::OptimizationLevel levels[] = {
