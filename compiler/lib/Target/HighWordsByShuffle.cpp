@@ -2,9 +2,9 @@
 //
 // The Philox rounds keep each 32-bit word in the low half of an i64 lane and take the high word
 // of a 32x32 -> 64-bit product with `>> 32`, whose high half nothing reads (compiler/lib/Random):
-// 20 shifts a round per 16 blocks. x86 shifts vectors on two of its vector pipes, which the
-// float adds and f16 conversions (Zen 5) or the multiplies (Intel) also take; a word shuffle
-// moving each high word down runs elsewhere.
+// two shifts a round per vector of blocks. A Zen 5 shifts vectors on two of its four vector
+// pipes, which the float adds and f16 conversions also take; a word shuffle moving each high word
+// down runs on any of the four.
 //
 //===----------------------------------------------------------------------===//
 #include "initc/Target/HighWordsByShuffle.h"

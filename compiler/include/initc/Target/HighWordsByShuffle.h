@@ -15,9 +15,9 @@ llvm::Value *highWordsByShuffle(llvm::IRBuilderBase &b, llvm::Value *x,
 
 /// Rewrites each `lshr <N x i64> %x, 32` of a little-endian module with highWordsByShuffle where
 /// DemandedBits finds that no user reads the result's high 32 bits. Every bit any user reads is
-/// the same. The Philox rounds take the high half of each product so: x86 shifts vectors on two
-/// of its vector pipes (those of float adds and conversions on AMD Zen 5, of multiplies on
-/// Intel), and shuffles words (`vpshufd`) on all four (Zen 5) or on another (Intel).
+/// the same. The Philox rounds take the high half of each product so: a Zen 5 shifts vectors on
+/// two of its four vector pipes, those of the float adds and the f16 conversions, and shuffles
+/// words (`vpshufd`) on all four.
 struct HighWordsByShufflePass : llvm::PassInfoMixin<HighWordsByShufflePass> {
   llvm::PreservedAnalyses run(llvm::Function &function, llvm::FunctionAnalysisManager &analyses);
 };
