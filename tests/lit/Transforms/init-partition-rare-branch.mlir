@@ -31,15 +31,17 @@ init.param @sum : tensor<8x64xf32> {
 // FUSED:         init.yield
 
 // Two vector loops (across rows and along rows), each: all lanes' conditions and-ed, one test,
-// the tail only in the else branch, one result per lane and group.
+// the tail only in the else branch, one result per vector and group. A truncated normal is a
+// function of its element's Philox word, so its vectors hold the words of two elements of each
+// block (x1 x0, x3 x2): 2 groups of 8 blocks give 4 vectors of 16.
 // CHECK-LABEL: func.func @initc_kernel_0(
 // CHECK:         scf.for {{.+}} step %c16_i64 iter_args
-// CHECK:           %[[ALL:.+]] = vector.reduction <and>, %{{.+}} : vector<8xi1> into i1
-// CHECK-NEXT:      %{{.+}}:8 = scf.if %[[ALL]] -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK:           %[[ALL:.+]] = vector.reduction <and>, %{{.+}} : vector<16xi1> into i1
+// CHECK-NEXT:      %{{.+}}:4 = scf.if %[[ALL]] -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 // CHECK-NEXT:        scf.yield
 // CHECK-NEXT:      } else {
-// CHECK-NEXT:        math.sqrt %{{.+}} : vector<8xf32>
-// CHECK:             arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<8xi1>, vector<8xf32>
+// CHECK-NEXT:        math.sqrt %{{.+}} : vector<16xf32>
+// CHECK:             arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<16xi1>, vector<16xf32>
 // CHECK:             scf.yield
 // CHECK:         scf.for
 // CHECK:           math.sqrt %{{.+}} : f32
