@@ -45,17 +45,19 @@ init.param @n : tensor<4x64xf32> {
 // CHECK-NEXT:      vector.shuffle %[[X10]], %[[X32]] [19, 18, 51, 50, 23, 22, 55, 54, 27, 26, 59, 58, 31, 30, 63, 62] : vector<32xi32>, vector<32xi32>
 // CHECK:           llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 
-// f16 samples are put in element order as f32, then converted, 32 at a time.
+// f16 samples are put in element order as f32, then converted 16 at a time (one vcvtps2ph,
+// which stores its result itself), each conversion stored apart.
 // CHECK-LABEL: func.func @initc_kernel_1(
 // CHECK:         scf.for {{.+}} step %c16_i64 iter_args
 // CHECK-NOT:       arith.truncf
 // CHECK:           vector.shuffle %{{.+}}, %{{.+}} [1, 0, 33, 32, 5, 4, 37, 36, 9, 8, 41, 40, 13, 12, 45, 44] : vector<32xi32>, vector<32xi32>
 // CHECK:           %[[F32:.+]] = vector.bitcast %{{.+}} : vector<64xi32> to vector<64xf32>
-// CHECK-NEXT:      %[[LOW:.+]] = vector.shuffle %[[F32]], %[[F32]] [0, 1, 2, {{.+}}, 31] : vector<64xf32>, vector<64xf32>
-// CHECK-NEXT:      arith.truncf %[[LOW]] : vector<32xf32> to vector<32xf16>
-// CHECK-NEXT:      %[[HIGH:.+]] = vector.shuffle %[[F32]], %[[F32]] [32, 33, 34, {{.+}}, 63] : vector<64xf32>, vector<64xf32>
-// CHECK-NEXT:      arith.truncf %[[HIGH]] : vector<32xf32> to vector<32xf16>
-// CHECK:           llvm.store %{{.+}}, %{{.+}} {alignment = 2 : i64} : vector<64xf16>, !llvm.ptr
+// CHECK-NEXT:      %[[Q0:.+]] = vector.shuffle %[[F32]], %[[F32]] [0, 1, 2, {{.+}}, 15] : vector<64xf32>, vector<64xf32>
+// CHECK-NEXT:      %[[H0:.+]] = arith.truncf %[[Q0]] : vector<16xf32> to vector<16xf16>
+// CHECK-NEXT:      %[[Q1:.+]] = vector.shuffle %[[F32]], %[[F32]] [16, 17, 18, {{.+}}, 31] : vector<64xf32>, vector<64xf32>
+// CHECK-NEXT:      %[[H1:.+]] = arith.truncf %[[Q1]] : vector<16xf32> to vector<16xf16>
+// CHECK:           llvm.store %[[H0]], %{{.+}} {alignment = 2 : i64} : vector<16xf16>, !llvm.ptr
+// CHECK:           llvm.store %[[H1]], %{{.+}} {alignment = 2 : i64} : vector<16xf16>, !llvm.ptr
 
 // CHECK-LABEL: func.func @initc_kernel_2(
 // CHECK-NOT:     vector<32xf32>
