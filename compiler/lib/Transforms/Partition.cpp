@@ -465,8 +465,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     auto cloneForAll = [&](Operation &op) {
       if (convertLast && &op == conversion.getOperation())
         return; // converted after the interleave
-      // The word's ops, and the constants they read, on the pairs (where the constants are:
-      // not in a lazy select's branch).
+      // The word's ops on the pairs; the constants they read as pair-wide vectors too, made
+      // where the constant stands (never inside a lazy select's branch) so every use sees them.
       bool ofWord = wordFunction && wordFunction->ofWord.contains(&op);
       if (ofWord) {
         for (IRMapping &mapping : pairMappings)
@@ -686,7 +686,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     };
     // Both pairs of each block of a group in element order, as stored: in one piece, or for
     // 16-bit elements one per conversion instruction (a vcvtps2ph of 16 lanes, which stores
-    // its ymm itself where joining two for a zmm store takes a vinsertf64x4, uniform f16 3-5%
+    // its ymm itself where joining two for a zmm store takes a vinsertf64x4, uniform f16 3-7%
     // faster on a Zen 5; a vcvtne2ps2bf16 of 32, PairBF16Conversions.cpp).
     auto pairsInOrder = [&](int64_t group) -> SmallVector<Value, 4> {
       Value value = cast<YieldOp>(region.getTerminator()).getValue();
