@@ -21,6 +21,15 @@ using namespace initrt;
 
 namespace {
 
+// The cleanup handler is installed once, over the actions it finds, and leaves an ignored signal
+// ignored (as nohup wants). These tests start from the default actions, whatever the shell that
+// ran them ignored: a non-interactive shell starts its background jobs with SIGINT ignored.
+const bool kDefaultSignalActions = [] {
+  for (int signal : {SIGINT, SIGTERM, SIGHUP})
+    std::signal(signal, SIG_DFL);
+  return true;
+}();
+
 class SafetensorsTest : public ::testing::Test {
 protected:
   void SetUp() override {
