@@ -4,6 +4,7 @@
 #include "initc/Target/KernelScheduler.h"
 #include "initc/Target/PairBF16Conversions.h"
 #include "initc/Target/TruncateByShuffle.h"
+#include "initc/Target/UnitFloatByConversion.h"
 #include "initc/Target/WideConstants.h"
 #include "initrt/cpu.h"
 
@@ -390,6 +391,7 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine, unsigned optLe
         passes.addPass(llvm::createModuleToFunctionPassAdaptor(TruncateByShufflePass()));
         passes.addPass(llvm::createModuleToFunctionPassAdaptor(HighWordsByShufflePass()));
         passes.addPass(llvm::createModuleToFunctionPassAdaptor(PairBF16ConversionsPass(machine)));
+        passes.addPass(llvm::createModuleToFunctionPassAdaptor(UnitFloatByConversionPass(machine)));
       });
   static const llvm::OptimizationLevel levels[] = {
       llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1, llvm::OptimizationLevel::O2,

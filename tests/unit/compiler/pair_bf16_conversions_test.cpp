@@ -2,20 +2,10 @@
 // functions whose CPU has it, and with every conversion a shuffle shares left valid. The values
 // are checked against the reference by kernel_reference_test on hosts with AVX512-BF16.
 #include "initc/Target/PairBF16Conversions.h"
+#include "target_pass_testing.h"
 
-#include "llvm/AsmParser/Parser.h"
-#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/IntrinsicsX86.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/Module.h"
-#include "llvm/IR/Verifier.h"
-#include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
-#include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/raw_ostream.h"
-#include "llvm/TargetParser/Host.h"
 
 #include <gtest/gtest.h>
 
@@ -23,6 +13,7 @@
 #include <string>
 
 using namespace llvm;
+using initc::testing::instructionsWhere;
 
 namespace {
 
@@ -58,45 +49,20 @@ attributes #0 = { "target-cpu"="x86-64-v4" "target-features"="+avx512bf16" }
 attributes #1 = { "target-cpu"="x86-64-v4" }
 )ll";
 
-template <typename Predicate>
-unsigned instructionsWhere(Function &function, Predicate is) {
-  unsigned n = 0;
-  for (Instruction &inst : instructions(function))
-    n += is(inst);
-  return n;
-}
-
 bool isPairConversion(Instruction &inst) {
   auto *call = dyn_cast<IntrinsicInst>(&inst);
   return call && call->getIntrinsicID() == Intrinsic::x86_avx512bf16_cvtne2ps2bf16_512;
 }
 
 TEST(PairBF16Conversions, OnlyWhereTheCpuHasTheInstruction) {
-  InitializeNativeTarget();
-  std::string triple = sys::getProcessTriple(), error;
-  if (StringRef(triple).find("x86_64") != 0)
-    GTEST_SKIP() << "an x86-64 rewrite";
-  const Target *target = TargetRegistry::lookupTarget(triple, error);
-  ASSERT_TRUE(target) << error;
-  std::unique_ptr<TargetMachine> machine(
-      target->createTargetMachine(triple, "x86-64", "", TargetOptions(), std::nullopt));
-  ASSERT_TRUE(machine);
-
+  std::string why;
+  std::unique_ptr<TargetMachine> machine = initc::testing::x86Machine(why);
+  if (!machine)
+    GTEST_SKIP() << why;
   LLVMContext context;
-  SMDiagnostic diagnostic;
-  std::unique_ptr<Module> module = parseAssemblyString(kConversions, diagnostic, context);
-  ASSERT_TRUE(module) << diagnostic.getMessage().str();
-  FunctionAnalysisManager analyses;
-  PassBuilder builder;
-  builder.registerFunctionAnalyses(analyses);
-  FunctionPassManager passes;
-  passes.addPass(initc::target::PairBF16ConversionsPass(*machine));
-  for (Function &function : *module)
-    passes.run(function, analyses);
-
-  std::string errors;
-  raw_string_ostream os(errors);
-  EXPECT_FALSE(verifyModule(*module, &os)) << errors;
+  std::unique_ptr<Module> module = initc::testing::runOnText(
+      context, kConversions, initc::target::PairBF16ConversionsPass(*machine));
+  ASSERT_TRUE(module);
   auto isConversion = [](Instruction &inst) { return isa<FPTruncInst>(inst); };
   for (Function &function : *module) {
     if (function.isDeclaration())
