@@ -144,7 +144,9 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
   if (root.is_discarded()) {
     std::string detail;
     try {
-      (void)Json::parse((*buffer)->getBuffer().begin(), (*buffer)->getBuffer().end());
+      // Parsed again only for the exception's message, which says where the error is.
+      [[maybe_unused]] Json reparsed =
+          Json::parse((*buffer)->getBuffer().begin(), (*buffer)->getBuffer().end());
     } catch (const Json::exception &e) {
       detail = e.what(); // "[json.exception.parse_error.101] parse error at line 2, ..."
       size_t end = detail.find("] ");
