@@ -543,17 +543,22 @@ Value emitConvertToBF16(OpBuilder &builder, Location loc, Value x) {
   return convert;
 }
 
-Value emitRoundToBF16Bits(OpBuilder &builder, Location loc, Value x, bool neverNaN) {
+Value emitRoundToBF16Words(OpBuilder &builder, Location loc, Value x) {
   ElementwiseBuilder e(builder, loc, x.getType());
   Value bits = e.bitsOf(x);
   // Rule 8's B + 0x7fff + ((B >> 16) & 1) as a select of the addend, the one place this file
   // departs from rng.h's form: on AVX-512 a bit test into a mask register and a blend, which
   // leaves the shift port to Philox (bf16 normal kernel 1.04x). The tests check every tie.
   Value odd = e.cmpi(CmpIPredicate::ne, e.andi(bits, e.i32(0x10000)), e.i32(0));
-  Value rounded = e.addi(bits, e.select(odd, e.i32(0x8000), e.i32(0x7fff)));
-  rounded = e.shru(rounded, e.i32(16));
+  return e.addi(bits, e.select(odd, e.i32(0x8000), e.i32(0x7fff)));
+}
+
+Value emitRoundToBF16Bits(OpBuilder &builder, Location loc, Value x, bool neverNaN) {
+  ElementwiseBuilder e(builder, loc, x.getType());
+  Value rounded = e.shru(emitRoundToBF16Words(builder, loc, x), e.i32(16));
   if (neverNaN)
     return e.trunc(rounded, 16);
+  Value bits = e.bitsOf(x);
   Value nan = e.ori(e.shru(bits, e.i32(16)), e.i32(0x40));
   Value isNan = e.cmpi(CmpIPredicate::ugt, e.andi(bits, e.i32(0x7fffffff)), e.i32(0x7f800000));
   return e.trunc(e.select(isNan, nan, rounded), 16);

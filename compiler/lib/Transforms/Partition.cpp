@@ -312,7 +312,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
   // elements are put in order as f32, then converted.
   std::optional<WordFunction> wordFunction;
   bool convertsPairs = conversion && conversion.getIn().getType().isF32() &&
-                       (element.isF16() || storeShuffle == StoreShuffle::ConvertPairs);
+                       (element.isF16() || storeShuffle == StoreShuffle::ConvertPairs ||
+                        (element.isBF16() && conversion->hasAttr(random::kNoNaNOrSubnormalAttr)));
   if ((vectorBlocks == 8 || vectorBlocks == 16) && vectorizable && llvm::sys::IsLittleEndianHost &&
       (storeBits == 32 || convertsPairs))
     wordFunction = findWordFunction(region, rank);
@@ -704,6 +705,20 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         SmallVector<int64_t> mask(perConversion);
         std::iota(mask.begin(), mask.end(), from);
         Value wide = shuffle(all, all, mask);
+        if (element.isBF16() && !convertsBF16) {
+          // Rule 8's rounding leaves each bf16 in its word's high half (the conversion is
+          // marked: no NaN case): taken by one word shuffle, where the conversion's shift and
+          // narrowing of each half are 2 shifts, 2 vpmovdw and a vinserti64x4 per 32 lanes.
+          Value words = random::emitRoundToBF16Words(b, loc, wide);
+          Value halves = b.create<vector::BitCastOp>(
+              loc, VectorType::get({2 * perConversion}, b.getI16Type()), words);
+          SmallVector<int64_t> highHalves;
+          for (int64_t k = 0; k < perConversion; ++k)
+            highHalves.push_back(2 * k + 1);
+          pieces.push_back(b.create<vector::BitCastOp>(
+              loc, VectorType::get({perConversion}, element), shuffle(halves, halves, highHalves)));
+          continue;
+        }
         Operation *converted = b.clone(*conversion);
         converted->setOperand(0, wide);
         converted->getResult(0).setType(VectorType::get({perConversion}, element));

@@ -109,6 +109,9 @@ mlir::Value emitCos2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value
 // gives infinities their own bits without it).
 mlir::Value emitRoundToBF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x,
                                 bool neverNaN = false);
+// The words whose high halves are emitRoundToBF16Bits(x, neverNaN = true): the rounding's sum,
+// before its shift. For a caller that takes the high halves by a shuffle.
+mlir::Value emitRoundToBF16Words(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 mlir::Value emitRoundToF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 // The same f16 rounding as a value: the `arith.truncf` itself.
 mlir::Value emitRoundToF16(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
