@@ -303,7 +303,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
   } else if (storeShuffle == StoreShuffle::PairHalves && vectorBlocks == 8)
     blockOrder = {0, 1, 4, 5, 2, 3, 6, 7};
   // Where the region is an elementwise function of its element's Philox word (WordFunction)
-  // and its elements are 32-bit, or 16-bit converted from f32 by an instruction, each group
+  // and its elements are 32-bit, f16, or bf16 from a conversion marked never NaN nor subnormal
+  // (by AVX512-BF16's instruction, or rule 8's integer rounding without it), each group
   // evaluates the function on two vectors of twice the width: x1, x0 of each block in one
   // 64-bit lane, as the last Philox round's product leaves them, and x3, x2. The words need no
   // narrowing shuffles into 32-bit vectors, and the two pairs of a block go into element order
@@ -311,9 +312,9 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
   // on AVX-512, 28 fewer instructions an iteration of the uniform f32 loop (507 to 479). 16-bit
   // elements are put in order as f32, then converted.
   std::optional<WordFunction> wordFunction;
-  bool convertsPairs = conversion && conversion.getIn().getType().isF32() &&
-                       (element.isF16() || storeShuffle == StoreShuffle::ConvertPairs ||
-                        (element.isBF16() && conversion->hasAttr(random::kNoNaNOrSubnormalAttr)));
+  bool convertsPairs =
+      conversion && conversion.getIn().getType().isF32() &&
+      (element.isF16() || (element.isBF16() && conversion->hasAttr(random::kNoNaNOrSubnormalAttr)));
   if ((vectorBlocks == 8 || vectorBlocks == 16) && vectorizable && llvm::sys::IsLittleEndianHost &&
       (storeBits == 32 || convertsPairs))
     wordFunction = findWordFunction(region, rank);
