@@ -3,6 +3,7 @@
 #include "initrt/executor.h"
 #include "initrt/program_io.h"
 
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <string>
@@ -33,6 +34,17 @@ bool rankInMesh(const initrt_program *prog, int64_t rank) {
 std::string rankError(const initrt_program *prog, int64_t rank) {
   return "rank " + std::to_string(rank) + " is outside the mesh of " +
          std::to_string(prog->program.mesh.size()) + " devices";
+}
+
+// Whether `buf` is aligned to the parameter's element size: the kernels store whole elements.
+bool alignedFor(const void *buf, const initrt::Param &param) {
+  return reinterpret_cast<uintptr_t>(buf) % uintptr_t(initrt::dtypeBytes(param.dtype)) == 0;
+}
+
+std::string misalignment(const void *buf, const initrt::Param &param) {
+  return "the buffer for " + param.name + " is at an address that is not a multiple of " +
+         std::to_string(initrt::dtypeBytes(param.dtype)) + ", the size of its " +
+         initrt::dtypeName(param.dtype) + " elements";
 }
 
 // Runs `body`, turning an escaping exception into a status: nothing may unwind into C.
@@ -170,6 +182,9 @@ initrt_status initrt_fill(const initrt_program *prog, int64_t rank, const char *
                     err, errlen);
     if (!buf && job.bytes > 0)
       return report(INITRT_INVALID_ARGUMENT, "initrt_fill: buf must not be NULL", err, errlen);
+    if (!alignedFor(buf, param))
+      return report(INITRT_INVALID_ARGUMENT, "initrt_fill: " + misalignment(buf, param), err,
+                    errlen);
     job.out = buf;
     initrt::adviseHugePages(buf, job.bytes);
     initrt::RunOptions options;
@@ -194,6 +209,11 @@ initrt_status initrt_fill_all(const initrt_program *prog, int64_t rank, void *co
     for (size_t p = 0; p < jobs.size(); ++p) {
       if (!bufs[p])
         continue;
+      if (!alignedFor(bufs[p], *jobs[p].param))
+        return report(INITRT_INVALID_ARGUMENT,
+                      "initrt_fill_all: bufs[" + std::to_string(p) +
+                          "]: " + misalignment(bufs[p], *jobs[p].param),
+                      err, errlen);
       jobs[p].out = bufs[p];
       initrt::adviseHugePages(bufs[p], jobs[p].bytes);
       wanted.push_back(std::move(jobs[p]));

@@ -3,6 +3,7 @@
 #include "initrt/checksum.h"
 #include "initrt/executor.h"
 #include "initrt/files.h"
+#include "initrt/json_text.h"
 #include "initrt/safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -19,7 +20,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -123,8 +123,13 @@ bool parseShardTensors(const SafetensorsReader &reader,
     error = reader.path() + ": no initc.tensors metadata: not an initc shard file";
     return false;
   }
+  Json json;
+  std::string why;
+  if (!parseJsonText(*text, json, why)) {
+    error = reader.path() + ": malformed initc.tensors metadata: " + why;
+    return false;
+  }
   try {
-    Json json = Json::parse(*text);
     for (auto &[name, value] : json.items()) {
       ShardTensorRecord record;
       record.globalShape = value.at("global_shape").get<std::vector<int64_t>>();
@@ -283,8 +288,13 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
                rerunJobHint(dir, false);
     return false;
   }
+  OrderedJson json;
+  std::string why;
+  if (!parseJsonText(text, json, why)) {
+    error = path + " is malformed (" + why + "): " + rerunJobHint(dir, true);
+    return false;
+  }
   try {
-    OrderedJson json = OrderedJson::parse(text);
     if (json.at("format").get<std::string>() != kIndexFormat)
       throw std::runtime_error("format is not \"" + std::string(kIndexFormat) + "\"");
     if (json.at("version").get<int>() != kIndexVersion)
@@ -347,8 +357,9 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
       item.dtype = entry.at("dtype").get<std::string>();
       param.shape = entry.at("shape").get<std::vector<int64_t>>();
       param.buffer = entry.at("buffer").get<bool>();
-      if (!safetensorsDTypeBits(item.dtype))
-        throw std::runtime_error(param.name + ": unknown dtype " + item.dtype);
+      DType written; // the dtypes a program can have: no sub-byte ones
+      if (!parseDType(item.dtype, written))
+        throw std::runtime_error(param.name + ": dtype " + item.dtype + " is not one initc writes");
       for (int64_t dim : param.shape)
         if (dim < 0)
           throw std::runtime_error(param.name + ": negative dimension");
@@ -817,8 +828,10 @@ bool checkOutputDir(const std::string &dir, const Program &program, bool overwri
     std::string text, readError, id;
     bool ours = false;
     if (readTextFile(indexPath, text, readError)) {
-      Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-      if (json.is_object() && json.contains("program_id") && json["program_id"].is_string()) {
+      Json json;
+      std::string why;
+      if (parseJsonText(text, json, why) && json.is_object() && json.contains("program_id") &&
+          json["program_id"].is_string()) {
         id = json["program_id"].get<std::string>();
         ours = id == program.programId;
       }
@@ -1283,13 +1296,7 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
     for (int64_t rank; (rank = next++) < index.worldSize;)
       checks[size_t(rank)] = checkRankFile(dir, index, rank, listed, replicated, onChecked);
   };
-  unsigned workers = unsigned(std::min<int64_t>(resolveThreads(threads), index.worldSize));
-  std::vector<std::thread> pool;
-  for (unsigned w = 1; w < workers; ++w)
-    pool.emplace_back(work);
-  work();
-  for (std::thread &thread : pool)
-    thread.join();
+  runOnThreads(int(std::min<int64_t>(resolveThreads(threads), index.worldSize)), work);
 
   for (RankCheck &check : checks)
     for (std::string &problem : check.problems)

@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include <new>
+
 namespace initrt {
 
 std::string checksumToHex(uint64_t hash) {
@@ -34,7 +36,10 @@ std::string checksumHex(const void *data, size_t bytes) {
 // XXH3_state_t wants 64-byte alignment; XXH3_createState provides it.
 struct StreamingChecksum::State {
   XXH3_state_t *xxh = nullptr;
-  State() : xxh(XXH3_createState()) {}
+  State() : xxh(XXH3_createState()) {
+    if (!xxh)
+      throw std::bad_alloc();
+  }
   ~State() { XXH3_freeState(xxh); }
 };
 

@@ -43,19 +43,30 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Runs `work` on `threads` threads. Without a monitor the caller is one of them; with one, the
-// caller calls `monitor` about every `interval` seconds until the workers are done.
+} // namespace
+
 void runOnThreads(int threads, const std::function<void()> &work,
                   const std::function<void()> &monitor, double interval) {
   std::mutex mutex;
   std::condition_variable done;
   size_t finished = 0;
+  std::exception_ptr failure; // the first exception of any thread, rethrown when all are done
+  auto guarded = [&](const std::function<void()> &task) {
+    try {
+      task();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!failure)
+        failure = std::current_exception();
+    }
+  };
   std::vector<std::thread> workers;
   int spawn = monitor ? threads : threads - 1;
+  workers.reserve(size_t(std::max(spawn, 0)));
   for (int i = 0; i < spawn; ++i) {
     try {
       workers.emplace_back([&] {
-        work();
+        guarded(work);
         std::lock_guard<std::mutex> lock(mutex);
         ++finished;
         done.notify_all();
@@ -68,16 +79,22 @@ void runOnThreads(int threads, const std::function<void()> &work,
     std::unique_lock<std::mutex> lock(mutex);
     while (finished < workers.size()) {
       done.wait_for(lock, std::chrono::duration<double>(interval));
+      if (failure)
+        continue; // a failed monitor is not called again
       lock.unlock();
-      monitor();
+      guarded(monitor);
       lock.lock();
     }
   } else {
-    work();
+    guarded(work);
   }
   for (std::thread &worker : workers)
     worker.join();
+  if (failure)
+    std::rethrow_exception(failure);
 }
+
+namespace {
 
 // Stores v rounded to the shard's dtype (RNG contract rule 8, from f32; f64 kept as is).
 void storeRounded(void *out, int64_t index, DType dtype, double v) {
@@ -607,6 +624,7 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
     }
   };
   std::vector<std::thread> workers;
+  workers.reserve(size_t(threads)); // no allocation failure once threads run
   for (int t = 0; t < threads; ++t) {
     try {
       workers.emplace_back(work);
@@ -619,31 +637,41 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
     }
   }
   bool ok = true;
-  for (size_t p = 0; p < pieces.size() && ok; ++p) {
-    {
-      std::unique_lock<std::mutex> lock(mutex);
-      if (!ready[p]) {
-        awaitedFrom = p;
-        awaitedTo = std::min(pieces.size(), p + batch);
-        while (!batchIsReady())
-          batchReady.wait_for(lock, std::chrono::duration<double>(
-                                        std::max(options.progressIntervalSeconds, 0.01)));
-        awaitedFrom = awaitedTo = 0;
+  std::exception_ptr failure; // from the sink or the progress display: stops the workers
+  try {
+    for (size_t p = 0; p < pieces.size() && ok; ++p) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        if (!ready[p]) {
+          awaitedFrom = p;
+          awaitedTo = std::min(pieces.size(), p + batch);
+          while (!batchIsReady())
+            batchReady.wait_for(lock, std::chrono::duration<double>(
+                                          std::max(options.progressIntervalSeconds, 0.01)));
+          awaitedFrom = awaitedTo = 0;
+        }
       }
+      const Piece &piece = pieces[p];
+      const uint64_t width = uint64_t(dtypeBytes(jobs[piece.job].param->dtype));
+      const uint64_t bytes = uint64_t(piece.end - piece.begin) * width;
+      ok = sink(piece.job, uint64_t(piece.begin) * width, ring.shard(p % slots), bytes, error);
+      bytesDone += bytes;
+      progress(false);
+      std::lock_guard<std::mutex> lock(mutex);
+      released = p + 1;
+      stop = !ok;
+      slotFreed.notify_all();
     }
-    const Piece &piece = pieces[p];
-    const uint64_t width = uint64_t(dtypeBytes(jobs[piece.job].param->dtype));
-    const uint64_t bytes = uint64_t(piece.end - piece.begin) * width;
-    ok = sink(piece.job, uint64_t(piece.begin) * width, ring.shard(p % slots), bytes, error);
-    bytesDone += bytes;
-    progress(false);
+  } catch (...) {
+    failure = std::current_exception();
     std::lock_guard<std::mutex> lock(mutex);
-    released = p + 1;
-    stop = !ok;
+    stop = true;
     slotFreed.notify_all();
   }
   for (std::thread &worker : workers)
     worker.join();
+  if (failure)
+    std::rethrow_exception(failure);
   if (ok)
     progress(true);
   return ok;

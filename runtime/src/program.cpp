@@ -2,6 +2,7 @@
 #include "initrt/program.h"
 #include "initrt/checksum.h"
 #include "initrt/files.h"
+#include "initrt/json_text.h"
 #include "initrt/program_io.h"
 #include "initrt/safetensors.h"
 
@@ -546,10 +547,9 @@ bool validateProgram(const Program &program, std::string &error) {
 bool parseProgramJson(const std::string &text, const std::string &source, Program &out,
                       std::string &error) {
   json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::exception &e) {
-    error = source + ": not valid JSON (" + e.what() + "): recompile the program";
+  std::string why;
+  if (!parseJsonText(text, root, why)) {
+    error = source + ": not valid JSON (" + why + "): recompile the program";
     return false;
   }
   Program program;

@@ -2,6 +2,7 @@
 
 #include "initrt/checksum.h"
 #include "initrt/files.h"
+#include "initrt/json_text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -121,12 +122,16 @@ bool tensorBytes(const std::string &dtype, const std::vector<int64_t> &shape, ui
   return true;
 }
 
-// Rejects a duplicate key in any object of the header (nlohmann would keep the last silently).
-struct DuplicateKeyCheck {
+// Rejects a duplicate key in any object of the header (nlohmann would keep the last silently),
+// and nesting deeper than any header (json_text.h).
+struct HeaderCheck {
   std::vector<std::set<std::string>> keysPerObject;
   std::string duplicate;
-  bool operator()(int, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
+  JsonNestingLimit nesting;
+  bool operator()(int depth, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
     using Event = nlohmann::json::parse_event_t;
+    if (!nesting(depth, event, parsed))
+      return false;
     if (event == Event::object_start) {
       keysPerObject.emplace_back();
     } else if (event == Event::object_end) {
@@ -501,6 +506,7 @@ bool AtomicFile::open(const std::string &path, uint64_t expectedBytes, std::stri
            sameFile(held, named);
     if (ours && ::ftruncate(handle, 0) != 0) {
       error = writeErrorText(errno, path, "create");
+      ::unlink(temp.c_str()); // ours: locked and still under this name
       unregisterTemporary(signalSlot);
       ::close(handle);
       return false;
@@ -635,13 +641,22 @@ bool AtomicFile::commit(std::string &error) {
   }
   tempPath.clear();
   unregisterTemporary(signalSlot);
+  // A failure from here on takes the final name away again, unless another writer of the same
+  // file has renamed its own copy over ours meanwhile.
+  struct stat mine;
+  bool statted = ::fstat(fd, &mine) == 0;
+  auto withdraw = [&] {
+    struct stat named;
+    if (statted && ::lstat(finalPath.c_str(), &named) == 0 && sameFile(mine, named))
+      ::unlink(finalPath.c_str());
+  };
   // Network file systems report a full disk at close(): then the file under the final name is
-  // not complete, and goes.
+  // not complete.
   rc = ::close(fd);
   fd = -1;
   if (rc != 0 && errno != EINTR) {
     error = writeErrorText(errno, finalPath, "close");
-    ::unlink(finalPath.c_str());
+    withdraw();
     return false;
   }
   // Make the rename itself durable; file systems that cannot fsync a directory say EINVAL.
@@ -655,6 +670,7 @@ bool AtomicFile::commit(std::string &error) {
     ::close(dirFd);
     if (rc != 0 && err != EINVAL && err != EROFS) {
       error = writeErrorText(err, dir, "flush directory");
+      withdraw();
       return false;
     }
   }
@@ -742,15 +758,17 @@ bool SafetensorsReader::open(const std::string &path, std::string &error) {
   if (!readFully(fd, 8, text.data(), headerSize, err))
     return fail(err ? errnoText(err) : "truncated");
 
-  DuplicateKeyCheck duplicates;
+  HeaderCheck check;
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(text, std::ref(duplicates));
+    json = nlohmann::json::parse(text, std::ref(check));
   } catch (const nlohmann::json::exception &e) {
     return fail("header is not valid UTF-8 JSON: " + std::string(e.what()));
   }
-  if (!duplicates.duplicate.empty())
-    return fail("header has the key \"" + duplicates.duplicate + "\" twice");
+  if (check.nesting.exceeded)
+    return fail("header is nested deeper than " + std::to_string(kMaxJsonNesting) + " levels");
+  if (!check.duplicate.empty())
+    return fail("header has the key \"" + check.duplicate + "\" twice");
   if (!json.is_object())
     return fail("header is not a JSON object");
 

@@ -80,9 +80,17 @@ inline constexpr uint64_t kChunkBytes = uint64_t(256) << 10;
 /// `requested` if positive, else the number of hardware threads (at least 1).
 int resolveThreads(int requested);
 
+/// Runs `work` on `threads` threads (fewer if the system starts no more). Without a monitor the
+/// caller is one of them; with one, the caller calls `monitor` about every `interval` seconds
+/// until the workers are done. The first exception thrown on any thread is rethrown on the
+/// caller once every thread has returned (the others finish their work first).
+void runOnThreads(int threads, const std::function<void()> &work,
+                  const std::function<void()> &monitor = nullptr, double interval = 0);
+
 /// Computes every job's whole shard. Each shard is cut at element indices into chunks of
-/// kChunkBytes of output (so chunk starts are 64-byte aligned relative to the shard and no two
-/// threads write one cache line); workers take chunks from a shared counter.
+/// kChunkBytes of output (so chunk starts are 64-byte aligned relative to the shard, and no two
+/// threads write one cache line of a 64-byte-aligned shard); workers take chunks from a shared
+/// counter.
 void runShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &options);
 
 /// Receives piece [offset, offset + bytes) of job `job`'s shard; returns false with `error` to
@@ -95,7 +103,8 @@ inline constexpr uint64_t kPieceBytes = uint64_t(4) << 20;
 
 /// Computes every job's shard in pieces of about kPieceBytes into a small ring of reusable
 /// buffers (2 * threads + 2 pieces, touched once), and hands each piece to `sink` on the calling
-/// thread, in job order and in offset order within a job (so a streaming checksum can follow),
+/// thread, in job order and in offset order within a job (so a streaming checksum can follow;
+/// jobs with a whole-tensor transform come first),
 /// while the worker threads compute the next pieces. Memory stays a few MiB per thread whatever
 /// the shard sizes, and no page is faulted in more than once: for writing a checkpoint. When
 /// the sink is ahead, the calling thread sleeps until the pieces of all but `threads` slots are

@@ -81,16 +81,17 @@ initrt_status initrt_param_info(const initrt_program *prog, int64_t rank, int64_
                                 struct initrt_param_info *out);
 
 /* Fills `buf` with `rank`'s shard of the parameter (or alias) `name`, row-major. buf_bytes must
- * equal the shard's bytes. threads <= 0 uses every hardware thread. The bytes are the same as
- * those `prog/init` writes for that rank. Transparent huge pages are asked for (MADV_HUGEPAGE) on
- * every whole 2 MiB page of the buffer before it is written, so fresh memory faults in faster;
- * advisory, and pages already present keep their size. */
+ * equal the shard's bytes, and buf be aligned to the element size (as malloc's is). threads <= 0
+ * uses every hardware thread. The bytes are the same as those `prog/init` writes for that rank.
+ * Transparent huge pages are asked for (MADV_HUGEPAGE) on every whole 2 MiB page of the buffer
+ * before it is written, so fresh memory faults in faster; advisory, and pages already present keep
+ * their size. */
 initrt_status initrt_fill(const initrt_program *prog, int64_t rank, const char *name, void *buf,
                           size_t buf_bytes, int threads, char *err, size_t errlen);
 
 /* Fills bufs[i] with `rank`'s shard of parameter i for every parameter, in program order, all
- * in one parallel run; each buffer must hold initrt_param_info(...).bytes. A NULL entry
- * skips that parameter. */
+ * in one parallel run; each buffer must hold initrt_param_info(...).bytes and be aligned as
+ * initrt_fill's. A NULL entry skips that parameter. */
 initrt_status initrt_fill_all(const initrt_program *prog, int64_t rank, void *const *bufs,
                               int threads, char *err, size_t errlen);
 

@@ -610,6 +610,22 @@ TEST_F(CheckpointTest, MalformedIndexIsRefused) {
   index = good;
   index["params"][0]["sharding"] = nlohmann::ordered_json::parse(R"([["tp"]])");
   expectRefused(index, "w: sharding does not list every dim");
+  index = good;
+  index["params"][0]["dtype"] = "F4"; // a safetensors dtype of no whole byte: never assembled
+  expectRefused(index, "w: dtype F4 is not one initc writes");
+
+  // Nested millions deep: refused as it is parsed (copying or printing it would recurse once
+  // per level and overflow the stack).
+  const size_t depth = 4 << 20;
+  std::ofstream(dir + "/index.json") << R"({"format":"initc-checkpoint","x":)"
+                                     << std::string(depth, '[') << std::string(depth, ']') << "}";
+  std::vector<std::string> problems;
+  std::string error;
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  EXPECT_NE(error.find("index.json is malformed (nested deeper than 64 levels)"), std::string::npos)
+      << error;
+  EXPECT_FALSE(assembleCheckpoint(dir, root + "/model.safetensors", error));
+  EXPECT_NE(error.find("nested deeper than 64 levels"), std::string::npos) << error;
 }
 
 // An edited index is the damaged file: one error naming index.json and the command that writes

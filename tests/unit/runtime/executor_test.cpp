@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -330,6 +331,19 @@ TEST_F(ExecutorTest, CApiFillMatchesTheExecutor) {
             INITRT_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err).find("rank 4 is outside the mesh of 4 devices"), std::string::npos);
   EXPECT_EQ(initrt_param_info(prog, 0, 99, &info), INITRT_INVALID_ARGUMENT);
+  ASSERT_STREQ(info.dtype, "F32");
+  std::vector<float> roomy(info.bytes / 4 + 1);
+  void *misaligned = reinterpret_cast<char *>(roomy.data()) + 2;
+  EXPECT_EQ(initrt_fill(prog, 1, "embed.weight", misaligned, a.size(), 1, err, sizeof err),
+            INITRT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err).find("not a multiple of 4, the size of its F32 elements"),
+            std::string::npos)
+      << err;
+  std::vector<void *> someMisaligned(size_t(initrt_param_count(prog)), nullptr);
+  someMisaligned[0] = misaligned;
+  EXPECT_EQ(initrt_fill_all(prog, 1, someMisaligned.data(), 1, err, sizeof err),
+            INITRT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err).find("bufs[0]: the buffer for"), std::string::npos) << err;
   void *none[16] = {};
   EXPECT_EQ(initrt_fill_all(prog, -1, none, 1, err, sizeof err), INITRT_INVALID_ARGUMENT);
   char tiny[8];
@@ -472,8 +486,10 @@ TEST(StreamShardJobs, HandsEveryPieceOverInOrderWhateverWaits) {
       }
 }
 
-TEST(StreamShardJobs, AFailingSinkStopsTheRun) {
-  Param param;
+namespace {
+
+// A job of 9 pieces of writeIndices over the whole of `param`, which it sets up.
+ShardJob ninePieceJob(Param &param) {
   const int64_t elements = int64_t(kPieceBytes) / 4 * 9;
   param.shape = {elements};
   ShardJob job;
@@ -481,19 +497,70 @@ TEST(StreamShardJobs, AFailingSinkStopsTheRun) {
   job.kernel = &writeIndices;
   job.slice = Slice{{0}, {elements}};
   job.bytes = uint64_t(elements) * 4;
-  for (int threads : {1, 3}) {
-    RunOptions options;
-    options.threads = threads;
-    int calls = 0;
-    auto sink = [&](size_t, uint64_t, const void *, uint64_t, std::string &why) {
-      if (++calls < 3)
-        return true;
-      why = "disk full";
-      return false;
+  return job;
+}
+
+} // namespace
+
+TEST(StreamShardJobs, AFailingOrThrowingSinkStopsTheRun) {
+  // A throw must reach the caller after the workers stop: unwinding past joinable threads
+  // would end the process (std::terminate).
+  Param param;
+  ShardJob job = ninePieceJob(param);
+  for (bool throws : {false, true})
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(testing::Message() << threads << " threads, throws " << throws);
+      RunOptions options;
+      options.threads = threads;
+      int calls = 0;
+      auto sink = [&](size_t, uint64_t, const void *, uint64_t, std::string &why) {
+        if (++calls < 3)
+          return true;
+        if (throws)
+          throw std::bad_alloc();
+        why = "disk full";
+        return false;
+      };
+      std::string error;
+      if (throws) {
+        EXPECT_THROW(streamShardJobs({job}, options, sink, error), std::bad_alloc);
+      } else {
+        EXPECT_FALSE(streamShardJobs({job}, options, sink, error));
+        EXPECT_EQ(error, "disk full");
+      }
+      EXPECT_EQ(calls, 3);
+    }
+}
+
+TEST(RunOnThreads, TheFirstExceptionOfAnyThreadReachesTheCaller) {
+  for (bool monitored : {false, true}) {
+    SCOPED_TRACE(monitored ? "with a monitor" : "without a monitor");
+    std::atomic<int> started{0}, finished{0};
+    auto work = [&] {
+      if (started++ == 1) // one worker throws; the others finish
+        throw std::runtime_error("worker failed");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ++finished;
     };
-    std::string error;
-    EXPECT_FALSE(streamShardJobs({job}, options, sink, error));
-    EXPECT_EQ(error, "disk full");
-    EXPECT_EQ(calls, 3);
+    std::function<void()> monitor;
+    if (monitored)
+      monitor = [] {};
+    try {
+      runOnThreads(4, work, monitor, 0.001);
+      ADD_FAILURE() << "no exception";
+    } catch (const std::runtime_error &e) {
+      EXPECT_STREQ(e.what(), "worker failed");
+    }
+    EXPECT_EQ(started.load(), 4);
+    EXPECT_EQ(finished.load(), 3);
   }
+  // A throwing monitor is not called again, and its exception reaches the caller too.
+  int monitorCalls = 0;
+  auto slowWork = [] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); };
+  auto throwingMonitor = [&] {
+    ++monitorCalls;
+    throw std::runtime_error("display failed");
+  };
+  EXPECT_THROW(runOnThreads(2, slowWork, throwingMonitor, 0.001), std::runtime_error);
+  EXPECT_EQ(monitorCalls, 1);
 }

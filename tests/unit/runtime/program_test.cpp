@@ -206,6 +206,12 @@ TEST(ProgramJson, RejectsNotJson) {
   std::string error;
   EXPECT_FALSE(parseProgramJson("{\"format\": ", "prog/program.json", program, error));
   EXPECT_NE(error.find("prog/program.json: not valid JSON"), std::string::npos) << error;
+  const size_t depth = 4 << 20; // a parsed copy or print of it would overflow the stack
+  std::string deep = "{\"params\":" + std::string(depth, '[') + std::string(depth, ']') + "}";
+  EXPECT_FALSE(parseProgramJson(deep, "prog/program.json", program, error));
+  EXPECT_NE(error.find("prog/program.json: not valid JSON (nested deeper than 64 levels)"),
+            std::string::npos)
+      << error;
 }
 
 struct InvalidCase {
