@@ -277,6 +277,17 @@ std::string indexChecksum(OrderedJson document) {
 }
 
 bool readIndex(const std::string &dir, Index &index, std::string &error) {
+  struct stat dirInfo;
+  if (::stat(dir.c_str(), &dirInfo) != 0) {
+    error = "cannot read the checkpoint " + dir + ": " + std::strerror(errno) +
+            " (a checkpoint is the directory `prog/init --out DIR` writes)";
+    return false;
+  }
+  if (!S_ISDIR(dirInfo.st_mode)) {
+    error = dir + " is " + (S_ISREG(dirInfo.st_mode) ? "a file" : fileKindText(dirInfo.st_mode)) +
+            ", not a checkpoint: a checkpoint is the directory `prog/init --out DIR` writes";
+    return false;
+  }
   std::string path = joinPath(dir, kIndexFile);
   std::string text;
   if (!readTextFile(path, text, error)) {

@@ -3,18 +3,15 @@
 #include "initrt/checksum.h"
 #include "initrt/files.h"
 #include "initrt/json_text.h"
+#include "initrt/temporaries.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <mutex>
-#include <set>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -80,12 +77,6 @@ std::string writeErrorText(int err, const std::string &path, const char *what) {
   }
 }
 
-void ignoreFileSizeSignal() {
-  // With `ulimit -f`, SIGXFSZ would kill the process; ignored, write() returns EFBIG instead.
-  static std::once_flag once;
-  std::call_once(once, [] { std::signal(SIGXFSZ, SIG_IGN); });
-}
-
 bool checkedMultiply(uint64_t a, uint64_t b, uint64_t &out) {
   return !__builtin_mul_overflow(a, b, &out);
 }
@@ -122,30 +113,6 @@ bool tensorBytes(const std::string &dtype, const std::vector<int64_t> &shape, ui
   return true;
 }
 
-// Rejects a duplicate key in any object of the header (nlohmann would keep the last silently),
-// and nesting deeper than any header (json_text.h).
-struct HeaderCheck {
-  std::vector<std::set<std::string>> keysPerObject;
-  std::string duplicate;
-  JsonNestingLimit nesting;
-  bool operator()(int depth, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    if (!nesting(depth, event, parsed))
-      return false;
-    if (event == Event::object_start) {
-      keysPerObject.emplace_back();
-    } else if (event == Event::object_end) {
-      if (!keysPerObject.empty())
-        keysPerObject.pop_back();
-    } else if (event == Event::key && !keysPerObject.empty()) {
-      const std::string &key = parsed.get_ref<const std::string &>();
-      if (!keysPerObject.back().insert(key).second && duplicate.empty())
-        duplicate = key;
-    }
-    return true;
-  }
-};
-
 bool readFully(int fd, uint64_t offset, void *out, uint64_t bytes, int &err) {
   char *dst = static_cast<char *>(out);
   while (bytes) {
@@ -166,89 +133,6 @@ bool readFully(int fd, uint64_t offset, void *out, uint64_t bytes, int &err) {
     bytes -= uint64_t(got);
   }
   return true;
-}
-
-// Temporaries being written, for the signal handler that removes them: a fixed table of paths,
-// each slot claimed and released by atomic operations only, so that the handler (which may run on
-// any thread, at any moment) reads a path only once it is complete and never one being reused.
-enum TempSlotState : int { kSlotFree, kSlotFilling, kSlotLive, kSlotTaken };
-constexpr size_t kTempSlots = 64;
-constexpr size_t kTempPathMax = 4096;
-struct TempSlot {
-  std::atomic<int> state{kSlotFree};
-  char path[kTempPathMax];
-};
-TempSlot gTempSlots[kTempSlots];
-constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
-struct sigaction gPreviousActions[std::size(kCleanupSignals)];
-static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free atomics");
-
-// Removes every registered temporary, then lets the signal do what it did before this handler
-// was installed (by default, end the process: its exit status still says which signal).
-void removeTemporariesOnSignal(int signal) {
-  int savedErrno = errno;
-  for (TempSlot &slot : gTempSlots) {
-    int expected = kSlotLive;
-    if (slot.state.compare_exchange_strong(expected, kSlotTaken, std::memory_order_acquire))
-      ::unlink(slot.path);
-  }
-  for (size_t i = 0; i < std::size(kCleanupSignals); ++i)
-    if (kCleanupSignals[i] == signal)
-      ::sigaction(signal, &gPreviousActions[i], nullptr);
-  // Pending until this handler returns (the signal is blocked while it runs), then delivered to
-  // the previous action.
-  ::raise(signal);
-  errno = savedErrno;
-}
-
-void installCleanupHandler() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction action;
-    std::memset(&action, 0, sizeof(action));
-    action.sa_handler = removeTemporariesOnSignal;
-    action.sa_flags = SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    for (int signal : kCleanupSignals)
-      sigaddset(&action.sa_mask, signal);
-    for (size_t i = 0; i < std::size(kCleanupSignals); ++i) {
-      struct sigaction &previous = gPreviousActions[i];
-      if (::sigaction(kCleanupSignals[i], nullptr, &previous) != 0)
-        continue;
-      // An ignored signal (nohup) stays ignored.
-      if (!(previous.sa_flags & SA_SIGINFO) && previous.sa_handler == SIG_IGN)
-        continue;
-      ::sigaction(kCleanupSignals[i], &action, nullptr);
-    }
-  });
-}
-
-// Registers a temporary's path; returns its slot, or -1 when the table is full or the path too
-// long (then a signal leaves that temporary behind, as a kill -9 would).
-int registerTemporary(const std::string &path) {
-  installCleanupHandler();
-  if (path.size() >= kTempPathMax)
-    return -1;
-  for (size_t i = 0; i < kTempSlots; ++i) {
-    int expected = kSlotFree;
-    if (gTempSlots[i].state.compare_exchange_strong(expected, kSlotFilling,
-                                                   std::memory_order_acquire)) {
-      std::memcpy(gTempSlots[i].path, path.c_str(), path.size() + 1);
-      gTempSlots[i].state.store(kSlotLive, std::memory_order_release);
-      return int(i);
-    }
-  }
-  return -1;
-}
-
-void unregisterTemporary(int &slot) {
-  if (slot < 0)
-    return;
-  int expected = kSlotLive;
-  // Taken: the handler is removing it and the process is ending; the slot is never reused.
-  gTempSlots[size_t(slot)].state.compare_exchange_strong(expected, kSlotFree,
-                                                         std::memory_order_release);
-  slot = -1;
 }
 
 bool sameFile(const struct stat &a, const struct stat &b) {
@@ -758,15 +642,15 @@ bool SafetensorsReader::open(const std::string &path, std::string &error) {
   if (!readFully(fd, 8, text.data(), headerSize, err))
     return fail(err ? errnoText(err) : "truncated");
 
-  HeaderCheck check;
+  JsonInputCheck check;
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(text, std::ref(check));
   } catch (const nlohmann::json::exception &e) {
     return fail("header is not valid UTF-8 JSON: " + std::string(e.what()));
   }
-  if (check.nesting.exceeded)
-    return fail("header is nested deeper than " + std::to_string(kMaxJsonNesting) + " levels");
+  if (check.tooDeep)
+    return fail("header is " + check.problem());
   if (!check.duplicate.empty())
     return fail("header has the key \"" + check.duplicate + "\" twice");
   if (!json.is_object())

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -531,8 +532,15 @@ int main(int argc, char **argv) {
       ->type_name("K")
       ->check(CLI::Validator(
           [](std::string &text) {
-            return text.find('-') == std::string::npos ? std::string()
-                                                       : "--rank must be >= 0, got " + text;
+            // Decimal digits only: an empty $SLURM_PROCID must not read as rank 0.
+            int64_t rank;
+            auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), rank);
+            if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+                end != text.data() + text.size())
+              return "--rank must be a rank number (0, 1, ...), got '" + text + "'";
+            if (ec != std::errc())
+              return "--rank " + text + " is larger than any mesh";
+            return std::string();
           },
           "", "non-negative"));
   app.add_option("--threads", options.threads,

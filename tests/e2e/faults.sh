@@ -140,6 +140,12 @@ fi
 expect_error "ulimit -f" "rank-00001-of-00004.safetensors exceeds the file size limit .*ulimit -f" \
   bash -c "ulimit -f 100; exec '$WORK/prog/init' --rank 1 --out '$WORK/limited'"
 [[ -z $(ls -A "$WORK/limited") ]] || fail "files left under ulimit -f: $(ls -A "$WORK/limited")"
+# The compiler too: an error, not a kill, and nothing left behind.
+mkdir "$WORK/limited-tmp"
+expect_error "compile under ulimit -f" "generating native code failed: cannot write .*: File too large" \
+  bash -c "ulimit -f 16; TMPDIR='$WORK/limited-tmp' exec '$INITC' compile '$WORK/gpt2.mlir' -o '$WORK/limited-prog'"
+[[ ! -e $WORK/limited-prog && -z $(ls -A "$WORK/limited-tmp") && -z $(ls -d "$WORK"/limited-prog.* 2>/dev/null) ]] ||
+  fail "compile under ulimit -f left files"
 echo "ok ulimit -f"
 
 #===------------------------------------------------------------------------===#
@@ -171,10 +177,14 @@ expect_error "no mpirun for a 4-device mesh" \
 [[ ! -e $WORK/nolauncher ]] || fail "files written without a launcher"
 expect_error "--rank 4 of 4" "--rank 4 is outside the mesh dp=2,tp=2 of 4 devices: pass 0 <= K < 4" \
   "$WORK/prog/init" --rank 4 --out "$WORK/rank"
-expect_error "--rank huge" "is outside the mesh dp=2,tp=2 of 4 devices" \
+expect_error "--rank huge" "--rank 99999999999999999999 is larger than any mesh" \
   "$WORK/prog/init" --rank 99999999999999999999 --out "$WORK/rank"
-expect_error "--rank -1" "--rank must be >= 0, got -1" "$WORK/prog/init" --rank -1 --out "$WORK/rank"
-expect_error "--rank not a number" "--rank" "$WORK/prog/init" --rank x --out "$WORK/rank"
+expect_error "--rank -1" "--rank must be a rank number \(0, 1, ...\), got '-1'" \
+  "$WORK/prog/init" --rank -1 --out "$WORK/rank"
+expect_error "--rank not a number" "got 'x'" "$WORK/prog/init" --rank x --out "$WORK/rank"
+# An unset variable (--rank "$SLURM_PROCID") or another base is not rank 0 or 3.
+expect_error "--rank empty" "got ''" "$WORK/prog/init" --rank "" --out "$WORK/rank"
+expect_error "--rank in hex" "got '0x3'" "$WORK/prog/init" --rank 0x3 --out "$WORK/rank"
 expect_error "--target-cpu not compiled" \
   "no kernels were compiled for znver9; this program has x86-64-v4, x86-64-v3: pick one of them, or recompile with --target-cpu=znver9" \
   "$WORK/prog/init" --rank 0 --target-cpu znver9 --out "$WORK/rank"

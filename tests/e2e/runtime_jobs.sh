@@ -189,6 +189,17 @@ for attempt in 1 2 3; do
 done
 [[ $status != finished && $status != 0 ]] || fail "mpirun after SIGTERM: status $status"
 [[ -z $(ls -A sig/ckpt2 | grep tmp) ]] || fail "SIGTERM to mpirun left: $(ls -A sig/ckpt2)"
+# A compile interrupted while generating code leaves neither its program directory under
+# construction nor its object files.
+mkdir -p sig/tmp
+for attempt in 1 2 3; do
+  status=$(TMPDIR=$PWD/sig/tmp signal_when_written SIGINT sig/tmp initc-kernels- "$INITC" compile big.mlir -o sig/prog)
+  [[ $status == finished || $status == 0 ]] || break
+  rm -rf sig/prog
+done
+[[ $status == 130 ]] || fail "compile after SIGINT: status $status, expected 130: $(cat signal.log)"
+[[ $(ls -A sig | tr '\n' ' ') == "ckpt ckpt2 tmp " && -z $(ls -A sig/tmp) ]] ||
+  fail "SIGINT to compile left: $(ls -A sig sig/tmp)"
 echo "ok signals"
 
 echo "$cases cases"

@@ -11,10 +11,11 @@
 #include "initc/Target/SharedObject.h"
 #include "initrt/checkpoint.h"
 #include "initrt/executor.h"
+#include "initrt/program_io.h"
 #include "initrt/report.h"
 #include "initrt/safetensors.h"
-#include "initrt/program_io.h"
 #include "initrt/sharding.h"
+#include "initrt/temporaries.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -525,8 +526,20 @@ int main(int argc, char **argv) {
                                                      s += (s.empty() ? "" : ", ") + t.str();
                                                    return s;
                                                  }() + ")");
+  // Usage errors (exit 2), caught before anything runs.
+  const CLI::Validator nonEmpty(
+      [](std::string &value) { return value.empty() ? std::string("must not be empty") : ""; }, "");
+  const CLI::Validator seedValue(
+      [](std::string &value) {
+        uint64_t seed;
+        return llvm::StringRef(value).getAsInteger(10, seed)
+                   ? "'" + value + "' is not an integer from 0 to 18446744073709551615"
+                   : std::string();
+      },
+      "UINT64");
   hf->add_option("config", importArgs.config, "config.json of the model")->required();
-  hf->add_option("-o,--output", importArgs.output, "output .mlir file ('-' for stdout)");
+  hf->add_option("-o,--output", importArgs.output, "output .mlir file ('-' for stdout)")
+      ->check(nonEmpty);
   hf->add_option("--init-style", importArgs.initStyle,
                  "hf: transformers' _init_weights; torch: PyTorch's module defaults")
       ->check(CLI::IsMember({"hf", "torch"}))
@@ -534,7 +547,9 @@ int main(int argc, char **argv) {
   hf->add_option("--dtype", importArgs.dtype, "dtype of the weights")
       ->check(CLI::IsMember({"f32", "bf16", "f16"}))
       ->capture_default_str();
-  hf->add_option("--seed", importArgs.seed, "the seed of every random value")->capture_default_str();
+  hf->add_option("--seed", importArgs.seed, "the seed of every random value")
+      ->check(seedValue)
+      ->capture_default_str();
 
   InspectArgs inspectArgs;
   auto *inspect = app.add_subcommand(
@@ -581,7 +596,16 @@ int main(int argc, char **argv) {
       app.add_subcommand("assemble", "Join a checkpoint's shards into one model.safetensors");
   assemble->add_option("checkpoint", ckptDir, "checkpoint directory written by prog/init")
       ->required();
-  assemble->add_option("-o,--output", assembleOut, "the safetensors file to write")->required();
+  assemble->add_option("-o,--output", assembleOut, "the safetensors file to write")
+      ->required()
+      ->check(nonEmpty)
+      ->check(CLI::Validator(
+          [](std::string &value) {
+            return value == "-" ? std::string("the safetensors file is written out of order, "
+                                              "not to a stream: name a file")
+                                : std::string();
+          },
+          ""));
 
   auto *verifyCmd = app.add_subcommand(
       "verify", "Check every shard of a checkpoint against its checksums and the index");
@@ -617,6 +641,7 @@ int main(int argc, char **argv) {
     return code == 0 ? 0 : 2;
   }
 
+  initrt::ignoreFileSizeSignal(); // past `ulimit -f`, an error message rather than a kill
   if (*hf)
     return runImport(importArgs);
   if (*inspect)

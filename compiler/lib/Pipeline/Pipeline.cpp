@@ -7,6 +7,7 @@
 #include "initc/Transforms/Passes.h"
 #include "initrt/checksum.h"
 #include "initrt/program_io.h"
+#include "initrt/temporaries.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Parser/Parser.h"
@@ -385,9 +386,12 @@ LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef model
     error = "cannot create '" + tmp + "': " + ec.message();
     return failure();
   }
+  // An interrupt removes it too (files only: it never holds a subdirectory).
+  int tmpSlot = initrt::registerTemporary(tmp, /*directory=*/true);
   auto fail = [&](std::string message) {
     error = std::move(message);
     (void)fs::remove_directories(tmp);
+    initrt::unregisterTemporary(tmpSlot);
     return failure();
   };
 
@@ -433,6 +437,7 @@ LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef model
       (void)fs::rename(old, dirPath);
     return fail("cannot move the program into '" + dir.str() + "': " + ec.message());
   }
+  initrt::unregisterTemporary(tmpSlot); // a signal before this finds nothing under tmp
   if (replacing)
     (void)fs::remove_directories(old);
   return success();

@@ -7,6 +7,7 @@
 #include "initc/Target/UnitFloatByConversion.h"
 #include "initc/Target/WideConstants.h"
 #include "initrt/cpu.h"
+#include "initrt/temporaries.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -118,14 +119,21 @@ public:
   std::string path;
 };
 
-/// RAII removal of a temporary directory and its contents.
+/// RAII removal of a temporary directory of files, also when a signal ends the process.
 class TemporaryDirectory {
 public:
-  explicit TemporaryDirectory(llvm::StringRef path) : path(path.str()) {}
+  explicit TemporaryDirectory(llvm::StringRef path)
+      : path(path.str()), signalSlot(initrt::registerTemporary(this->path, /*directory=*/true)) {}
   TemporaryDirectory(const TemporaryDirectory &) = delete;
   TemporaryDirectory &operator=(const TemporaryDirectory &) = delete;
-  ~TemporaryDirectory() { llvm::sys::fs::remove_directories(path); }
+  ~TemporaryDirectory() {
+    llvm::sys::fs::remove_directories(path);
+    initrt::unregisterTemporary(signalSlot);
+  }
   std::string path;
+
+private:
+  int signalSlot;
 };
 
 void initializeNativeTarget() {
@@ -593,6 +601,30 @@ LogicalResult runLinker(llvm::StringRef linker, llvm::ArrayRef<std::string> args
   return failure();
 }
 
+/// Writes `module`'s machine code to the object file `objectPath` and checks what it imports. A
+/// failed write (a full disk, `ulimit -f`) is an error here: a raw_fd_ostream destroyed with
+/// its error unchecked ends the process.
+LogicalResult writeObjectFile(llvm::Module &module, const ResolvedTarget &target,
+                              const llvm::StringSet<> &kernelNames, const std::string &objectPath,
+                              std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(objectPath, ec);
+  if (ec) {
+    error = "cannot write '" + objectPath + "': " + ec.message();
+    return failure();
+  }
+  LogicalResult emitted = emitMachineCode(module, target, CodeFileKind::Object, os, error);
+  os.close();
+  if (os.has_error()) {
+    error = "cannot write '" + objectPath + "': " + os.error().message();
+    os.clear_error();
+    return failure();
+  }
+  if (failed(emitted))
+    return failure();
+  return checkObjectImports(objectPath, kernelNames, error);
+}
+
 /// Optimizes and compiles one partition, given as bitcode, in its own LLVM context (contexts and
 /// target machines are not shared between threads) into the object file `objectPath`.
 LogicalResult compilePartition(llvm::StringRef bitcode, const TargetOptions &options,
@@ -609,21 +641,7 @@ LogicalResult compilePartition(llvm::StringRef bitcode, const TargetOptions &opt
   if (!target ||
       failed(optimizeAndCheck(**module, *target, options.optLevel, kernelNames, error)))
     return failure();
-  std::error_code ec;
-  llvm::raw_fd_ostream os(objectPath, ec);
-  if (ec) {
-    error = "cannot write '" + objectPath + "': " + ec.message();
-    return failure();
-  }
-  if (failed(emitMachineCode(**module, *target, CodeFileKind::Object, os, error)))
-    return failure();
-  os.close();
-  if (os.has_error()) {
-    error = "cannot write '" + objectPath + "': " + os.error().message();
-    os.clear_error();
-    return failure();
-  }
-  return checkObjectImports(objectPath, kernelNames, error);
+  return writeObjectFile(**module, *target, kernelNames, objectPath, error);
 }
 
 /// Optimizes and compiles `module` into object files in `dir`, in parallel. The partitions
@@ -649,17 +667,8 @@ LogicalResult compileToObjects(std::unique_ptr<llvm::Module> module,
     std::string objectPath = dir + "/kernels.o";
     if (failed(optimizeAndCheck(*module, target, options.optLevel, kernelNames, error)))
       return failure();
-    std::error_code ec;
-    llvm::raw_fd_ostream os(objectPath, ec);
-    if (ec) {
-      error = "cannot write '" + objectPath + "': " + ec.message();
-      return failure();
-    }
-    if (failed(emitMachineCode(*module, target, CodeFileKind::Object, os, error)))
-      return failure();
-    os.close();
     objects.push_back(objectPath);
-    return checkObjectImports(objectPath, kernelNames, error);
+    return writeObjectFile(*module, target, kernelNames, objectPath, error);
   }
 
   // Each partition gets a contiguous run of kernels plus a copy of every internal function and
@@ -940,6 +949,12 @@ LogicalResult emitSharedObject(ModuleOp module, llvm::StringRef soPath,
         scriptStream << "  " << name << ";\n";
     }
     scriptStream << "local: *;\n};\n";
+    scriptStream.close();
+    if (scriptStream.has_error()) {
+      error = "cannot write '" + scriptPath + "': " + scriptStream.error().message();
+      scriptStream.clear_error();
+      return failure();
+    }
   }
 
   // -nostdlib: kernels call nothing, so kernels.so needs no libc, no crt files, and loads into

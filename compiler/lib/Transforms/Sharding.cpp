@@ -1,6 +1,7 @@
 //===- Sharding.cpp - meshes and sharding rules ---------------------------===//
 #include "initc/Transforms/Sharding.h"
 #include "initc/Support/Nesting.h"
+#include "initrt/json_text.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <set>
 
 using namespace initc;
@@ -139,21 +141,27 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
   }
   // Key order is meaningful (the first matching name pattern decides): an ordered parser.
   using Json = nlohmann::ordered_json;
-  Json root = Json::parse((*buffer)->getBuffer().begin(), (*buffer)->getBuffer().end(),
-                          /*cb=*/nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) {
-    std::string detail;
-    try {
-      // Parsed again only for the exception's message, which says where the error is.
-      [[maybe_unused]] Json reparsed =
-          Json::parse((*buffer)->getBuffer().begin(), (*buffer)->getBuffer().end());
-    } catch (const Json::exception &e) {
-      detail = e.what(); // "[json.exception.parse_error.101] parse error at line 2, ..."
-      size_t end = detail.find("] ");
-      if (detail.rfind("[json.exception", 0) == 0 && end != std::string::npos)
-        detail.erase(0, end + 2);
-    }
+  Json root;
+  initrt::JsonInputCheck check;
+  try {
+    root =
+        Json::parse((*buffer)->getBuffer().begin(), (*buffer)->getBuffer().end(), std::ref(check));
+  } catch (const Json::exception &e) {
+    std::string detail = e.what(); // "[json.exception.parse_error.101] parse error at line 2..."
+    size_t end = detail.find("] ");
+    if (detail.rfind("[json.exception", 0) == 0 && end != std::string::npos)
+      detail.erase(0, end + 2);
     error = "rules file '" + spec.str() + "' is not valid JSON: " + detail;
+    return std::nullopt;
+  }
+  // A key given twice would drop the earlier rule without a word (the parser keeps the last).
+  if (!check.duplicate.empty()) {
+    error = "rules file '" + spec.str() + "': \"" + check.duplicate +
+            "\" is given twice in one object, and only one of them could apply: keep one";
+    return std::nullopt;
+  }
+  if (check.tooDeep) {
+    error = "rules file '" + spec.str() + "': JSON " + check.problem();
     return std::nullopt;
   }
   if (!root.is_object()) {

@@ -1,13 +1,16 @@
-// Parsing JSON read from files with its nesting bounded.
+// Parsing JSON read from files: a key given twice and deep nesting are errors.
 //
-// nlohmann parses iteratively, but copying, comparing and dump() recurse once per level: a
-// damaged file of a few million '[' would parse and then overflow the stack. Every JSON document
-// the runtime reads goes through parseJsonText.
+// nlohmann keeps the last of two equal keys without a word, and it parses iteratively, but
+// copying, comparing and dump() recurse once per level: a damaged file of a few million '['
+// would parse and then overflow the stack. Every JSON document initc and its runtime read goes
+// through parseJsonText (or JsonInputCheck, where the parse needs its own options).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <string>
+#include <vector>
 
 namespace initrt {
 
@@ -15,32 +18,59 @@ namespace initrt {
 /// most 5 levels.
 inline constexpr int kMaxJsonNesting = 64;
 
-/// A parser callback that drops values nested deeper than kMaxJsonNesting and remembers it.
-struct JsonNestingLimit {
-  bool exceeded = false;
-  template <class JsonT> bool operator()(int depth, nlohmann::json::parse_event_t event, JsonT &) {
+/// A parser callback that remembers the first key some object has twice (nlohmann would keep
+/// the last silently) and drops values nested deeper than kMaxJsonNesting, remembering that too.
+struct JsonInputCheck {
+  bool tooDeep = false;
+  std::string duplicate;
+  std::vector<std::set<std::string>> keysPerObject;
+
+  template <class JsonT>
+  bool operator()(int depth, nlohmann::json::parse_event_t event, JsonT &parsed) {
     using Event = nlohmann::json::parse_event_t;
-    if ((event == Event::object_start || event == Event::array_start) && depth >= kMaxJsonNesting)
-      exceeded = true;
-    return !exceeded;
+    if (tooDeep)
+      return false;
+    if (event == Event::object_start || event == Event::array_start) {
+      if (depth >= kMaxJsonNesting) {
+        tooDeep = true;
+        return false;
+      }
+      if (event == Event::object_start)
+        keysPerObject.emplace_back();
+    } else if (event == Event::object_end) {
+      if (!keysPerObject.empty())
+        keysPerObject.pop_back();
+    } else if (event == Event::key && !keysPerObject.empty()) {
+      const auto &key = parsed.template get_ref<const std::string &>();
+      if (!keysPerObject.back().insert(key).second && duplicate.empty())
+        duplicate = key;
+    }
+    return true;
+  }
+
+  /// What is wrong, or "" when nothing is.
+  std::string problem() const {
+    if (tooDeep)
+      return "nested deeper than " + std::to_string(kMaxJsonNesting) + " levels";
+    if (!duplicate.empty())
+      return "the key \"" + duplicate + "\" appears twice in one object";
+    return "";
   }
 };
 
-/// Parses `text` into `out`, or says why not in `why` (nlohmann's syntax error, or the nesting).
+/// Parses `text` into `out`, or says why not in `why`: nlohmann's syntax error (with its
+/// "[json.exception...] " prefix), a key given twice in one object, or nesting too deep.
 template <class JsonT> bool parseJsonText(const std::string &text, JsonT &out, std::string &why) {
-  JsonNestingLimit limit;
+  JsonInputCheck check;
   try {
-    out = JsonT::parse(text, [&limit](int depth, typename JsonT::parse_event_t event,
-                                      JsonT &parsed) { return limit(depth, event, parsed); });
+    out = JsonT::parse(text, [&check](int depth, typename JsonT::parse_event_t event,
+                                      JsonT &parsed) { return check(depth, event, parsed); });
   } catch (const typename JsonT::exception &e) {
     why = e.what();
     return false;
   }
-  if (limit.exceeded) {
-    why = "nested deeper than " + std::to_string(kMaxJsonNesting) + " levels";
-    return false;
-  }
-  return true;
+  why = check.problem();
+  return why.empty();
 }
 
 } // namespace initrt

@@ -212,6 +212,10 @@ TEST(ProgramJson, RejectsNotJson) {
   EXPECT_NE(error.find("prog/program.json: not valid JSON (nested deeper than 64 levels)"),
             std::string::npos)
       << error;
+  // Two equal keys: nlohmann would keep the second without a word.
+  EXPECT_FALSE(parseProgramJson(R"({"format": "initc-program", "seed": 1, "seed": 2})",
+                                "prog/program.json", program, error));
+  EXPECT_NE(error.find("the key \"seed\" appears twice in one object"), std::string::npos) << error;
 }
 
 struct InvalidCase {
