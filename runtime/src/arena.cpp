@@ -46,7 +46,8 @@ void Arena::release() {
   length = 0;
 }
 
-bool Arena::allocate(const std::vector<uint64_t> &shardBytes, std::string &error) {
+bool Arena::allocate(const std::vector<uint64_t> &shardBytes, std::string &error,
+                     const std::string &purpose, const std::string &advice) {
   release();
   offsets.clear();
   sizes = shardBytes;
@@ -69,8 +70,8 @@ bool Arena::allocate(const std::vector<uint64_t> &shardBytes, std::string &error
   void *mapping = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mapping == MAP_FAILED) {
-    error = "cannot allocate " + formatBytes(double(length)) + " for this rank's shards: " +
-            std::strerror(errno) + "; use more ranks (a larger mesh) or a machine with more memory";
+    error = "cannot allocate " + formatBytes(double(length)) + " " + purpose + ": " +
+            std::strerror(errno) + "; " + advice;
     length = 0;
     return false;
   }

@@ -803,6 +803,11 @@ bool writeIndex(const std::string &dir, const Program &program,
     error = "cannot write " + path + ": a name is not valid UTF-8";
     return false;
   }
+  // A rerun of a finished job has nothing to change: it leaves the index (and a read-only
+  // checkpoint) as it is.
+  std::string current, unused;
+  if (readTextFile(path, current, unused) && current == text)
+    return true;
   return writeFileAtomically(path, text, error);
 }
 

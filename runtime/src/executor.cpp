@@ -573,7 +573,11 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
     slotBytes = std::max<uint64_t>(
         slotBytes, uint64_t(piece.end - piece.begin) * uint64_t(dtypeBytes(jobs[piece.job].param->dtype)));
   Arena ring;
-  if (!ring.allocate(std::vector<uint64_t>(slots, slotBytes), error))
+  // The ring grows with the threads, not with the shards: more ranks would not shrink it.
+  if (!ring.allocate(std::vector<uint64_t>(slots, slotBytes), error,
+                     "of streaming buffers (" + std::to_string(slots) + " pieces for " +
+                         std::to_string(threads) + " threads)",
+                     "use fewer --threads or a machine with more memory"))
     return false;
 
   // Worker: takes the next piece, waits for its slot to be free (the sink is done with the
@@ -628,9 +632,10 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
   for (int t = 0; t < threads; ++t) {
     try {
       workers.emplace_back(work);
-    } catch (const std::system_error &) {
+    } catch (const std::system_error &e) {
       if (workers.empty()) {
-        error = "cannot start a worker thread";
+        error = std::string("cannot start a worker thread: ") + e.code().message() +
+                "; raise the process limits (ulimit -u, ulimit -v) or free memory";
         return false;
       }
       break; // fewer threads than asked for is slower, not wrong

@@ -163,6 +163,11 @@ if mount -t tmpfs -o ro,size=64k tmpfs "$WORK/ro" 2>/dev/null; then
   expect_error "assemble to a read-only directory" "cannot write .*ro/model.safetensors: Read-only file system" \
     "$INITC" assemble "$WORK/ref" -o "$WORK/ro/model.safetensors"
   umount "$WORK/ro"
+  # A finished checkpoint mounted read-only: a rerun has nothing to write, and succeeds.
+  if mount --bind "$WORK/ref" "$WORK/ro" 2>/dev/null && mount -o remount,bind,ro "$WORK/ro" 2>/dev/null; then
+    "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/ro" --quiet || fail "rerun on a read-only finished checkpoint"
+  fi
+  umount "$WORK/ro" 2>/dev/null || true
 fi
 expect_error "compile -o under a file" "initc: error: cannot create '.*gpt2.mlir/p.tmp-[0-9]+': Not a directory" \
   "$INITC" compile "$WORK/gpt2.mlir" -o "$WORK/gpt2.mlir/p"

@@ -593,6 +593,18 @@ LogicalResult runLinker(llvm::StringRef linker, llvm::ArrayRef<std::string> args
   std::string output;
   if (auto text = llvm::MemoryBuffer::getFile(logPath))
     output = llvm::StringRef((*text)->getBuffer()).trim().str();
+  // A compiler helper that the system's libgcc lacks (__truncsfbf2 for bf16 arithmetic before
+  // GCC 13): say what to change rather than only what ld said.
+  size_t undefined = output.find("undefined reference to `");
+  if (undefined != std::string::npos) {
+    size_t begin = undefined + 24, end = output.find('\'', begin);
+    std::string symbol = output.substr(begin, end == std::string::npos ? 0 : end - begin);
+    error = "the kernels call '" + symbol +
+            "', a compiler helper that this system's libgcc does not provide (kernels.so links "
+            "no other library): compute in f32 and round with arith.truncf (bf16 rounding is "
+            "expanded into integer ops), or pick a CPU that has the instruction";
+    return failure();
+  }
   error = "linking the kernels with '" + linker.str() + "' failed";
   if (!execError.empty())
     error += " (" + execError + ")";
@@ -852,6 +864,31 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const TargetOptions &options,
   pm.addPass(createReconcileUnrealizedCastsPass());
   if (failed(pm.run(module))) {
     error = "lowering to the LLVM dialect failed: " + diagnostics.take("a pass failed");
+    return failure();
+  }
+  // An op no conversion knows (math.tanh, math.erf, ...) is left as it is; name it here rather
+  // than let the translation fail on a missing dialect interface.
+  Operation *unlowered = nullptr;
+  module.walk([&](Operation *op) {
+    if (op != module.getOperation() && !isa<LLVM::LLVMDialect>(op->getDialect())) {
+      unlowered = op;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (unlowered) {
+    std::string where = "no source location";
+    unlowered->getLoc()->walk([&](Location loc) {
+      if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+        where = file.getFilename().str() + ":" + std::to_string(file.getLine()) + ":" +
+                std::to_string(file.getColumn());
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    error = "'" + unlowered->getName().getStringRef().str() + "' (" + where +
+            ") has no lowering to native code: expand it into arith ops (ir-spec/lowering.md, "
+            "\"What a kernel may contain\")";
     return failure();
   }
   return success();

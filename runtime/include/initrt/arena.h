@@ -25,8 +25,11 @@ public:
   Arena &operator=(const Arena &) = delete;
 
   /// Lays out shards of the given byte sizes and maps memory for them. Returns false with an
-  /// actionable message if the mapping fails.
-  bool allocate(const std::vector<uint64_t> &shardBytes, std::string &error);
+  /// actionable message if the mapping fails: "cannot allocate SIZE `purpose`: REASON; `advice`".
+  bool allocate(
+      const std::vector<uint64_t> &shardBytes, std::string &error,
+      const std::string &purpose = "for this rank's shards",
+      const std::string &advice = "use more ranks (a larger mesh) or a machine with more memory");
 
   /// Start of shard `index`; never null, even for an empty shard.
   void *shard(size_t index) const;

@@ -740,6 +740,39 @@ init.param @elementwise_without_yield : tensor<4xf32> {
 
 // -----
 
+// init.elementwise, C4: memory would read whatever the allocation held
+init.param @elementwise_reads_memory : tensor<4xf32> {
+  %0 = init.elementwise : tensor<4xf32> {
+  ^bb0(%linear: i64, %i: i64):
+    // expected-error @+1 {{'memref.alloc' op is not allowed in an 'init.elementwise' region: an element is computed by scalar arith, math and vector ops only}}
+    %m = memref.alloc() : memref<4xf32>
+    %c0 = arith.constant 0 : index
+    %v = memref.load %m[%c0] : memref<4xf32>
+    init.yield %v : f32
+  }
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.elementwise, C4: no loops
+init.param @elementwise_loops : tensor<4xf32> {
+  %0 = init.elementwise : tensor<4xf32> {
+  ^bb0(%linear: i64, %i: i64):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %init = arith.constant 0.0 : f32
+    // expected-error @+1 {{'scf.for' op is not allowed in an 'init.elementwise' region}}
+    %r = scf.for %k = %c0 to %c1 step %c1 iter_args(%acc = %init) -> (f32) {
+      scf.yield %acc : f32
+    }
+    init.yield %r : f32
+  }
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
 // init.param, C12
 // expected-error @+1 {{'init.param' op type 'tensor<4294967296x4294967296xf32>' has more bytes than fit in a signed 64-bit integer; check the shape}}
 init.param @element_count_overflows : tensor<4294967296x4294967296xf32> {

@@ -491,5 +491,17 @@ LogicalResult ElementwiseOp::verify() {
   // back(), not getTerminator(): this runs before the block's terminator is verified.
   if (block.empty() || !isa<YieldOp>(block.back()))
     return emitOpError("region must end with 'init.yield'");
+  // C4: scalar arith, math and vector ops only. Memory would give an element a value that is
+  // no function of its index (an uninitialized alloc), and calls or loops have no kernel form.
+  for (Operation &op : block) {
+    if (isa<YieldOp>(op))
+      continue;
+    Dialect *dialect = op.getDialect();
+    llvm::StringRef ns = dialect ? dialect->getNamespace() : "";
+    if ((ns != "arith" && ns != "math" && ns != "vector") || op.getNumRegions() != 0 ||
+        llvm::any_of(op.getResultTypes(), llvm::IsaPred<MemRefType, TensorType>))
+      return op.emitOpError("is not allowed in an 'init.elementwise' region: an element is "
+                            "computed by scalar arith, math and vector ops only");
+  }
   return success();
 }
