@@ -17,6 +17,10 @@ import torch.nn as nn
 
 def linear():
     return nn.Linear(4, 3)
+
+
+def stateless():
+    return nn.Sequential(nn.ReLU(), nn.Dropout())
 EOF
 
 # refused NAME PATTERN ARGS...: the capture with ARGS fails cleanly with exit status 1, one error
@@ -47,6 +51,10 @@ refused "a directory" "cannot write outdir: it is a directory: name a file" --fa
 [[ -d outdir && -z $(ls -A outdir) ]] || fail "the output directory was changed"
 no_output "$WORK/outdir.tmp"
 refused "the factory's file" "-o 'ok.py' is the factory's file" --factory ok.py:linear -o ok.py
+# IR without a parameter would only be refused later, by initc.
+refused "no state" "the factory's Sequential has no parameters or buffers: there is nothing to initialize" \
+  --factory ok.py:stateless -o stateless.mlir
+no_output stateless.mlir
 grep -q "def linear" ok.py || fail "the factory's file was overwritten"
 # A usage error is argparse's, exit status 2.
 rc=0

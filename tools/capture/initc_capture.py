@@ -1614,6 +1614,9 @@ def capture_model(factory, kwargs, seed, model_name):
     if not isinstance(model, nn.Module):
         raise CaptureError("the factory returned %s, not a torch.nn.Module" % type(model).__name__)
 
+    if not model.state_dict(keep_vars=True):
+        raise CaptureError("the factory's %s has no parameters or buffers: there is nothing to "
+                           "initialize" % type(model).__name__)
     param_ids = {id(p) for p in model.parameters()}
     axes = logical_axes(model)
     lines = ['module attributes {init.model = "%s"} {' % mlir_string(model_name), "  init.seed %d" % seed]

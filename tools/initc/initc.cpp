@@ -19,13 +19,14 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -245,8 +246,12 @@ int runInspect(const InspectArgs &args) {
     return fail(error);
 
   llvm::StringMap<Cost> costByName;
-  for (initc::init::ParamOp param : module->getOps<initc::init::ParamOp>())
+  llvm::StringSet<> orthogonal; // whole tensors: every rank holding a part computes all of it
+  for (initc::init::ParamOp param : module->getOps<initc::init::ParamOp>()) {
     costByName[param.getSymName()] = generationCost(param);
+    if (!param.getBody().getOps<initc::init::OrthogonalOp>().empty())
+      orthogonal.insert(param.getSymName());
+  }
 
   // Rank 0 holds the most of every parameter: a split dim's part index never decreases with a
   // mesh coordinate, and torch.chunk's parts never grow with the index. So rank 0's slices
@@ -258,6 +263,7 @@ int runInspect(const InspectArgs &args) {
   std::array<double, kCosts> largestElements = {0.0, 0.0, 0.0};
   uint64_t totalBytes = 0, largest = 0; // below 2^63: verifyModel bounds the model's bytes
   uint64_t paramCount = 0, bufferCount = 0;
+  double orthogonalScratch = 0; // the largest, on one thread
   for (size_t i = 0; i < program.params.size(); ++i) {
     const initrt::Param &p = program.params[i];
     uint64_t elementBytes = initrt::dtypeBytes(p.dtype);
@@ -268,7 +274,14 @@ int runInspect(const InspectArgs &args) {
     uint64_t elements = initrt::sliceForRank(program.mesh, p, largestRank).numElements();
     maxSliceBytes[i] = elements * elementBytes;
     largest += maxSliceBytes[i];
-    largestElements[costIndex] += double(elements);
+    if (elements > 0 && orthogonal.contains(p.name)) {
+      // The whole matrix is sampled and factored (the factorization's time is not counted).
+      largestElements[costIndex] += double(p.numElements());
+      orthogonalScratch = std::max(
+          orthogonalScratch, double(p.numElements()) * initrt::kOrthogonalScratchBytesPerElement);
+    } else {
+      largestElements[costIndex] += double(elements);
+    }
   }
   // Its seconds on one core, for each kernel variant's rates.
   struct TimeEstimate {
@@ -282,7 +295,7 @@ int runInspect(const InspectArgs &args) {
       t.seconds += largestElements[c] / rateOf(rates, Cost(c));
     times.push_back(t);
   }
-  double largestMemory = double(largest) + kRuntimeOverheadBytes;
+  double largestMemory = double(largest) + kRuntimeOverheadBytes + orthogonalScratch;
   std::string meshText = "single device";
   if (!program.mesh.shape.empty()) {
     meshText.clear();
@@ -319,12 +332,16 @@ int runInspect(const InspectArgs &args) {
     out["estimate"] = {
         {"note", "an estimate, not a measurement: in memory (the C API) shard bytes plus the "
                  "runtime's measured overhead; prog/init (writing, or --discard) the overhead "
-                 "plus the streaming buffers (and whole orthogonal shards); time at the kernel "
-                 "benchmark's one-core rates, without page faults or writing the checkpoint"},
+                 "plus the streaming buffers (and whole orthogonal shards); both plus the largest "
+                 "orthogonal tensor's scratch, once per thread computing one; time at the kernel "
+                 "benchmark's one-core rates, without page faults, orthogonal factorizations or "
+                 "writing the checkpoint"},
         {"runtime_overhead_bytes", uint64_t(kRuntimeOverheadBytes)},
+        {"orthogonal_scratch_bytes", uint64_t(orthogonalScratch)},
         {"largest_rank_memory_bytes", uint64_t(largestMemory)},
         {"writing_memory_bytes_per_thread", uint64_t(kStreamBytesPerThread)},
-        {"writing_memory_bytes_one_thread", uint64_t(kRuntimeOverheadBytes + 2 * kStreamBytesPerThread)},
+        {"writing_memory_bytes_one_thread",
+         uint64_t(kRuntimeOverheadBytes + 2 * kStreamBytesPerThread + orthogonalScratch)},
         {"time_one_core", nlohmann::json::array()}};
     for (size_t k = 0; k < times.size(); ++k) {
       const KernelRates &rates = kKernelRates[k];
@@ -375,8 +392,15 @@ int runInspect(const InspectArgs &args) {
               "checkpoint not included\n",
               initrt::formatBytes(uint64_t(largestMemory)).c_str(),
               initrt::formatBytes(uint64_t(kRuntimeOverheadBytes)).c_str(),
-              initrt::formatBytes(uint64_t(kRuntimeOverheadBytes + kStreamBytesPerThread)).c_str(),
+              initrt::formatBytes(
+                  uint64_t(kRuntimeOverheadBytes + kStreamBytesPerThread + orthogonalScratch))
+                  .c_str(),
               initrt::formatBytes(uint64_t(kStreamBytesPerThread)).c_str(), timeText.c_str());
+  if (orthogonalScratch > 0)
+    std::printf("both memory figures include %s of scratch for the largest orthogonal tensor the "
+                "rank holds part of (each rank computes it whole; once more per thread computing "
+                "another), and the times its sampling but not its QR factorization\n",
+                initrt::formatBytes(uint64_t(orthogonalScratch)).c_str());
   return 0;
 }
 
