@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
@@ -761,6 +762,25 @@ bool hasElementType(Value value, bool (Type::*is)() const) {
   return (getElementTypeOrSelf(value.getType()).*is)();
 }
 
+/// A table read past its end (`vector.extractelement` at a computed position) would be LLVM's
+/// poison, whose bits may differ between kernel variants: clamped (unsigned), it reads the last
+/// entry. In-range positions are unchanged, and a position LLVM knows to be in range (an index
+/// along the table's own dim) costs nothing.
+void clampTablePositions(ModuleOp module) {
+  module.walk([](vector::ExtractElementOp op) {
+    Value position = op.getPosition();
+    if (!position)
+      return;
+    OpBuilder builder(op);
+    Location loc = op.getLoc();
+    int64_t last = op.getSourceVectorType().getNumElements() - 1;
+    Value bound = builder.create<arith::ConstantOp>(
+        loc, position.getType(), builder.getIntegerAttr(position.getType(), last));
+    Value clamped = builder.create<arith::MinUIOp>(loc, position, bound);
+    op.getPositionMutable().assign(clamped);
+  });
+}
+
 /// bf16 conversions in integer ops (rule 8), but where a kernel's CPU converts to bf16 in one
 /// instruction (AVX512-BF16: vcvtneps2bf16, which flushes subnormal inputs to zero) and the
 /// conversion is marked kNoNaNOrSubnormalAttr: there the instruction gives rule 8's bits. A
@@ -835,6 +855,7 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const TargetOptions &options,
   }
   if (failed(expandBF16Conversions(module, options, error)))
     return failure();
+  clampTablePositions(module);
   // func-to-llvm keeps every function external; only the public ones are kernels.
   auto internal = LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal);
   for (auto func : module.getOps<func::FuncOp>()) {
