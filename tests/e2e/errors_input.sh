@@ -169,7 +169,7 @@ mesh_cases=(
 )
 for c in "${mesh_cases[@]}"; do
   IFS='|' read -r mesh pattern <<<"$c"
-  expect_error "--mesh $mesh" "gpt2.mlir:1:1: error: --mesh: $pattern" \
+  expect_error "--mesh $mesh" "^initc: error: --mesh: $pattern" \
     "$INITC" inspect "$M/gpt2.mlir" --mesh "$mesh" --shard fsdp
   expect_error "compile --mesh $mesh" "error: --mesh: $pattern" \
     "$INITC" compile "$M/gpt2.mlir" --mesh "$mesh" --shard fsdp -o "$M/prog"

@@ -9,6 +9,7 @@
 #include "initc/Pipeline/Pipeline.h"
 #include "initc/Registration.h"
 #include "initc/Target/SharedObject.h"
+#include "initc/Transforms/Sharding.h"
 #include "initrt/checkpoint.h"
 #include "initrt/executor.h"
 #include "initrt/program_io.h"
@@ -232,7 +233,24 @@ double rateOf(const KernelRates &rates, Cost cost) {
   return rates.truncNormal;
 }
 
+/// --mesh and --shard on their own, before the model is read: their mistakes are not the
+/// model's, so they are reported without its file and line. (Whether the rules fit the model is
+/// the sharding pass's to say.)
+int checkMeshAndShard(const std::string &mesh, const std::string &shard) {
+  if (mesh.empty())
+    return 0;
+  initc::MeshSpec spec;
+  std::string error;
+  if (failed(initc::parseMeshSpec(mesh, spec, error)))
+    return fail("--mesh: " + error);
+  if (!shard.empty() && !initc::ShardingRules::load(shard, spec, error))
+    return fail("--shard: " + error);
+  return 0;
+}
+
 int runInspect(const InspectArgs &args) {
+  if (int status = checkMeshAndShard(args.mesh, args.shard))
+    return status;
   Session session;
   auto module = initc::loadModel(*session.context, args.model);
   if (!module)
@@ -431,6 +449,8 @@ std::string runtimePath() {
 
 int runCompile(const CompileArgs &args) {
   auto start = std::chrono::steady_clock::now();
+  if (int status = checkMeshAndShard(args.mesh, args.shard))
+    return status;
   Session session;
   auto module = initc::loadModel(*session.context, args.model);
   if (!module)
