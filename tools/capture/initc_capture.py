@@ -192,12 +192,17 @@ def compute_type(dtype):
     return "f64" if dtype == "f64" else "f32"
 
 
+# Random samples are made in f32 for every dtype (an f64 sample is the f32 one widened, rng.md
+# rule 8), so their parameters are checked there.
+SAMPLE_TYPE = "f32"
+
+
 def uniform_node(shape, dtype, low, high, what):
-    """U(low, high) over `shape`, as PyTorch's uniform_ gives it: bounds equal in the compute type
+    """U(low, high) over `shape`, as PyTorch's uniform_ gives it: bounds equal in f32
     give the constant `low` (init.uniform needs low < high); low > high, or bounds that are not
     finite there, are refused as PyTorch refuses them (or would give infinities)."""
     low, high = float(low), float(high)
-    ct = compute_type(dtype)
+    ct = SAMPLE_TYPE
     lo, hi = round_to(low, ct), round_to(high, ct)
     if not all(math.isfinite(v) for v in (lo, hi, round_to(high - low, ct))):
         raise CaptureError("%s: %s(%s, %s): the bounds and their difference must be finite in %s"
@@ -212,11 +217,11 @@ def uniform_node(shape, dtype, low, high, what):
 
 
 def normal_node(shape, dtype, mean, std, what):
-    """N(mean, std) over `shape`, as PyTorch's normal_ gives it: std 0 in the compute type gives
+    """N(mean, std) over `shape`, as PyTorch's normal_ gives it: std 0 in f32 gives
     the constant `mean` (init.normal needs std > 0); std < 0 or values that are not finite are
     refused."""
     mean, std = float(mean), float(std)
-    ct = compute_type(dtype)
+    ct = SAMPLE_TYPE
     if not (math.isfinite(round_to(mean, ct)) and math.isfinite(round_to(std, ct))):
         raise CaptureError("%s: %s(mean=%s, std=%s): mean and std must be finite in %s"
                            % (user_location(), what, mean, std, ct))
@@ -233,7 +238,7 @@ def trunc_normal_node(shape, dtype, mean, std, a, b, what):
     every value to it); arguments PyTorch fails on (std <= 0: a division by zero or an empty
     range; a > b) and values init IR cannot take are refused."""
     mean, std, a, b = float(mean), float(std), float(a), float(b)
-    ct = compute_type(dtype)
+    ct = SAMPLE_TYPE
     call = "%s(mean=%s, std=%s, a=%s, b=%s)" % (what, mean, std, a, b)
     if not all(math.isfinite(round_to(v, ct)) for v in (mean, std, a, b)):
         raise CaptureError("%s: %s: the arguments must be finite in %s" % (user_location(), call, ct))
@@ -253,7 +258,7 @@ def trunc_normal_node(shape, dtype, mean, std, a, b, what):
 
 def variance_scaling_node(shape, dtype, gain, mode, distribution, what):
     """xavier_* / kaiming_* over `shape` (the fan from it): init.variance_scaling, or the uniform
-    or normal op it stands for when gain^2 is 0 or not finite in the compute type; gain 0 gives
+    or normal op it stands for when gain^2 is 0 or not finite in f32; gain 0 gives
     zeros and a negative gain is refused, as in PyTorch."""
     gain = float(gain)
     if gain < 0:
@@ -261,7 +266,7 @@ def variance_scaling_node(shape, dtype, gain, mode, distribution, what):
                            "or an empty range)" % (user_location(), what, gain))
     node = Node("variance_scaling", shape, dtype, scale=gain * gain, mode=mode,
                 distribution=distribution)
-    scale = round_to(gain * gain, compute_type(dtype))
+    scale = round_to(gain * gain, SAMPLE_TYPE)
     if scale > 0 and math.isfinite(scale):
         return node
     node = explicit_random(node)

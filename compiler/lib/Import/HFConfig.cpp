@@ -20,6 +20,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cfloat>
 #include <cmath>
 #include <optional>
 
@@ -134,7 +135,9 @@ public:
     return true;
   }
 
-  /// An optional positive number, finite and non-zero as an f32 (the samples' precision).
+  /// An optional positive number, finite and normal as an f32 (the samples' precision): a
+  /// subnormal initializer_range would make stds derived from it (GPT-2's std / sqrt(2 n_layer))
+  /// 0 in f32.
   bool optionalPositiveNumber(StringRef field, double &out) {
     const json::Value *value = find(field);
     if (!value)
@@ -143,10 +146,10 @@ public:
     if (!v || !std::isfinite(*v) || !(*v > 0))
       return fail("'" + field + "' must be a positive number, but it is " + describe(*value) +
                   "; fix or remove it");
-    if (!std::isfinite((float)*v) || !((float)*v > 0))
-      return fail("'" + field + "' is " + describe(*value) +
-                  ", which is " + (std::isfinite((float)*v) ? "0" : "infinite") +
-                  " in f32, the precision initc computes in; use a value from 1e-38 to 3e38");
+    if (!std::isfinite((float)*v) || !((float)*v >= FLT_MIN))
+      return fail("'" + field + "' is " + describe(*value) + ", which is " +
+                  (std::isfinite((float)*v) ? ((float)*v > 0 ? "subnormal" : "0") : "infinite") +
+                  " in f32, the precision initc computes in; use a value from 1.2e-38 to 3.4e38");
     out = *v;
     return true;
   }

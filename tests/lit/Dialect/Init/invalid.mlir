@@ -315,7 +315,7 @@ func.func @yield_in_a_func() {
 
 // init.uniform, C1
 init.param @uniform_infinite_bound : tensor<4xf32> {
-  // expected-error @+1 {{'init.uniform' op bounds and their difference must be finite in the compute type}}
+  // expected-error @+1 {{'init.uniform' op bounds and their difference must be finite in f32, where samples are made}}
   %0 = init.uniform 0xFFF0000000000000, 1.0 stream 0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
 }
@@ -324,16 +324,26 @@ init.param @uniform_infinite_bound : tensor<4xf32> {
 
 // init.uniform, C1: finite as doubles, but infinite in f32, the compute type of f32 tensors.
 init.param @uniform_f32_infinite_bound : tensor<4xf32> {
-  // expected-error @+1 {{'init.uniform' op bounds and their difference must be finite in the compute type (f32, or f64 for f64 tensors), but they are -1.000000e+308 and 1.000000e+308}}
+  // expected-error @+1 {{'init.uniform' op bounds and their difference must be finite in f32, where samples are made (also for f64 tensors), but they are -1.000000e+308 and 1.000000e+308}}
   %0 = init.uniform -1.0e308, 1.0e308 stream 0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
 }
 
 // -----
 
+// init.uniform, C1: an f64 tensor's samples are made in f32 too (rng.md rule 8), where 1e39 is
+// infinite: every element would be -inf + inf * u, NaN.
+init.param @uniform_f64_infinite_in_f32 : tensor<4xf64> {
+  // expected-error @+1 {{'init.uniform' op bounds and their difference must be finite in f32, where samples are made (also for f64 tensors), but they are -1.000000e+39 and 1.000000e+39}}
+  %0 = init.uniform -1.0e39, 1.0e39 stream 0 : tensor<4xf64>
+  init.yield %0 : tensor<4xf64>
+}
+
+// -----
+
 // init.uniform, C1: finite bounds whose difference overflows f32 (the samples would be NaN).
 init.param @uniform_f32_infinite_width : tensor<4xf32> {
-  // expected-error @+1 {{'init.uniform' op bounds and their difference must be finite in the compute type}}
+  // expected-error @+1 {{'init.uniform' op bounds and their difference must be finite in f32, where samples are made}}
   %0 = init.uniform -3.0e38, 3.0e38 stream 0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
 }
@@ -378,7 +388,7 @@ init.param @uniform_integer_result : tensor<4xi64> {
 
 // init.normal, C1
 init.param @normal_nan_mean : tensor<4xf32> {
-  // expected-error @+1 {{'init.normal' op mean and std must be finite in the compute type}}
+  // expected-error @+1 {{'init.normal' op mean and std must be finite in f32, where samples are made}}
   %0 = init.normal mean 0x7FF8000000000000 std 1.0 stream 0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
 }
@@ -405,7 +415,7 @@ init.param @normal_f32_zero_std : tensor<4xf32> {
 
 // init.normal, C1: a std that is infinite in f32.
 init.param @normal_f32_infinite_std : tensor<4xbf16> {
-  // expected-error @+1 {{'init.normal' op mean and std must be finite in the compute type (f32, or f64 for f64 tensors), but they are 0.000000e+00 and 1.000000e+300}}
+  // expected-error @+1 {{'init.normal' op mean and std must be finite in f32, where samples are made (also for f64 tensors), but they are 0.000000e+00 and 1.000000e+300}}
   %0 = init.normal mean 0.0 std 1.0e300 stream 0 : tensor<4xbf16>
   init.yield %0 : tensor<4xbf16>
 }
@@ -423,7 +433,7 @@ init.param @normal_negative_stream : tensor<4xf32> {
 
 // init.trunc_normal, C1
 init.param @trunc_normal_infinite_bound : tensor<4xf32> {
-  // expected-error @+1 {{'init.trunc_normal' op mean, std and bounds must be finite in the compute type}}
+  // expected-error @+1 {{'init.trunc_normal' op mean, std and bounds must be finite in f32, where samples are made}}
   %0 = init.trunc_normal mean 0.0 std 1.0 bounds [-2.0, 0x7FF0000000000000] stream 0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
 }
@@ -459,7 +469,7 @@ init.param @trunc_normal_negative_stream : tensor<4xf32> {
 
 // init.variance_scaling, C1
 init.param @variance_scaling_zero_scale : tensor<4x4xf32> {
-  // expected-error @+1 {{'init.variance_scaling' op scale must be positive and finite in the compute type (f32, or f64 for f64 tensors), but is 0.000000e+00}}
+  // expected-error @+1 {{'init.variance_scaling' op scale must be finite in f32, where samples are made (also for f64 tensors), and positive in the compute type, but is 0.000000e+00}}
   %0 = init.variance_scaling scale 0.0 fan_in uniform stream 0 : tensor<4x4xf32>
   init.yield %0 : tensor<4x4xf32>
 }

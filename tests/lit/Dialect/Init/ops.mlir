@@ -191,7 +191,8 @@ func.func @initc_kernel_0(%out: !llvm.ptr, %shape: !llvm.ptr, %offset: !llvm.ptr
 }
 }
 
-// f64 tensors compute in f64: parameters that are zero, equal or infinite in f32 are fine.
+// f64 tensors order and compare parameters in f64: bounds equal in f32 and a std that is 0 in f32
+// are fine (the samples, made in f32, are then constant); an infinite f32 parameter is not.
 // CHECK-LABEL: init.param @f64_only : tensor<4xf64> {
 // CHECK:         init.uniform 1.000000e+00, 1.0000000099999999 stream 0 : tensor<4xf64>
 // CHECK:         init.normal mean 0.000000e+00 std 1.000000e-50 stream 1 : tensor<4xf64>

@@ -110,6 +110,10 @@ static double inComputeType(double v, Type element) {
 static double inComputeType(double v, Value result) {
   return inComputeType(v, cast<ShapedType>(result.getType()).getElementType());
 }
+/// Random samples are f32 whatever the element type (an f64 sample is the f32 one widened,
+/// rng.md rule 8): their parameters must be usable there. 1e39 is finite as an f64 and infinite
+/// as the f32 the samples are made in, which would make every element NaN.
+static double inF32(double v) { return (double)(float)v; }
 
 //===----------------------------------------------------------------------===//
 // SeedOp
@@ -283,15 +287,14 @@ static LogicalResult verifyStream(Operation *op, int64_t stream) {
 
 LogicalResult UniformOp::verify() {
   double low = getLow().convertToDouble(), high = getHigh().convertToDouble();
-  // C1: finite bounds, and a finite width, in the compute type. C2: low < high there.
-  // C3: the stream is non-negative.
-  double lowC = inComputeType(low, getResult()), highC = inComputeType(high, getResult());
-  if (!isFiniteValue(lowC) || !isFiniteValue(highC) ||
-      !isFiniteValue(inComputeType(highC - lowC, getResult())))
-    return emitOpError("bounds and their difference must be finite in the compute type (f32, "
-                       "or f64 for f64 tensors), but they are ")
+  // C1: finite bounds, and a finite width, in f32, where samples are made. C2: low < high in
+  // the compute type. C3: the stream is non-negative.
+  if (!isFiniteValue(inF32(low)) || !isFiniteValue(inF32(high)) ||
+      !isFiniteValue(inF32(high - low)))
+    return emitOpError("bounds and their difference must be finite in f32, where samples are "
+                       "made (also for f64 tensors), but they are ")
            << low << " and " << high;
-  if (!(lowC < highC))
+  if (!(inComputeType(low, getResult()) < inComputeType(high, getResult())))
     return emitOpError("low (") << shortestText(low) << ") must be less than high ("
                                 << shortestText(high)
                                 << ") in the compute type (f32, or f64 for f64 tensors)";
@@ -300,12 +303,11 @@ LogicalResult UniformOp::verify() {
 
 LogicalResult NormalOp::verify() {
   double mean = getMean().convertToDouble(), std = getStd().convertToDouble();
-  // C1: finite mean and std in the compute type. C2: std > 0 there. C3: the stream is
-  // non-negative.
-  if (!isFiniteValue(inComputeType(mean, getResult())) ||
-      !isFiniteValue(inComputeType(std, getResult())))
-    return emitOpError("mean and std must be finite in the compute type (f32, or f64 for f64 "
-                       "tensors), but they are ")
+  // C1: finite mean and std in f32, where samples are made. C2: std > 0 in the compute type.
+  // C3: the stream is non-negative.
+  if (!isFiniteValue(inF32(mean)) || !isFiniteValue(inF32(std)))
+    return emitOpError("mean and std must be finite in f32, where samples are made (also "
+                       "for f64 tensors), but they are ")
            << mean << " and " << std;
   if (!(inComputeType(std, getResult()) > 0))
     return emitOpError("std must be positive in the compute type (f32, or f64 for f64 "
@@ -317,12 +319,12 @@ LogicalResult NormalOp::verify() {
 LogicalResult TruncNormalOp::verify() {
   double mean = getMean().convertToDouble(), std = getStd().convertToDouble();
   double a = getA().convertToDouble(), b = getB().convertToDouble();
-  // C1: finite mean, std and bounds in the compute type. C2: std > 0 there. C3: a < b.
-  // C4: the stream is non-negative.
-  auto finite = [&](double v) { return isFiniteValue(inComputeType(v, getResult())); };
+  // C1: finite mean, std and bounds in f32, where samples are made. C2: std > 0 in the
+  // compute type. C3: a < b. C4: the stream is non-negative.
+  auto finite = [&](double v) { return isFiniteValue(inF32(v)); };
   if (!finite(mean) || !finite(std) || !finite(a) || !finite(b))
-    return emitOpError("mean, std and bounds must be finite in the compute type (f32, or f64 "
-                       "for f64 tensors)");
+    return emitOpError("mean, std and bounds must be finite in f32, where samples are made "
+                       "(also for f64 tensors)");
   if (!(inComputeType(std, getResult()) > 0))
     return emitOpError("std must be positive in the compute type (f32, or f64 for f64 "
                        "tensors), but is ")
@@ -344,11 +346,10 @@ double VarianceScalingOp::getFan() {
 
 LogicalResult VarianceScalingOp::verify() {
   double scale = getScale().convertToDouble();
-  // C1: scale > 0 and finite in the compute type.
-  double scaleC = inComputeType(scale, getResult());
-  if (!isFiniteValue(scaleC) || !(scaleC > 0))
-    return emitOpError("scale must be positive and finite in the compute type (f32, or f64 for "
-                       "f64 tensors), but is ")
+  // C1: scale finite in f32, where the samples are made, and > 0 in the compute type.
+  if (!isFiniteValue(inF32(scale)) || !(inComputeType(scale, getResult()) > 0))
+    return emitOpError("scale must be finite in f32, where samples are made (also for f64 "
+                       "tensors), and positive in the compute type, but is ")
            << scale;
   // C2: the fan is defined for the global shape (rank >= 2). C3: it is non-zero.
   // C4: the stream is non-negative.
