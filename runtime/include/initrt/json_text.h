@@ -2,8 +2,9 @@
 //
 // nlohmann keeps the last of two equal keys without a word, and it parses iteratively, but
 // copying, comparing and dump() recurse once per level: a damaged file of a few million '['
-// would parse and then overflow the stack. Every JSON document initc and its runtime read goes
-// through parseJsonText (or JsonInputCheck, where the parse needs its own options).
+// would parse and then overflow the stack. Every JSON document the runtime reads, and the
+// sharding rules files, go through parseJsonText (or JsonInputCheck, where the parse needs its
+// own options); HuggingFace configs are read by llvm::json after initc's own nesting check.
 #pragma once
 
 #include <nlohmann/json.hpp>
