@@ -2,6 +2,7 @@
 #include "initrt/executor.h"
 #include "initrt/checksum.h"
 #include "initrt/cpu.h"
+#include "initrt/orthogonal.h"
 #include "initrt/rng.h"
 
 #include <algorithm>
@@ -117,8 +118,8 @@ void storeRounded(void *out, int64_t index, DType dtype, double v) {
 }
 
 // Strategy "redundant": the kernel writes the whole N(0, 1) matrix (F32, at global indices) into
-// scratch; the rank orthogonalizes all of it and keeps its slice. Scratch: the full matrix.
-void computeOrthogonalShard(const ShardJob &job) {
+// scratch; the rank orthogonalizes all of it on `threads` threads and keeps its slice.
+void computeOrthogonalShard(const ShardJob &job, int threads) {
   const Param &param = *job.param;
   const int64_t total = param.numElements();
   const int64_t local = job.slice.numElements();
@@ -129,8 +130,7 @@ void computeOrthogonalShard(const ShardJob &job) {
   job.kernel(normal.data(), param.shape.data(), origin.data(), param.shape.data(), 0, total,
              argsOf(param));
   const int64_t rows = param.shape[0], cols = total / rows;
-  std::vector<double> q;
-  orthogonalFromNormal(normal.data(), rows, cols, param.gain, q);
+  const OrthogonalMatrix q(std::move(normal), rows, cols, threads);
   // Walk the slice in local row-major order, tracking the global linear index.
   const size_t rank = param.shape.size();
   std::vector<int64_t> index(rank, 0);
@@ -138,7 +138,7 @@ void computeOrthogonalShard(const ShardJob &job) {
     int64_t global = 0;
     for (size_t d = 0; d < rank; ++d)
       global = global * param.shape[d] + job.slice.offset[d] + index[d];
-    storeRounded(job.out, l, param.dtype, q[size_t(global)]);
+    storeRounded(job.out, l, param.dtype, q.at(global / cols, global % cols, param.gain));
     for (size_t d = rank; d-- > 0;) {
       if (++index[d] < job.slice.shape[d])
         break;
@@ -148,80 +148,6 @@ void computeOrthogonalShard(const ShardJob &job) {
 }
 
 } // namespace
-
-void orthogonalFromNormal(const float *normal, int64_t rows, int64_t cols, double gain,
-                          std::vector<double> &out) {
-  // A is m x n with m >= n, column-major: the matrix, or its transpose when it is wide.
-  const bool wide = rows < cols;
-  const int64_t m = wide ? cols : rows, n = wide ? rows : cols;
-  std::vector<double> a(size_t(m * n));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j)
-      a[size_t(i + j * m)] = wide ? double(normal[j * cols + i]) : double(normal[i * cols + j]);
-
-  // Householder: H_k = I - beta_k v_k v_k^T zeroes column k below the diagonal; r_kk = alpha.
-  std::vector<double> vs(size_t(m * n), 0.0), betas(size_t(n), 0.0), diag(size_t(n), 0.0);
-  for (int64_t k = 0; k < n; ++k) {
-    double *col = &a[size_t(k * m)];
-    double norm2 = 0;
-    for (int64_t i = k; i < m; ++i)
-      norm2 += col[i] * col[i];
-    double norm = std::sqrt(norm2);
-    double alpha = col[k] >= 0 ? -norm : norm;
-    double *v = &vs[size_t(k * m)];
-    for (int64_t i = k; i < m; ++i)
-      v[i] = col[i];
-    v[k] -= alpha;
-    double vnorm2 = 0;
-    for (int64_t i = k; i < m; ++i)
-      vnorm2 += v[i] * v[i];
-    diag[size_t(k)] = norm == 0 ? 0.0 : alpha;
-    if (vnorm2 == 0)
-      continue; // already triangular: H_k = I
-    double beta = 2.0 / vnorm2;
-    betas[size_t(k)] = beta;
-    for (int64_t j = k; j < n; ++j) {
-      double *cj = &a[size_t(j * m)];
-      double s = 0;
-      for (int64_t i = k; i < m; ++i)
-        s += v[i] * cj[i];
-      s *= beta;
-      for (int64_t i = k; i < m; ++i)
-        cj[i] -= s * v[i];
-    }
-  }
-  // Q = H_0 H_1 ... H_{n-1} [I; 0], accumulated from the last reflector.
-  std::vector<double> q(size_t(m * n), 0.0);
-  for (int64_t j = 0; j < n; ++j)
-    q[size_t(j + j * m)] = 1.0;
-  for (int64_t k = n - 1; k >= 0; --k) {
-    if (betas[size_t(k)] == 0)
-      continue;
-    const double *v = &vs[size_t(k * m)];
-    for (int64_t j = k; j < n; ++j) {
-      double *qj = &q[size_t(j * m)];
-      double s = 0;
-      for (int64_t i = k; i < m; ++i)
-        s += v[i] * qj[i];
-      s *= betas[size_t(k)];
-      for (int64_t i = k; i < m; ++i)
-        qj[i] -= s * v[i];
-    }
-  }
-  // q * sign(diag(r)) makes the factorization unique (r with a positive diagonal), so the
-  // result does not depend on the reflectors' sign convention.
-  out.assign(size_t(rows * cols), 0.0);
-  for (int64_t j = 0; j < n; ++j) {
-    double sign = diag[size_t(j)] < 0 ? -gain : gain;
-    for (int64_t i = 0; i < m; ++i) {
-      double value = q[size_t(i + j * m)] * sign;
-      if (wide)
-        out[size_t(j * cols + i)] = value; // (Q^T)[j][i]
-      else
-        out[size_t(i * cols + j)] = value;
-    }
-  }
-}
 
 bool checkKernelVariant(const KernelVariant &variant, std::string &error) {
   std::vector<std::string> missing = missingCpuExtensions(variant.extensions);
@@ -436,7 +362,7 @@ int resolveThreads(int requested) {
 }
 
 void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &options) {
-  // Jobs with a whole-tensor transform are computed one per thread, the others in chunks.
+  // Jobs with a whole-tensor transform are computed first, the others in chunks.
   std::vector<ShardJob> jobs;
   std::vector<const ShardJob *> transformed;
   uint64_t transformedBytes = 0;
@@ -448,20 +374,9 @@ void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &option
       transformedBytes += job.bytes;
     }
   }
-  if (!transformed.empty()) {
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (;;) {
-        size_t i = next.fetch_add(1, std::memory_order_relaxed);
-        if (i >= transformed.size())
-          return;
-        computeOrthogonalShard(*transformed[i]);
-      }
-    };
-    int workers = int(std::min<size_t>(size_t(resolveThreads(options.threads)),
-                                       transformed.size()));
-    runOnThreads(workers, work, nullptr, 0);
-  }
+  // One after another, each on all the threads: a rank holds one whole matrix at a time.
+  for (const ShardJob *job : transformed)
+    computeOrthogonalShard(*job, resolveThreads(options.threads));
   // Chunk c of the whole run is chunk c - firstChunk[j] of job j.
   std::vector<uint64_t> firstChunk(jobs.size() + 1, 0);
   std::vector<int64_t> chunkElements(jobs.size(), 1);

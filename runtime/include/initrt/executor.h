@@ -114,18 +114,6 @@ inline constexpr uint64_t kPieceBytes = uint64_t(4) << 20;
 bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &options,
                      const PieceSink &sink, std::string &error);
 
-/// Bytes per element of a whole orthogonal tensor that a rank holding any part of it needs at
-/// the peak of computing it: the F32 normal matrix and four double matrices (the factored copy,
-/// the reflectors, Q, the result).
-inline constexpr uint64_t kOrthogonalScratchBytesPerElement = 4 + 4 * 8;
-
-/// torch.nn.init.orthogonal_ on a rows x cols matrix `normal` (row-major N(0, 1) samples):
-/// factored, when rows < cols, as its transpose, by Householder QR in double precision with a
-/// fixed operation order; q * sign(diag(r)) (a zero diagonal entry counts as +1), transposed back,
-/// times `gain`, into `out` (row-major, rows x cols).
-void orthogonalFromNormal(const float *normal, int64_t rows, int64_t cols, double gain,
-                          std::vector<double> &out);
-
 /// checksumHex of each job's output, shards spread over `threads` workers.
 std::vector<std::string> checksumShardJobs(const std::vector<ShardJob> &jobs, int threads);
 

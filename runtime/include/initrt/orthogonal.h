@@ -1,0 +1,55 @@
+#pragma once
+// torch.nn.init.orthogonal_ as a whole-tensor step of the runtime: a Householder QR in double
+// precision whose every operation is in a fixed order, so that each element is the same bits
+// whatever the number of threads, the vector width of the CPU and the blocking.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace initrt {
+
+/// Bytes per element of a whole orthogonal tensor that a rank holding any part of it needs at
+/// the peak of computing it: two double matrices (the reflectors and Q). The F32 normal matrix is
+/// released once it is widened, before Q is allocated.
+inline constexpr uint64_t kOrthogonalScratchBytesPerElement = 2 * 8;
+
+/// Floating-point operations of orthogonalizing a rows x cols matrix: with m >= n its long and
+/// short sides, 2mn^2 - 2n^3/3 to factor it and as many to form Q.
+double orthogonalFlops(int64_t rows, int64_t cols);
+
+/// The orthogonal matrix torch.nn.init.orthogonal_ makes of a rows x cols matrix of N(0, 1)
+/// samples: the matrix, or its transpose when rows < cols, factored as QR by Householder
+/// reflectors; column j of Q times the sign of r_jj (+1 when r_jj is 0); transposed back.
+///
+/// The operation order (ir-spec/dialect.md, init.orthogonal): column k's reflector is
+/// v = x - alpha e_1 with x the column from row k down, alpha = -sign(x_1) |x|, beta = 2 / |v|^2
+/// (no reflection when |v| is 0); a reflector applies to a column c as c - (beta (v . c)) v, each
+/// product and difference rounded; every column receives the reflectors in the order of the
+/// unblocked algorithm (factoring: 0, 1, ...; forming Q from the identity: j, j - 1, ..., 0).
+/// Every dot product x . y over n elements is eight running sums, sum l taking x_i y_i for
+/// i = l mod 8 in order of i, added as ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)).
+class OrthogonalMatrix {
+public:
+  /// Factors `normal` (row-major; its memory is released before Q is allocated) on `threads`
+  /// threads. Throws std::bad_alloc when the scratch does not fit.
+  OrthogonalMatrix(std::vector<float> normal, int64_t rows, int64_t cols, int threads);
+
+  /// Element (row, col) of the result times `gain`, rounded once.
+  double at(int64_t row, int64_t col, double gain) const {
+    const int64_t i = wide ? col : row, j = wide ? row : col;
+    const double value = q[size_t(i + j * m)] * gain;
+    return negative[size_t(j)] ? -value : value;
+  }
+
+  /// For tests: use the portable build of the loops even where the CPU has AVX2.
+  static bool portableOnly;
+
+private:
+  int64_t m = 0, n = 0;       // the factored matrix is m x n, m >= n
+  bool wide = false;          // rows < cols: the factored matrix is the transpose
+  std::vector<double> q;      // m x n, column-major
+  std::vector<char> negative; // r_jj < 0: column j of q is negated
+};
+
+} // namespace initrt

@@ -1,0 +1,168 @@
+#include "initrt/orthogonal.h"
+
+#include "initrt/cpu.h"
+#include "initrt/executor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+namespace initrt {
+namespace {
+
+// Eight running sums in eight variables: the compiler keeps them in whatever vectors the CPU
+// has (four SSE2 registers, two AVX ones, one AVX-512), lane for lane, so the arithmetic is the
+// same everywhere. The project builds with -ffp-contract=off: a product and a sum never fuse.
+constexpr int64_t kLanes = 8;
+
+// x . y over [0, len): eight running sums, sum l taking x_i y_i for i = l mod 8 in order of i.
+[[gnu::always_inline]] inline double dot(const double *x, const double *y, int64_t len) {
+  double s[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= len; i += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l)
+      s[l] += x[i + l] * y[i + l];
+  for (int64_t l = 0; i < len; ++i, ++l)
+    s[l] += x[i] * y[i];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+// c - (beta (v . c)) v over [0, len), into c.
+[[gnu::always_inline]] inline void reflect(const double *v, double beta, double *c, int64_t len) {
+  const double s = dot(v, c, len) * beta;
+  for (int64_t i = 0; i < len; ++i)
+    c[i] -= s * v[i];
+}
+
+// The reflectors k in [k0, k1) of the m-row matrix `v` (column k from row k down), ascending
+// or descending, applied to column c from row k.
+[[gnu::always_inline]] inline void reflectColumnWith(const double *v, int64_t m, const double *beta,
+                                                     int64_t k0, int64_t k1, bool descending,
+                                                     double *c) {
+  for (int64_t step = 0; step < k1 - k0; ++step) {
+    const int64_t k = descending ? k1 - 1 - step : k0 + step;
+    if (beta[k] != 0)
+      reflect(v + k * m + k, beta[k], c + k, m - k);
+  }
+}
+
+void reflectColumnPortable(const double *v, int64_t m, const double *beta, int64_t k0, int64_t k1,
+                           bool descending, double *c) {
+  reflectColumnWith(v, m, beta, k0, k1, descending, c);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The same operations on AVX2's wider vectors, chosen at run time where the CPU has them (by a
+// plain check rather than an ifunc, which would run before a sanitizer's run time is ready).
+__attribute__((target("avx2"))) void reflectColumnAvx2(const double *v, int64_t m,
+                                                       const double *beta, int64_t k0, int64_t k1,
+                                                       bool descending, double *c) {
+  reflectColumnWith(v, m, beta, k0, k1, descending, c);
+}
+#endif
+
+using ReflectColumn = void (*)(const double *, int64_t, const double *, int64_t, int64_t, bool,
+                               double *);
+
+ReflectColumn chooseReflectColumn() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx2 = cpuHasExtension("avx2");
+  if (avx2 && !OrthogonalMatrix::portableOnly)
+    return reflectColumnAvx2;
+#endif
+  return reflectColumnPortable;
+}
+
+// Columns of m doubles whose panel of reflectors (kPanelBytes of them) stays in a core's
+// cache while they are applied to one column after another. The values do not depend on it.
+constexpr int64_t kPanelBytes = int64_t(256) << 10;
+// Below this many elements a matrix is factored on the calling thread alone.
+constexpr int64_t kThreadedElements = int64_t(1) << 16;
+
+// Calls `work(begin, end)` for [first, last) in pieces of `piece` columns, on up to `threads`.
+template <typename Work>
+void forColumnPieces(int64_t first, int64_t last, int64_t piece, int threads, const Work &work) {
+  if (first >= last)
+    return;
+  const int64_t pieces = (last - first + piece - 1) / piece;
+  std::atomic<int64_t> next{0};
+  runOnThreads(
+      int(std::min<int64_t>(threads, pieces)),
+      [&] {
+        for (int64_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < pieces;)
+          work(first + p * piece, std::min(last, first + (p + 1) * piece));
+      },
+      nullptr, 0);
+}
+
+} // namespace
+
+bool OrthogonalMatrix::portableOnly = false;
+
+double orthogonalFlops(int64_t rows, int64_t cols) {
+  const double m = double(std::max(rows, cols)), n = double(std::min(rows, cols));
+  return 2 * (2 * m * n * n - 2 * n * n * n / 3);
+}
+
+OrthogonalMatrix::OrthogonalMatrix(std::vector<float> normal, int64_t rows, int64_t cols,
+                                   int threads)
+    : m(std::max(rows, cols)), n(std::min(rows, cols)), wide(rows < cols) {
+  if (m * n < kThreadedElements)
+    threads = 1;
+  // a: m x n column-major, the matrix or its transpose; column k of it becomes reflector k.
+  std::vector<double> a(size_t(m * n));
+  constexpr int64_t kTile = 64; // the transposing copy by tiles, to read and write whole lines
+  for (int64_t i0 = 0; i0 < m; i0 += kTile)
+    for (int64_t j0 = 0; j0 < n; j0 += kTile)
+      for (int64_t j = j0; j < std::min(n, j0 + kTile); ++j)
+        for (int64_t i = i0; i < std::min(m, i0 + kTile); ++i)
+          a[size_t(i + j * m)] =
+              wide ? double(normal[size_t(j * cols + i)]) : double(normal[size_t(i * cols + j)]);
+  std::vector<float>().swap(normal);
+
+  std::vector<double> beta(size_t(n), 0.0);
+  negative.assign(size_t(n), 0);
+  auto column = [&](int64_t j) { return a.data() + j * m; };
+  const ReflectColumn reflectColumn = chooseReflectColumn();
+  const int64_t panel = std::clamp<int64_t>(kPanelBytes / (m * int64_t(sizeof(double))), 4, 64);
+
+  for (int64_t k0 = 0; k0 < n; k0 += panel) {
+    const int64_t k1 = std::min(n, k0 + panel);
+    // The panel on this thread: each column takes the panel's earlier reflectors, then becomes
+    // a reflector itself (in place: v is the column from row k down, with alpha taken off).
+    for (int64_t k = k0; k < k1; ++k) {
+      double *x = column(k) + k;
+      reflectColumn(a.data(), m, beta.data(), k0, k, false, column(k));
+      const int64_t len = m - k;
+      const double norm = std::sqrt(dot(x, x, len));
+      const double alpha = x[0] >= 0 ? -norm : norm;
+      x[0] -= alpha;
+      const double vnorm2 = dot(x, x, len);
+      negative[size_t(k)] = norm != 0 && alpha < 0; // r_kk = alpha
+      beta[size_t(k)] = vnorm2 == 0 ? 0.0 : 2.0 / vnorm2;
+    }
+    // The columns right of it, a few per thread at a time.
+    forColumnPieces(k1, n, 8, threads, [&](int64_t j0, int64_t j1) {
+      for (int64_t j = j0; j < j1; ++j)
+        reflectColumn(a.data(), m, beta.data(), k0, k1, false, column(j));
+    });
+  }
+
+  // Q = H_0 H_1 ... H_{n-1} [I; 0]: column j is e_j reflected by H_j, H_{j-1}, ..., H_0. Pieces
+  // of columns go over the reflectors a panel at a time, so that a panel is read from memory
+  // once for the whole piece.
+  q.assign(size_t(m * n), 0.0);
+  forColumnPieces(0, n, 32, threads, [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j)
+      q[size_t(j + j * m)] = 1.0;
+    for (int64_t k1 = j1; k1 > 0;) {
+      const int64_t k0 = std::max<int64_t>(0, k1 - panel);
+      for (int64_t j = std::max(j0, k0); j < j1; ++j) // column j takes the reflectors k <= j
+        reflectColumn(a.data(), m, beta.data(), k0, std::min(k1, j + 1), true, q.data() + j * m);
+      k1 = k0;
+    }
+  });
+}
+
+} // namespace initrt
