@@ -4,7 +4,8 @@
 # (one rank: prog/init with the output discarded, and the C API filling a process's own fresh
 # buffers; hf init, and torch init for the PyTorch stack) against a memset of the same bytes into
 # fresh huge pages, PyTorch eager construction of the same module stack, numpy's default_rng; two
-# ranks against one; writing the checkpoint against dd; the same model in bf16 against f32.
+# ranks against one; writing the checkpoint against dd; the same model in bf16 against f32; and
+# torch.nn.init.orthogonal_ of one square matrix against initc's.
 #
 #   BUILD_DIR=build benchmarks/compare.sh [WORK_DIR]
 #
@@ -138,6 +139,36 @@ PY
   printf '%-44s %10s %10s %10sx\n' "  vs initc --init-style torch" "" "" "$(ratio $torch_s $torch_style_s)"
 else
   echo "PyTorch: not installed (apt-get install python3-torch), skipped"
+fi
+
+# torch.nn.init.orthogonal_ of one square f32 matrix (ORTHOGONAL=N rows, 2048 unless set): a QR
+# factorization, not a sampler. PyTorch calls LAPACK; initc its own fixed-order Householder QR.
+orth=${ORTHOGONAL:-2048}
+cat >"$work/orthogonal.mlir" <<EOF
+init.seed 1
+init.param @w : tensor<${orth}x${orth}xf32> {
+  %0 = init.orthogonal gain 1.0 stream 0 strategy redundant : tensor<${orth}x${orth}xf32>
+  init.yield %0 : tensor<${orth}x${orth}xf32>
+}
+EOF
+"$bin/initc" compile "$work/orthogonal.mlir" -o "$work/progo" >/dev/null
+orth_bytes=$((orth * orth * 4))
+orth_s=$(best_value wall "$work/progo/init" --rank 0 --discard --quiet --threads $threads)
+printf '%-44s %10.3f %10s %10s\n' "initc orthogonal ${orth}x${orth} f32 --discard" "$orth_s" "$(gbps $orth_bytes $orth_s)" ""
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  torch_orth_s=$(/usr/bin/python3 - "$orth" "$runs" <<'PY'
+import sys, time, torch
+torch.set_num_threads(1)
+n, runs = int(sys.argv[1]), int(sys.argv[2])
+best = float("inf")
+for _ in range(runs):
+    start = time.perf_counter()
+    torch.nn.init.orthogonal_(torch.empty(n, n))
+    best = min(best, time.perf_counter() - start)
+print(best)
+PY
+)
+  printf '%-44s %10.3f %10s %10sx\n' "torch orthogonal_ (1 thread), vs initc" "$torch_orth_s" "$(gbps $orth_bytes $torch_orth_s)" "$(ratio $torch_orth_s $orth_s)"
 fi
 
 if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
