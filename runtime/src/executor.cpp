@@ -119,7 +119,8 @@ void storeRounded(void *out, int64_t index, DType dtype, double v) {
 
 // Strategy "redundant": the kernel writes the whole N(0, 1) matrix (F32, at global indices) into
 // scratch; the rank orthogonalizes all of it on `threads` threads and keeps its slice.
-void computeOrthogonalShard(const ShardJob &job, int threads) {
+void computeOrthogonalShard(const ShardJob &job, int threads,
+                            const OrthogonalMatrix::Progress &progress, double interval) {
   const Param &param = *job.param;
   const int64_t total = param.numElements();
   const int64_t local = job.slice.numElements();
@@ -130,7 +131,7 @@ void computeOrthogonalShard(const ShardJob &job, int threads) {
   job.kernel(normal.data(), param.shape.data(), origin.data(), param.shape.data(), 0, total,
              argsOf(param));
   const int64_t rows = param.shape[0], cols = total / rows;
-  const OrthogonalMatrix q(std::move(normal), rows, cols, threads);
+  const OrthogonalMatrix q(std::move(normal), rows, cols, threads, progress, interval);
   // Walk the slice in local row-major order, tracking the global linear index.
   const size_t rank = param.shape.size();
   std::vector<int64_t> index(rank, 0);
@@ -374,21 +375,32 @@ void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &option
       transformedBytes += job.bytes;
     }
   }
-  // One after another, each on all the threads: a rank holds one whole matrix at a time.
-  for (const ShardJob *job : transformed)
-    computeOrthogonalShard(*job, resolveThreads(options.threads));
+  uint64_t totalBytes = transformedBytes;
+  for (const ShardJob &job : jobs)
+    totalBytes += job.bytes;
+  // One after another, each on all the threads: a rank holds one whole matrix at a time. Its
+  // bytes count as done in proportion to its factorization's work.
+  uint64_t transformedDone = 0;
+  for (const ShardJob *job : transformed) {
+    OrthogonalMatrix::Progress fraction;
+    if (options.progress)
+      fraction = [&](double f) {
+        options.progress(transformedDone + uint64_t(f * double(job->bytes)), totalBytes);
+      };
+    computeOrthogonalShard(*job, resolveThreads(options.threads), fraction,
+                           options.progressIntervalSeconds);
+    transformedDone += job->bytes;
+  }
   // Chunk c of the whole run is chunk c - firstChunk[j] of job j.
   std::vector<uint64_t> firstChunk(jobs.size() + 1, 0);
   std::vector<int64_t> chunkElements(jobs.size(), 1);
-  uint64_t totalBytes = 0;
   for (size_t j = 0; j < jobs.size(); ++j) {
     int64_t elementBytes = dtypeBytes(jobs[j].param->dtype);
     chunkElements[j] = std::max<int64_t>(1, int64_t(kChunkBytes) / elementBytes);
     int64_t elements = jobs[j].slice.numElements();
-    firstChunk[j + 1] = firstChunk[j] + uint64_t((elements + chunkElements[j] - 1) / chunkElements[j]);
-    totalBytes += jobs[j].bytes;
+    firstChunk[j + 1] =
+        firstChunk[j] + uint64_t((elements + chunkElements[j] - 1) / chunkElements[j]);
   }
-  totalBytes += transformedBytes;
   const uint64_t totalChunks = firstChunk.back();
   std::atomic<uint64_t> nextChunk{0};
   std::atomic<uint64_t> bytesDone{transformedBytes};
@@ -426,11 +438,13 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
   for (const ShardJob &job : jobs)
     totalBytes += job.bytes;
   Clock::time_point lastProgress = Clock::now();
+  uint64_t shown = 0; // whole-tensor steps show their computing first: never step back after it
   auto progress = [&](bool force) {
     if (!options.progress)
       return;
     if (force || secondsSince(lastProgress) >= options.progressIntervalSeconds) {
-      options.progress(bytesDone, totalBytes);
+      shown = std::max(shown, bytesDone);
+      options.progress(shown, totalBytes);
       lastProgress = Clock::now();
     }
   };
@@ -453,6 +467,11 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
       transformed[t].out = arena.shard(t);
     RunOptions whole = options;
     whole.progress = nullptr;
+    if (options.progress)
+      whole.progress = [&](uint64_t computed, uint64_t) {
+        shown = std::max(shown, computed);
+        options.progress(shown, totalBytes);
+      };
     runShardJobs(transformed, whole);
     for (size_t t = 0; t < transformed.size(); ++t) {
       if (!sink(transformedIndex[t], 0, transformed[t].out, transformed[t].bytes, error))

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -80,9 +81,11 @@ constexpr int64_t kPanelBytes = int64_t(256) << 10;
 // Below this many elements a matrix is factored on the calling thread alone.
 constexpr int64_t kThreadedElements = int64_t(1) << 16;
 
-// Calls `work(begin, end)` for [first, last) in pieces of `piece` columns, on up to `threads`.
+// Calls `work(begin, end)` for [first, last) in pieces of `piece` columns, on up to `threads`,
+// and `monitor` (if any) on this thread every `interval` seconds meanwhile.
 template <typename Work>
-void forColumnPieces(int64_t first, int64_t last, int64_t piece, int threads, const Work &work) {
+void forColumnPieces(int64_t first, int64_t last, int64_t piece, int threads, const Work &work,
+                     const std::function<void()> &monitor, double interval) {
   if (first >= last)
     return;
   const int64_t pieces = (last - first + piece - 1) / piece;
@@ -93,7 +96,12 @@ void forColumnPieces(int64_t first, int64_t last, int64_t piece, int threads, co
         for (int64_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < pieces;)
           work(first + p * piece, std::min(last, first + (p + 1) * piece));
       },
-      nullptr, 0);
+      monitor, interval);
+}
+
+// Floating-point operations of the reflectors [k0, k1) on one column: four per row they span.
+uint64_t reflectorFlops(int64_t m, int64_t k0, int64_t k1) {
+  return k1 <= k0 ? 0 : uint64_t(4 * (k1 - k0) * (2 * m - k0 - k1 + 1) / 2);
 }
 
 } // namespace
@@ -106,10 +114,27 @@ double orthogonalFlops(int64_t rows, int64_t cols) {
 }
 
 OrthogonalMatrix::OrthogonalMatrix(std::vector<float> normal, int64_t rows, int64_t cols,
-                                   int threads)
+                                   int threads, const Progress &progress, double interval)
     : m(std::max(rows, cols)), n(std::min(rows, cols)), wide(rows < cols) {
-  if (m * n < kThreadedElements)
+  const bool small = m * n < kThreadedElements;
+  if (small)
     threads = 1;
+  // Progress: the flops done, counted a column piece at a time, against all there are (column
+  // j takes reflectors 0 .. j-1 while factoring, 0 .. j forming Q).
+  std::atomic<uint64_t> flopsDone{0};
+  uint64_t flopsAll = 0;
+  for (int64_t j = 0; j < n; ++j)
+    flopsAll += reflectorFlops(m, 0, j) + reflectorFlops(m, 0, j + 1);
+  std::function<void()> monitor;
+  if (progress && !small)
+    monitor = [&, last = std::chrono::steady_clock::now()]() mutable {
+      const auto now = std::chrono::steady_clock::now();
+      if (std::chrono::duration<double>(now - last).count() < interval)
+        return;
+      last = now;
+      progress(std::min(1.0, double(flopsDone.load(std::memory_order_relaxed)) /
+                                 double(std::max<uint64_t>(flopsAll, 1))));
+    };
   // a: m x n column-major, the matrix or its transpose; column k of it becomes reflector k.
   std::vector<double> a(size_t(m * n));
   constexpr int64_t kTile = 64; // the transposing copy by tiles, to read and write whole lines
@@ -134,6 +159,7 @@ OrthogonalMatrix::OrthogonalMatrix(std::vector<float> normal, int64_t rows, int6
     for (int64_t k = k0; k < k1; ++k) {
       double *x = column(k) + k;
       reflectColumn(a.data(), m, beta.data(), k0, k, false, column(k));
+      flopsDone.fetch_add(reflectorFlops(m, k0, k), std::memory_order_relaxed);
       const int64_t len = m - k;
       const double norm = std::sqrt(dot(x, x, len));
       const double alpha = x[0] >= 0 ? -norm : norm;
@@ -143,26 +169,39 @@ OrthogonalMatrix::OrthogonalMatrix(std::vector<float> normal, int64_t rows, int6
       beta[size_t(k)] = vnorm2 == 0 ? 0.0 : 2.0 / vnorm2;
     }
     // The columns right of it, a few per thread at a time.
-    forColumnPieces(k1, n, 8, threads, [&](int64_t j0, int64_t j1) {
-      for (int64_t j = j0; j < j1; ++j)
-        reflectColumn(a.data(), m, beta.data(), k0, k1, false, column(j));
-    });
+    forColumnPieces(
+        k1, n, 8, threads,
+        [&](int64_t j0, int64_t j1) {
+          for (int64_t j = j0; j < j1; ++j)
+            reflectColumn(a.data(), m, beta.data(), k0, k1, false, column(j));
+          flopsDone.fetch_add(uint64_t(j1 - j0) * reflectorFlops(m, k0, k1),
+                              std::memory_order_relaxed);
+        },
+        monitor, interval);
   }
 
   // Q = H_0 H_1 ... H_{n-1} [I; 0]: column j is e_j reflected by H_j, H_{j-1}, ..., H_0. Pieces
   // of columns go over the reflectors a panel at a time, so that a panel is read from memory
   // once for the whole piece.
   q.assign(size_t(m * n), 0.0);
-  forColumnPieces(0, n, 32, threads, [&](int64_t j0, int64_t j1) {
-    for (int64_t j = j0; j < j1; ++j)
-      q[size_t(j + j * m)] = 1.0;
-    for (int64_t k1 = j1; k1 > 0;) {
-      const int64_t k0 = std::max<int64_t>(0, k1 - panel);
-      for (int64_t j = std::max(j0, k0); j < j1; ++j) // column j takes the reflectors k <= j
-        reflectColumn(a.data(), m, beta.data(), k0, std::min(k1, j + 1), true, q.data() + j * m);
-      k1 = k0;
-    }
-  });
+  forColumnPieces(
+      0, n, 32, threads,
+      [&](int64_t j0, int64_t j1) {
+        for (int64_t j = j0; j < j1; ++j)
+          q[size_t(j + j * m)] = 1.0;
+        for (int64_t k1 = j1; k1 > 0;) {
+          const int64_t k0 = std::max<int64_t>(0, k1 - panel);
+          uint64_t flops = 0;
+          for (int64_t j = std::max(j0, k0); j < j1; ++j) { // column j takes the reflectors k <= j
+            reflectColumn(a.data(), m, beta.data(), k0, std::min(k1, j + 1), true,
+                          q.data() + j * m);
+            flops += reflectorFlops(m, k0, std::min(k1, j + 1));
+          }
+          flopsDone.fetch_add(flops, std::memory_order_relaxed);
+          k1 = k0;
+        }
+      },
+      monitor, interval);
 }
 
 } // namespace initrt

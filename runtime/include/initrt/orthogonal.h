@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace initrt {
@@ -31,9 +32,14 @@ double orthogonalFlops(int64_t rows, int64_t cols);
 /// i = l mod 8 in order of i, added as ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)).
 class OrthogonalMatrix {
 public:
+  /// Called on the constructing thread with the fraction of the factorization's work done.
+  using Progress = std::function<void(double fraction)>;
+
   /// Factors `normal` (row-major; its memory is released before Q is allocated) on `threads`
-  /// threads. Throws std::bad_alloc when the scratch does not fit.
-  OrthogonalMatrix(std::vector<float> normal, int64_t rows, int64_t cols, int threads);
+  /// threads, calling `progress` (if any) at most every `interval` seconds. Throws
+  /// std::bad_alloc when the scratch does not fit.
+  OrthogonalMatrix(std::vector<float> normal, int64_t rows, int64_t cols, int threads,
+                   const Progress &progress = nullptr, double interval = 0.1);
 
   /// Element (row, col) of the result times `gain`, rounded once.
   double at(int64_t row, int64_t col, double gain) const {

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 using namespace initrt;
@@ -190,6 +192,31 @@ TEST(OrthogonalMatrix, ZeroAndDependentColumnsStayOrthonormal) {
   for (double value : q)
     ASSERT_TRUE(std::isfinite(value));
   expectOrthonormal(q, rows, cols, 1e-12);
+}
+
+TEST(OrthogonalMatrix, ReportsItsProgressInOrderOnTheCallingThread) {
+  const std::vector<float> normal = normalMatrix(400, 300, 5);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::vector<double> fractions;
+  bool elsewhere = false;
+  const OrthogonalMatrix q(
+      normal, 400, 300, 2,
+      [&](double fraction) {
+        fractions.push_back(fraction);
+        elsewhere |= std::this_thread::get_id() != caller;
+      },
+      0.0);
+  ASSERT_FALSE(fractions.empty());
+  EXPECT_FALSE(elsewhere);
+  EXPECT_TRUE(std::is_sorted(fractions.begin(), fractions.end()));
+  EXPECT_GT(fractions.front(), 0.0);
+  EXPECT_LE(fractions.back(), 1.0);
+  EXPECT_GT(fractions.back(), 0.5); // reported while Q, the second half of the work, is formed
+  // The same bits with or without a progress callback.
+  const OrthogonalMatrix quiet(normal, 400, 300, 2);
+  for (int64_t r = 0; r < 400; r += 7)
+    for (int64_t c = 0; c < 300; c += 5)
+      ASSERT_EQ(q.at(r, c, 1.0), quiet.at(r, c, 1.0));
 }
 
 TEST(OrthogonalMatrix, FlopsOfASquareAndATallMatrix) {
