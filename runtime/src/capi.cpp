@@ -52,6 +52,8 @@ template <typename Body>
 initrt_status guarded(char *err, size_t errlen, Body body) {
   try {
     return body();
+  } catch (const initrt::OutOfMemory &e) {
+    return report(INITRT_OUT_OF_MEMORY, std::string("out of memory: ") + e.what(), err, errlen);
   } catch (const std::bad_alloc &) {
     return report(INITRT_OUT_OF_MEMORY, "out of memory", err, errlen);
   } catch (const std::exception &e) {

@@ -10,13 +10,14 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
-#include <sys/stat.h>
 #include <mutex>
-#include <cstdlib>
+#include <optional>
+#include <sys/stat.h>
 #include <system_error>
 #include <thread>
 #include <unistd.h>
@@ -126,12 +127,22 @@ void computeOrthogonalShard(const ShardJob &job, int threads,
   const int64_t local = job.slice.numElements();
   if (total == 0 || local == 0)
     return;
-  std::vector<float> normal(size_t(total), 0.0f);
-  std::vector<int64_t> origin(param.shape.size(), 0);
-  job.kernel(normal.data(), param.shape.data(), origin.data(), param.shape.data(), 0, total,
-             argsOf(param));
   const int64_t rows = param.shape[0], cols = total / rows;
-  const OrthogonalMatrix q(std::move(normal), rows, cols, threads, progress, interval);
+  std::optional<OrthogonalMatrix> factored;
+  try {
+    std::vector<float> normal(size_t(total), 0.0f);
+    std::vector<int64_t> origin(param.shape.size(), 0);
+    job.kernel(normal.data(), param.shape.data(), origin.data(), param.shape.data(), 0, total,
+               argsOf(param));
+    factored.emplace(std::move(normal), rows, cols, threads, progress, interval);
+  } catch (const std::bad_alloc &) {
+    throw OutOfMemory("the orthogonal tensor " + param.name + " (" + std::to_string(rows) + " x " +
+                      std::to_string(cols) + ") needs " +
+                      formatBytes(uint64_t(total) * kOrthogonalScratchBytesPerElement) +
+                      " of scratch on every rank that holds part of it, whatever the mesh: use "
+                      "machines with more memory, or fewer ranks on each");
+  }
+  const OrthogonalMatrix &q = *factored;
   // Walk the slice in local row-major order, tracking the global linear index.
   const size_t rank = param.shape.size();
   std::vector<int64_t> index(rank, 0);

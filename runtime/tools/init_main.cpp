@@ -496,6 +496,9 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
 int runGuarded(World &world, const Options &options, int64_t myRank, bool launched) {
   try {
     return run(world, options, myRank, launched);
+  } catch (const initrt::OutOfMemory &e) {
+    std::fprintf(stderr, "%s: error (rank %lld): out of memory: %s\n", programName.c_str(),
+                 (long long)myRank, e.what());
   } catch (const std::bad_alloc &) {
     std::fprintf(stderr, "%s: error (rank %lld): out of memory: use more ranks or a machine with "
                  "more memory\n", programName.c_str(), (long long)myRank);

@@ -2,7 +2,8 @@
 # init.orthogonal across meshes and threads: every rank holding part of an orthogonal tensor
 # factors the whole matrix (on all its threads) and keeps its slice, so 1, 2 (dp=2), 6 (dp=2,tp=3)
 # and 4 ranks (tp=4) assemble to the same bytes, as do 1 and 3 threads; and each tensor is
-# orthogonal times its gain (tall, wide, 3-d, f32, bf16, f16, f64).
+# orthogonal times its gain (tall, wide, 3-d, f32, bf16, f16, f64); a rank without the memory to
+# factor one says which tensor and how much it needs.
 source "$(dirname "$0")/common.bash"
 
 cat >"$WORK/model.mlir" <<'EOF'
@@ -90,3 +91,17 @@ for name, gain in gains.items():
         sys.exit(f"{name}: |QtQ - I| = {error}")
     print(f"ok {name} orthogonal ({entry['dtype']} {shape}, |QtQ - I| = {error:.1e})")
 EOF
+
+# Out of memory for the factorization: the message names the tensor and what it needs.
+cat >"$WORK/big.mlir" <<'EOF2'
+init.seed 3
+init.param @big : tensor<4096x4096xf32> {
+  %0 = init.orthogonal gain 1.0 stream 0 strategy redundant : tensor<4096x4096xf32>
+  init.yield %0 : tensor<4096x4096xf32>
+}
+EOF2
+"$INITC" compile "$WORK/big.mlir" -o "$WORK/prog-big" >/dev/null || fail "compile big"
+fails_cleanly "orthogonal under ulimit -v" \
+  "out of memory: the orthogonal tensor big \(4096 x 4096\) needs 256.00 MiB of scratch on every rank" \
+  bash -c "ulimit -v 120000; exec '$WORK/prog-big/init' --rank 0 --discard"
+echo "ok out of memory"

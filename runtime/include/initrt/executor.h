@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,17 @@ private:
   int fd = -1; // kernels.so, open for as long as the library is loaded from it
   std::vector<KernelFn> kernels;
   std::string cpu;
+};
+
+/// Memory exhaustion that can say what ran out and what to do (std::bad_alloc says neither):
+/// caught as a std::bad_alloc by whoever only needs to know that memory ran out.
+class OutOfMemory : public std::bad_alloc {
+public:
+  explicit OutOfMemory(std::string advice) : advice(std::move(advice)) {}
+  const char *what() const noexcept override { return advice.c_str(); }
+
+private:
+  std::string advice;
 };
 
 /// One shard to compute: `kernel` writes the `slice` of `param` into `out` (`bytes` long).
