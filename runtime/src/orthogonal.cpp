@@ -7,17 +7,22 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <mutex>
+#include <system_error>
+#include <thread>
 
 namespace initrt {
 namespace {
 
-// Eight running sums in eight variables: the compiler keeps them in whatever vectors the CPU
-// has (four SSE2 registers, two AVX ones, one AVX-512), lane for lane, so the arithmetic is the
-// same everywhere. The project builds with -ffp-contract=off: a product and a sum never fuse.
+// Eight running sums in eight variables: the compiler keeps them in whatever vectors it builds
+// for (four SSE2 registers, two AVX ones), lane for lane, so the arithmetic is the same
+// everywhere. The project builds with -ffp-contract=off: a product and a sum never fuse.
 constexpr int64_t kLanes = 8;
 
-// x . y over [0, len): eight running sums, sum l taking x_i y_i for i = l mod 8 in order of i.
+// x . y over [0, len): eight running sums, sum l taking x_i y_i for i mod 8 = l in order of i.
 [[gnu::always_inline]] inline double dot(const double *x, const double *y, int64_t len) {
   double s[kLanes] = {};
   int64_t i = 0;
@@ -81,22 +86,88 @@ constexpr int64_t kPanelBytes = int64_t(256) << 10;
 // Below this many elements a matrix is factored on the calling thread alone.
 constexpr int64_t kThreadedElements = int64_t(1) << 16;
 
-// Calls `work(begin, end)` for [first, last) in pieces of `piece` columns, on up to `threads`,
-// and `monitor` (if any) on this thread every `interval` seconds meanwhile.
-template <typename Work>
-void forColumnPieces(int64_t first, int64_t last, int64_t piece, int threads, const Work &work,
-                     const std::function<void()> &monitor, double interval) {
-  if (first >= last)
+// A barrier for a fixed number of threads, reusable (C++17 has none).
+class Barrier {
+public:
+  void setCount(int threads) { count = threads; }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex);
+    const uint64_t mine = generation;
+    if (++arrived == count) {
+      arrived = 0;
+      ++generation;
+      released.notify_all();
+      return;
+    }
+    released.wait(lock, [&] { return generation != mine; });
+  }
+
+private:
+  std::mutex mutex;
+  std::condition_variable released;
+  int count = 1, arrived = 0;
+  uint64_t generation = 0;
+};
+
+// Runs `body(worker, barrier)` on `threads` threads started once (worker 0 to threads - 1; a
+// barrier of that many), and `monitor` (if any) on this thread every `interval` seconds
+// meanwhile. The body must not throw: a thread that left early would hold the others at the
+// barrier. Fewer threads than asked for, when the system has no more, is slower, not wrong.
+template <typename Body>
+void runTeam(int threads, const Body &body, const std::function<void()> &monitor, double interval) {
+  Barrier barrier;
+  if (threads <= 1 && !monitor) {
+    body(0, barrier);
     return;
-  const int64_t pieces = (last - first + piece - 1) / piece;
-  std::atomic<int64_t> next{0};
-  runOnThreads(
-      int(std::min<int64_t>(threads, pieces)),
-      [&] {
-        for (int64_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < pieces;)
-          work(first + p * piece, std::min(last, first + (p + 1) * piece));
-      },
-      monitor, interval);
+  }
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool started = false;
+  int finished = 0;
+  std::vector<std::thread> team;
+  team.reserve(size_t(threads));
+  for (int worker = 0; worker < threads; ++worker) {
+    try {
+      team.emplace_back([&, worker]() noexcept {
+        {
+          std::unique_lock<std::mutex> lock(mutex);
+          changed.wait(lock, [&] { return started; }); // the team's size is known
+        }
+        body(worker, barrier);
+        std::lock_guard<std::mutex> lock(mutex);
+        ++finished;
+        changed.notify_all();
+      });
+    } catch (const std::system_error &) {
+      break;
+    }
+  }
+  if (team.empty()) {
+    body(0, barrier);
+    return;
+  }
+  std::exception_ptr failure; // the monitor's, rethrown once the team is done
+  std::unique_lock<std::mutex> lock(mutex);
+  barrier.setCount(int(team.size()));
+  started = true;
+  changed.notify_all();
+  while (finished < int(team.size())) {
+    changed.wait_for(lock, std::chrono::duration<double>(interval));
+    if (monitor && !failure) {
+      lock.unlock();
+      try {
+        monitor();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      lock.lock();
+    }
+  }
+  lock.unlock();
+  for (std::thread &thread : team)
+    thread.join();
+  if (failure)
+    std::rethrow_exception(failure);
 }
 
 // Floating-point operations of the reflectors [k0, k1) on one column: four per row they span.
@@ -152,56 +223,64 @@ OrthogonalMatrix::OrthogonalMatrix(std::vector<float> normal, int64_t rows, int6
   const ReflectColumn reflectColumn = chooseReflectColumn();
   const int64_t panel = std::clamp<int64_t>(kPanelBytes / (m * int64_t(sizeof(double))), 4, 64);
 
-  for (int64_t k0 = 0; k0 < n; k0 += panel) {
-    const int64_t k1 = std::min(n, k0 + panel);
-    // The panel on this thread: each column takes the panel's earlier reflectors, then becomes
-    // a reflector itself (in place: v is the column from row k down, with alpha taken off).
-    for (int64_t k = k0; k < k1; ++k) {
-      double *x = column(k) + k;
-      reflectColumn(a.data(), m, beta.data(), k0, k, false, column(k));
-      flopsDone.fetch_add(reflectorFlops(m, k0, k), std::memory_order_relaxed);
-      const int64_t len = m - k;
-      const double norm = std::sqrt(dot(x, x, len));
-      const double alpha = x[0] >= 0 ? -norm : norm;
-      x[0] -= alpha;
-      const double vnorm2 = dot(x, x, len);
-      negative[size_t(k)] = norm != 0 && alpha < 0; // r_kk = alpha
-      beta[size_t(k)] = vnorm2 == 0 ? 0.0 : 2.0 / vnorm2;
-    }
-    // The columns right of it, a few per thread at a time.
-    forColumnPieces(
-        k1, n, 8, threads,
-        [&](int64_t j0, int64_t j1) {
-          for (int64_t j = j0; j < j1; ++j)
-            reflectColumn(a.data(), m, beta.data(), k0, k1, false, column(j));
-          flopsDone.fetch_add(uint64_t(j1 - j0) * reflectorFlops(m, k0, k1),
-                              std::memory_order_relaxed);
-        },
-        monitor, interval);
-  }
-
-  // Q = H_0 H_1 ... H_{n-1} [I; 0]: column j is e_j reflected by H_j, H_{j-1}, ..., H_0. Pieces
-  // of columns go over the reflectors a panel at a time, so that a panel is read from memory
-  // once for the whole piece.
-  q.assign(size_t(m * n), 0.0);
-  forColumnPieces(
-      0, n, 32, threads,
-      [&](int64_t j0, int64_t j1) {
-        for (int64_t j = j0; j < j1; ++j)
-          q[size_t(j + j * m)] = 1.0;
-        for (int64_t k1 = j1; k1 > 0;) {
-          const int64_t k0 = std::max<int64_t>(0, k1 - panel);
-          uint64_t flops = 0;
-          for (int64_t j = std::max(j0, k0); j < j1; ++j) { // column j takes the reflectors k <= j
-            reflectColumn(a.data(), m, beta.data(), k0, std::min(k1, j + 1), true,
-                          q.data() + j * m);
-            flops += reflectorFlops(m, k0, std::min(k1, j + 1));
-          }
-          flopsDone.fetch_add(flops, std::memory_order_relaxed);
-          k1 = k0;
+  // Each panel: worker 0 factors it while the others wait, then all take the columns right of it
+  // a few at a time. Then Q, in pieces of columns from the last (the costliest) to the first.
+  constexpr int64_t kFactorPiece = 8, kQPiece = 32;
+  std::atomic<int64_t> nextPiece{0}, nextQPiece{0};
+  q.reset(new double[size_t(m * n)]);
+  auto work = [&](int worker, Barrier &barrier) {
+    for (int64_t k0 = 0; k0 < n; k0 += panel) {
+      const int64_t k1 = std::min(n, k0 + panel);
+      if (worker == 0) {
+        // Each column takes the panel's earlier reflectors, then becomes a reflector itself (in
+        // place: v is the column from row k down, with alpha taken off).
+        for (int64_t k = k0; k < k1; ++k) {
+          double *x = column(k) + k;
+          reflectColumn(a.data(), m, beta.data(), k0, k, false, column(k));
+          flopsDone.fetch_add(reflectorFlops(m, k0, k), std::memory_order_relaxed);
+          const int64_t len = m - k;
+          const double norm = std::sqrt(dot(x, x, len));
+          const double alpha = x[0] >= 0 ? -norm : norm;
+          x[0] -= alpha;
+          const double vnorm2 = dot(x, x, len);
+          negative[size_t(k)] = norm != 0 && alpha < 0; // r_kk = alpha
+          beta[size_t(k)] = vnorm2 == 0 ? 0.0 : 2.0 / vnorm2;
         }
-      },
-      monitor, interval);
+        nextPiece.store(0, std::memory_order_relaxed);
+      }
+      barrier.wait();
+      const int64_t pieces = (n - k1 + kFactorPiece - 1) / kFactorPiece;
+      for (int64_t p; (p = nextPiece.fetch_add(1, std::memory_order_relaxed)) < pieces;) {
+        const int64_t j0 = k1 + p * kFactorPiece, j1 = std::min(n, j0 + kFactorPiece);
+        for (int64_t j = j0; j < j1; ++j)
+          reflectColumn(a.data(), m, beta.data(), k0, k1, false, column(j));
+        flopsDone.fetch_add(uint64_t(j1 - j0) * reflectorFlops(m, k0, k1),
+                            std::memory_order_relaxed);
+      }
+      barrier.wait();
+    }
+    // Q = H_0 H_1 ... H_{n-1} [I; 0]: column j is e_j reflected by H_j, H_{j-1}, ..., H_0. A
+    // piece goes over the reflectors a panel at a time, so that a panel is read from memory once
+    // for the whole piece.
+    const int64_t pieces = (n + kQPiece - 1) / kQPiece;
+    for (int64_t p; (p = nextQPiece.fetch_add(1, std::memory_order_relaxed)) < pieces;) {
+      const int64_t j1 = n - p * kQPiece, j0 = std::max<int64_t>(0, j1 - kQPiece);
+      std::fill(q.get() + j0 * m, q.get() + j1 * m, 0.0);
+      for (int64_t j = j0; j < j1; ++j)
+        q[size_t(j + j * m)] = 1.0;
+      for (int64_t k1 = j1; k1 > 0;) {
+        const int64_t k0 = std::max<int64_t>(0, k1 - panel);
+        uint64_t flops = 0;
+        for (int64_t j = std::max(j0, k0); j < j1; ++j) { // column j takes the reflectors k <= j
+          reflectColumn(a.data(), m, beta.data(), k0, std::min(k1, j + 1), true, q.get() + j * m);
+          flops += reflectorFlops(m, k0, std::min(k1, j + 1));
+        }
+        flopsDone.fetch_add(flops, std::memory_order_relaxed);
+        k1 = k0;
+      }
+    }
+  };
+  runTeam(threads, work, monitor, interval);
 }
 
 } // namespace initrt

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace initrt {
@@ -24,19 +25,21 @@ double orthogonalFlops(int64_t rows, int64_t cols);
 /// reflectors; column j of Q times the sign of r_jj (+1 when r_jj is 0); transposed back.
 ///
 /// The operation order (ir-spec/dialect.md, init.orthogonal): column k's reflector is
-/// v = x - alpha e_1 with x the column from row k down, alpha = -sign(x_1) |x|, beta = 2 / |v|^2
-/// (no reflection when |v| is 0); a reflector applies to a column c as c - (beta (v . c)) v, each
-/// product and difference rounded; every column receives the reflectors in the order of the
-/// unblocked algorithm (factoring: 0, 1, ...; forming Q from the identity: j, j - 1, ..., 0).
-/// Every dot product x . y over n elements is eight running sums, sum l taking x_i y_i for
-/// i = l mod 8 in order of i, added as ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)).
+/// v = x - alpha e_0 with x the column from row k down, alpha = -|x| when x_0 >= 0 and |x|
+/// otherwise, beta = 2 / |v|^2 (no reflection when |v| is 0); a reflector applies to a column c
+/// as c - (beta (v . c)) v, each product and difference rounded; every column receives the
+/// reflectors in the order of the unblocked algorithm (factoring: 0, 1, ...; forming Q from the
+/// identity: j, j - 1, ..., 0). Every dot product x . y is eight running sums, sum l taking
+/// x_i y_i for i mod 8 = l in order of i, added as ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 +
+/// s7)).
 class OrthogonalMatrix {
 public:
   /// Called on the constructing thread with the fraction of the factorization's work done.
   using Progress = std::function<void(double fraction)>;
 
   /// Factors `normal` (row-major; its memory is released before Q is allocated) on `threads`
-  /// threads, calling `progress` (if any) at most every `interval` seconds. Throws
+  /// threads, calling `progress` (if any) at most every `interval` seconds; a matrix of fewer
+  /// than 65536 elements is factored on the calling thread alone, without progress. Throws
   /// std::bad_alloc when the scratch does not fit.
   OrthogonalMatrix(std::vector<float> normal, int64_t rows, int64_t cols, int threads,
                    const Progress &progress = nullptr, double interval = 0.1);
@@ -54,7 +57,7 @@ public:
 private:
   int64_t m = 0, n = 0;       // the factored matrix is m x n, m >= n
   bool wide = false;          // rows < cols: the factored matrix is the transpose
-  std::vector<double> q;      // m x n, column-major
+  std::unique_ptr<double[]> q; // m x n, column-major
   std::vector<char> negative; // r_jj < 0: column j of q is negated
 };
 
