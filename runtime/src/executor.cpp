@@ -17,6 +17,7 @@
 #include <link.h>
 #include <mutex>
 #include <optional>
+#include <sched.h>
 #include <sys/stat.h>
 #include <system_error>
 #include <thread>
@@ -369,6 +370,11 @@ std::unique_ptr<KernelLibrary> KernelLibrary::load(const std::string &progDir,
 int resolveThreads(int requested) {
   if (requested > 0)
     return requested;
+  // The CPUs this process may run on: mpirun binds each rank to its cores, and a container or
+  // taskset may allow fewer than the machine has; more threads would only take turns.
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0)
+    return CPU_COUNT(&allowed);
   unsigned hardware = std::thread::hardware_concurrency();
   return hardware == 0 ? 1 : int(hardware);
 }

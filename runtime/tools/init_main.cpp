@@ -281,6 +281,8 @@ void printSummary(const Program &program, const Options &options, const std::vec
   row("ranks", rankText);
   row("parameters", std::to_string(program.params.size()));
   row("kernels", "compiled for " + kernelCpu + " (rank " + rankName(0) + ")");
+  row("threads", std::to_string(initrt::resolveThreads(options.threads)) + " (rank " + rankName(0) +
+                     (options.threads > 0 ? ", --threads)" : ", one per CPU it may run on)"));
   row("elements", formatCount(modelElements) + " in the model, " + formatCount(elements) +
                       " computed (replicas included)");
   if (options.discard)
@@ -547,7 +549,8 @@ int main(int argc, char **argv) {
           },
           "", "non-negative"));
   app.add_option("--threads", options.threads,
-                 "Worker threads per rank (default: all hardware threads)")
+                 "Worker threads per rank (default: one per CPU the rank may run on, which "
+                 "mpirun's binding of ranks to cores decides)")
       ->type_name("N")
       ->check(CLI::Range(1, 65536));
   app.add_option("--target-cpu", options.targetCpu,

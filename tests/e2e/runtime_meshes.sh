@@ -55,6 +55,7 @@ for mesh in dp=1 dp=2 dp=3 dp=2,tp=2; do
   summary=$("$prog/init" --rank "$last" --discard --threads 1 2>&1) || fail "--rank $last --discard failed"
   grep -q "slowest rank    rank $last," <<<"$summary" && grep -q "(rank $last) vs largest" <<<"$summary" \
     || fail "the --rank $last summary does not name rank $last: $summary"
+  grep -q "threads         1 (rank $last, --threads)" <<<"$summary" || fail "threads: $summary"
 
   "$TESTPROG" verify "$WORK/ckpt-$mesh" || fail "verify failed for $mesh"
   "$TESTPROG" assemble "$WORK/ckpt-$mesh" "$WORK/model-$mesh.safetensors" \
@@ -66,6 +67,19 @@ for mesh in dp=1 dp=2 dp=3 dp=2,tp=2; do
       || fail "the assembled model of $mesh differs from dp=1's"
   fi
 done
+
+# Without --threads, a rank takes one thread per CPU it may run on: all of them alone, one when
+# taskset (or mpirun's binding to cores) gives it one.
+prog="$WORK/prog-dp=2,tp=2"
+summary=$("$prog/init" --rank 0 --discard 2>&1) || fail "--discard without --threads failed"
+cpus=$(taskset -c -p $$ | awk -F': ' '{print $2}' | tr ',' '\n' |
+  awk -F- '{ n += (NF == 2 ? $2 - $1 + 1 : 1) } END { print n }')
+grep -q "threads         $cpus (rank 0, one per CPU it may run on)" <<<"$summary" ||
+  fail "threads on $cpus CPUs: $summary"
+summary=$(taskset -c 0 "$prog/init" --rank 0 --discard 2>&1) || fail "--discard under taskset failed"
+grep -q "threads         1 (rank 0, one per CPU it may run on)" <<<"$summary" ||
+  fail "threads under taskset -c 0: $summary"
+echo "ok threads follow the CPUs a rank may run on"
 
 # A rerun skips complete ranks and regenerates a damaged one.
 mesh=dp=2,tp=2

@@ -667,7 +667,7 @@ int main(int argc, char **argv) {
   int verifyThreads = 0;
   verifyCmd
       ->add_option("--threads", verifyThreads,
-                   "files read at a time (default: one per hardware thread)")
+                   "files read at a time (default: one per CPU initc may run on)")
       ->check(CLI::Range(1, 65536));
 
   // CLI11 answers an unknown subcommand with "A subcommand is required": name it instead.

@@ -132,7 +132,7 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
 
 /// Re-reads every shard, recomputes each checksum and checks coverage; one line per problem in
 /// `problems`, naming the parameter and rank, in rank order. `threads` files are read at a time
-/// (0: one per hardware thread). `progress` (optional) hears the tensor bytes checked of all the
+/// (0: one per CPU it may run on). `progress` (optional) hears the tensor bytes checked of all the
 /// ranks' (replicas included), tensor by tensor, under a lock, from the reading threads.
 bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems,
                       std::string &error, const ProgressFn &progress = {}, int threads = 0);

@@ -80,7 +80,7 @@ struct ShardJob {
 };
 
 struct RunOptions {
-  int threads = 0;                       // 0: std::thread::hardware_concurrency()
+  int threads = 0;                       // 0: resolveThreads, one per CPU it may run on
   ProgressFn progress;                   // optional; on the calling thread: bytes computed, total
   double progressIntervalSeconds = 0.1;  // at most this often
   bool checksums = true;                 // computeRank: checksum every shard after computing
@@ -89,7 +89,8 @@ struct RunOptions {
 /// Bytes of output per unit of work handed to a thread.
 inline constexpr uint64_t kChunkBytes = uint64_t(256) << 10;
 
-/// `requested` if positive, else the number of hardware threads (at least 1).
+/// `requested` if positive, else the number of CPUs this process may run on (its affinity mask;
+/// the hardware threads when that cannot be read), at least 1.
 int resolveThreads(int requested);
 
 /// Runs `work` on `threads` threads (fewer if the system starts no more). Without a monitor the
