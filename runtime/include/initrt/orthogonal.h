@@ -30,8 +30,8 @@ double orthogonalFlops(int64_t rows, int64_t cols);
 /// as c - (beta (v . c)) v, each product and difference rounded; every column receives the
 /// reflectors in the order of the unblocked algorithm (factoring: 0, 1, ...; forming Q from the
 /// identity: j, j - 1, ..., 0). Every dot product x . y is eight running sums, sum l taking
-/// x_i y_i for i mod 8 = l in order of i, added as ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 +
-/// s7)).
+/// x_i y_i for i mod 8 = l in order of i, added as
+/// ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)).
 class OrthogonalMatrix {
 public:
   /// Called on the constructing thread with the fraction of the factorization's work done.
