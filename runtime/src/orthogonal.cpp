@@ -22,6 +22,11 @@ namespace {
 // everywhere. The project builds with -ffp-contract=off: a product and a sum never fuse.
 constexpr int64_t kLanes = 8;
 
+// The running sums of a dot product, added in their fixed order.
+[[gnu::always_inline]] inline double addLanes(const double *s) {
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 // x . y over [0, len): eight running sums, sum l taking x_i y_i for i mod 8 = l in order of i.
 [[gnu::always_inline]] inline double dot(const double *x, const double *y, int64_t len) {
   double s[kLanes] = {};
@@ -31,25 +36,62 @@ constexpr int64_t kLanes = 8;
       s[l] += x[i + l] * y[i + l];
   for (int64_t l = 0; i < len; ++i, ++l)
     s[l] += x[i] * y[i];
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
-// c - (beta (v . c)) v over [0, len), into c.
-[[gnu::always_inline]] inline void reflect(const double *v, double beta, double *c, int64_t len) {
-  const double s = dot(v, c, len) * beta;
-  for (int64_t i = 0; i < len; ++i)
-    c[i] -= s * v[i];
+  return addLanes(s);
 }
 
 // The reflectors k in [k0, k1) of the m-row matrix `v` (column k from row k down), ascending
-// or descending, applied to column c from row k.
+// or descending, applied to column c from row k. One pass over the column per reflector: each
+// pass updates the rows by one reflector and adds up, in the same order as dot() would, the
+// products of the next reflector with the rows it has just updated.
 [[gnu::always_inline]] inline void reflectColumnWith(const double *v, int64_t m, const double *beta,
                                                      int64_t k0, int64_t k1, bool descending,
                                                      double *c) {
-  for (int64_t step = 0; step < k1 - k0; ++step) {
-    const int64_t k = descending ? k1 - 1 - step : k0 + step;
-    if (beta[k] != 0)
-      reflect(v + k * m + k, beta[k], c + k, m - k);
+  int64_t step = 0;
+  auto nextReflector = [&]() -> int64_t { // the next with beta != 0, or -1
+    for (; step < k1 - k0; ++step) {
+      const int64_t k = descending ? k1 - 1 - step : k0 + step;
+      if (beta[k] != 0) {
+        ++step;
+        return k;
+      }
+    }
+    return -1;
+  };
+  int64_t k = nextReflector();
+  if (k < 0)
+    return;
+  double s = dot(v + k * m + k, c + k, m - k) * beta[k];
+  for (;;) {
+    const double *vk = v + k * m; // row i of reflector k: vk[i], from row k
+    const int64_t b = nextReflector();
+    if (b < 0) {
+      for (int64_t i = k; i < m; ++i)
+        c[i] -= s * vk[i];
+      return;
+    }
+    const double *vb = v + b * m; // the next reflector's dot product runs over rows b.., lanes
+    double sums[kLanes] = {};     // (i - b) mod 8
+    int64_t i = b;
+    for (; i < k; ++i) // rows above k (descending): not changed by reflector k
+      sums[(i - b) % kLanes] += vb[i] * c[i];
+    for (i = k; i < b; ++i) // rows above b (ascending): not in the next dot product
+      c[i] -= s * vk[i];
+    for (i = std::max(k, b); i < m && (i - b) % kLanes != 0; ++i) {
+      c[i] -= s * vk[i];
+      sums[(i - b) % kLanes] += vb[i] * c[i];
+    }
+    for (; i + kLanes <= m; i += kLanes)
+      for (int64_t l = 0; l < kLanes; ++l) {
+        const double updated = c[i + l] - s * vk[i + l];
+        c[i + l] = updated;
+        sums[l] += vb[i + l] * updated;
+      }
+    for (; i < m; ++i) {
+      c[i] -= s * vk[i];
+      sums[(i - b) % kLanes] += vb[i] * c[i];
+    }
+    s = addLanes(sums) * beta[b];
+    k = b;
   }
 }
 

@@ -202,7 +202,7 @@ constexpr KernelRates kKernelRates[] = {
 constexpr double kRuntimeOverheadBytes = 12.0 * (1 << 20);
 // The runtime's QR of an orthogonal tensor (initrt::OrthogonalMatrix, its AVX2 build) on one
 // core: measured with `prog/init --rank 0 --discard --threads 1` on one square f32 tensor (the
-// whole run) as 14, 14 and 11 GFLOP/s for 1024, 2048 and 4096 rows on an AMD EPYC (Zen 4).
+// whole run) as 14, 14 and 13 GFLOP/s for 1024, 2048 and 4096 rows on an AMD EPYC (Zen 4).
 constexpr double kOrthogonalFlopsPerSecond = 1.0e10;
 // prog/init (writing a checkpoint, or --discard) streams pieces through a ring of
 // 2 * threads + 2 buffers (initrt's kPieceBytes each), so its memory is the overhead plus this
