@@ -379,6 +379,44 @@ int resolveThreads(int requested) {
   return hardware == 0 ? 1 : int(hardware);
 }
 
+CpuShare shareCpus(const std::vector<cpu_set_t> &host, size_t self) {
+  const cpu_set_t &mine = host[self];
+  CpuShare share;
+  share.cpus = CPU_COUNT(&mine);
+  if (share.cpus == 0) { // the mask could not be read
+    share.threads = resolveThreads(0);
+    return share;
+  }
+  bool sameMask = true;
+  int sharingBefore = 0;
+  share.sharing = 0;
+  for (size_t p = 0; p < host.size(); ++p) {
+    cpu_set_t common;
+    CPU_AND(&common, &mine, &host[p]);
+    if (CPU_COUNT(&common) == 0)
+      continue;
+    sameMask = sameMask && CPU_EQUAL(&mine, &host[p]);
+    ++share.sharing;
+    sharingBefore += p < self;
+  }
+  if (sameMask) {
+    share.threads = share.cpus / share.sharing + (sharingBefore < share.cpus % share.sharing);
+  } else {
+    double cpus = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (!CPU_ISSET(cpu, &mine))
+        continue;
+      int allowed = 0;
+      for (const cpu_set_t &other : host)
+        allowed += CPU_ISSET(cpu, &other) ? 1 : 0;
+      cpus += 1.0 / allowed;
+    }
+    share.threads = int(cpus + 1e-9);
+  }
+  share.threads = std::max(share.threads, 1);
+  return share;
+}
+
 void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &options) {
   // Jobs with a whole-tensor transform are computed first, the others in chunks.
   std::vector<ShardJob> jobs;

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -67,6 +68,19 @@ public:
   virtual void broadcast(std::string &text) = 0;
   // Ends the whole job after an unexpected error, when the other ranks cannot be told otherwise.
   virtual void abortJob(int code) { std::exit(code); }
+  // The threads this rank starts without --threads: its share of the CPUs it may run on with the
+  // other ranks of its host. Collective.
+  virtual CpuShare cpuShare() { return shareCpus({allowedCpus()}, 0); }
+
+protected:
+  // This process's affinity mask; empty if it cannot be read.
+  static cpu_set_t allowedCpus() {
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0)
+      CPU_ZERO(&mask);
+    return mask;
+  }
 };
 
 class SoloWorld : public World {
@@ -131,6 +145,20 @@ public:
   }
 
   void abortJob(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
+
+  CpuShare cpuShare() override {
+    MPI_Comm host;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, myRank, MPI_INFO_NULL, &host);
+    int self, hostSize;
+    MPI_Comm_rank(host, &self);
+    MPI_Comm_size(host, &hostSize);
+    cpu_set_t mine = allowedCpus();
+    std::vector<cpu_set_t> masks(static_cast<size_t>(hostSize));
+    MPI_Allgather(&mine, int(sizeof mine), MPI_BYTE, masks.data(), int(sizeof mine), MPI_BYTE,
+                  host);
+    MPI_Comm_free(&host);
+    return shareCpus(masks, size_t(self));
+  }
 
 private:
   int myRank = 0;
@@ -242,7 +270,8 @@ double peakRssBytes() {
 }
 
 void printSummary(const Program &program, const Options &options, const std::vector<double> &stats,
-                  int ranks, double wallSeconds, const std::string &kernelCpu) {
+                  int ranks, int threads, const CpuShare &cpuShare, double wallSeconds,
+                  const std::string &kernelCpu) {
   double bytes = 0, written = 0, elements = 0, slowest = 0, maxRss = 0, maxShardBytes = 0;
   int slowestRank = 0, maxRssRank = 0, skipped = 0;
   // stats are indexed by the job's ranks; a lone --rank run is that one rank.
@@ -281,8 +310,15 @@ void printSummary(const Program &program, const Options &options, const std::vec
   row("ranks", rankText);
   row("parameters", std::to_string(program.params.size()));
   row("kernels", "compiled for " + kernelCpu + " (rank " + rankName(0) + ")");
-  row("threads", std::to_string(initrt::resolveThreads(options.threads)) + " (rank " + rankName(0) +
-                     (options.threads > 0 ? ", --threads)" : ", one per CPU it may run on)"));
+  std::string why = ", one per CPU it may run on";
+  if (options.threads > 0)
+    why = ", --threads";
+  else if (cpuShare.sharing > 1)
+    why = ", its share of the " + std::to_string(cpuShare.cpus) + " CPU" +
+          (cpuShare.cpus == 1 ? "" : "s") + " it may run on with " +
+          std::to_string(cpuShare.sharing - 1) + " other rank" +
+          (cpuShare.sharing == 2 ? "" : "s") + " of its host";
+  row("threads", std::to_string(threads) + " (rank " + rankName(0) + why + ")");
   row("elements", formatCount(modelElements) + " in the model, " + formatCount(elements) +
                       " computed (replicas included)");
   if (options.discard)
@@ -309,6 +345,8 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   const bool singleRank = options.rank >= 0;
   const bool root = world.rank() == 0;
   std::string error;
+  const CpuShare cpuShare = world.cpuShare();
+  const int threads = options.threads > 0 ? options.threads : cpuShare.threads;
 
   std::string progDir = options.programDir.empty() ? executableDir() : options.programDir;
   Program program;
@@ -415,7 +453,7 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
     }
   } else {
     RunOptions runOptions;
-    runOptions.threads = options.threads;
+    runOptions.threads = threads;
     std::unique_ptr<ProgressBar> bar;
     if (root && !options.quiet && isatty(2)) {
       bar.reset(new ProgressBar());
@@ -487,9 +525,8 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
 
   std::vector<double> allStats = world.gatherStats(stats);
   if (root && !options.quiet)
-    printSummary(program, options, allStats, world.size(),
-                 std::chrono::duration<double>(Clock::now() - start).count(),
-                 kernels->targetCpu());
+    printSummary(program, options, allStats, world.size(), threads, cpuShare,
+                 std::chrono::duration<double>(Clock::now() - start).count(), kernels->targetCpu());
   return kExitOk;
 }
 
@@ -549,8 +586,8 @@ int main(int argc, char **argv) {
           },
           "", "non-negative"));
   app.add_option("--threads", options.threads,
-                 "Worker threads per rank (default: one per CPU the rank may run on, which "
-                 "mpirun's binding of ranks to cores decides)")
+                 "Worker threads per rank (default: one per CPU the rank may run on, as "
+                 "mpirun binds it; ranks of one host allowed on the same CPUs divide them)")
       ->type_name("N")
       ->check(CLI::Range(1, 65536));
   app.add_option("--target-cpu", options.targetCpu,

@@ -79,6 +79,16 @@ grep -q "threads         $cpus (rank 0, one per CPU it may run on)" <<<"$summary
 summary=$(taskset -c 0 "$prog/init" --rank 0 --discard 2>&1) || fail "--discard under taskset failed"
 grep -q "threads         1 (rank 0, one per CPU it may run on)" <<<"$summary" ||
   fail "threads under taskset -c 0: $summary"
+# Ranks of one host allowed on the same CPUs (--bind-to none) divide them; rank 0 gets the
+# left-over one.
+summary=$("${MPIRUN[@]}" -np 4 "$prog/init" --discard 2>&1) || fail "mpirun --discard failed"
+share=$(( cpus / 4 + (cpus % 4 > 0) ))
+grep -q "threads         $share (rank 0, its share of the $cpus CPUs\? it may run on with 3 other ranks of its host)" \
+  <<<"$summary" || fail "threads of 4 ranks on $cpus CPUs: $summary"
+summary=$(taskset -c 0 "${MPIRUN[@]}" -np 4 "$prog/init" --discard 2>&1) ||
+  fail "mpirun --discard under taskset failed"
+grep -q "threads         1 (rank 0, its share of the 1 CPU it may run on with 3 other ranks of its host)" \
+  <<<"$summary" || fail "threads of 4 ranks on 1 CPU: $summary"
 echo "ok threads follow the CPUs a rank may run on"
 
 # A rerun skips complete ranks and regenerates a damaged one.

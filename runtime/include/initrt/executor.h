@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <new>
+#include <sched.h>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,19 @@ inline constexpr uint64_t kChunkBytes = uint64_t(256) << 10;
 /// `requested` if positive, else the number of CPUs this process may run on (its affinity mask;
 /// the hardware threads when that cannot be read), at least 1.
 int resolveThreads(int requested);
+
+/// A process's share of the CPUs it may run on, when other processes of its host may run on some
+/// of them too (mpirun --bind-to none or socket gives every rank of a host the same CPUs).
+struct CpuShare {
+  int threads = 1; // at least 1
+  int cpus = 0;    // in the process's affinity mask
+  int sharing = 1; // processes of the host allowed on any of those CPUs, this one included
+};
+
+/// The share of `host[self]` among the affinity masks of its host's processes, in rank order:
+/// each CPU counts 1/k for each of the k processes allowed on it. When those processes all have
+/// the same mask, the CPUs left over go to the first ones, so that each CPU gets one thread.
+CpuShare shareCpus(const std::vector<cpu_set_t> &host, size_t self);
 
 /// Runs `work` on `threads` threads (fewer if the system starts no more). Without a monitor the
 /// caller is one of them; with one, the caller calls `monitor` about every `interval` seconds

@@ -82,8 +82,9 @@ initrt_status initrt_param_info(const initrt_program *prog, int64_t rank, int64_
 
 /* Fills `buf` with `rank`'s shard of the parameter (or alias) `name`, row-major. buf_bytes must
  * equal the shard's bytes, and buf be aligned to the element size (as malloc's is). threads <= 0
- * uses one thread per CPU the process may run on (its affinity mask). The bytes are the same as
- * those `prog/init` writes for that rank.
+ * uses one thread per CPU the process may run on (its affinity mask); processes of one host
+ * allowed on the same CPUs (torchrun, mpirun --bind-to none) should divide them through
+ * `threads`, as prog/init does. The bytes are the same as those `prog/init` writes for that rank.
  * Transparent huge pages are asked for (MADV_HUGEPAGE) on every whole 2 MiB page of the buffer
  * before it is written, so fresh memory faults in faster; advisory, and pages already present keep
  * their size. */

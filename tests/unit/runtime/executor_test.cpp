@@ -564,3 +564,46 @@ TEST(RunOnThreads, TheFirstExceptionOfAnyThreadReachesTheCaller) {
   EXPECT_THROW(runOnThreads(2, slowWork, throwingMonitor, 0.001), std::runtime_error);
   EXPECT_EQ(monitorCalls, 1);
 }
+
+namespace {
+cpu_set_t cpus(std::initializer_list<int> ids) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int id : ids)
+    CPU_SET(id, &set);
+  return set;
+}
+std::vector<int> threadsOfEach(const std::vector<cpu_set_t> &host) {
+  std::vector<int> threads;
+  for (size_t p = 0; p < host.size(); ++p)
+    threads.push_back(shareCpus(host, p).threads);
+  return threads;
+}
+} // namespace
+
+TEST(ShareCpus, RanksOfAHostDivideTheCpusTheyShare) {
+  // Bound to their own cores (mpirun --bind-to core): each takes its CPUs.
+  EXPECT_EQ(threadsOfEach({cpus({0, 1}), cpus({2, 3}), cpus({4})}), (std::vector<int>{2, 2, 1}));
+  CpuShare own = shareCpus({cpus({0, 1}), cpus({2, 3})}, 1);
+  EXPECT_EQ(own.cpus, 2);
+  EXPECT_EQ(own.sharing, 1);
+  // The same CPUs for all (--bind-to none or socket): the left-over CPUs go to the first ranks,
+  // so that the threads add up to the CPUs.
+  EXPECT_EQ(threadsOfEach({cpus({0, 1, 2}), cpus({0, 1, 2})}), (std::vector<int>{2, 1}));
+  EXPECT_EQ(threadsOfEach(std::vector<cpu_set_t>(4, cpus({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}))),
+            (std::vector<int>{3, 3, 2, 2}));
+  CpuShare shared = shareCpus(std::vector<cpu_set_t>(3, cpus({4, 5, 6, 7})), 2);
+  EXPECT_EQ(shared.cpus, 4);
+  EXPECT_EQ(shared.sharing, 3);
+  // More ranks than CPUs: one thread each, never none.
+  EXPECT_EQ(threadsOfEach(std::vector<cpu_set_t>(3, cpus({0}))), (std::vector<int>{1, 1, 1}));
+  // Two sockets of two ranks each: ranks share only with their socket.
+  EXPECT_EQ(threadsOfEach({cpus({0, 1, 2, 3}), cpus({0, 1, 2, 3}), cpus({4, 5, 6, 7, 8, 9}),
+                           cpus({4, 5, 6, 7, 8, 9})}),
+            (std::vector<int>{2, 2, 3, 3}));
+  // Overlapping masks: a CPU allowed to k ranks counts 1/k for each.
+  EXPECT_EQ(threadsOfEach({cpus({0, 1, 2, 3}), cpus({2, 3}), cpus({5})}),
+            (std::vector<int>{3, 1, 1}));
+  // A mask that could not be read falls back to resolveThreads.
+  EXPECT_EQ(shareCpus({cpus({})}, 0).threads, resolveThreads(0));
+}
