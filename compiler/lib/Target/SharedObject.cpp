@@ -257,6 +257,22 @@ std::optional<CpuTarget> resolveCpu(llvm::StringRef cpu, const TargetOptions &op
               "x86-64-v3, x86-64-v4, native or a 64-bit CPU name";
       return std::nullopt;
     }
+    // AVX-512 added to a CPU without it (x86-64-v3+avx512f) comes without LLVM's evex512 (the
+    // code generator adds it only to generic CPUs), so 512-bit vectors would be illegal in the
+    // kernels' AVX-512 loop: add it, as clang's -mavx512f does.
+    if (subtarget->checkFeatures("+avx512f")) {
+      llvm::StringRef features(resolved.features);
+      if (features.contains("-evex512")) {
+        error = "target CPU '" + cpu.str() +
+                "' has AVX-512 without 512-bit vectors (-evex512), which the kernels' AVX-512 "
+                "loop needs: drop -evex512, or compile for x86-64-v3";
+        return std::nullopt;
+      }
+      std::unique_ptr<llvm::MCSubtargetInfo> plain(
+          target.llvmTarget->createMCSubtargetInfo(target.triple, resolved.cpu, ""));
+      if (!plain->checkFeatures("+avx512f") && !features.contains("+evex512"))
+        resolved.features += ",+evex512";
+    }
   }
   settleExtensions(resolved, target);
   return resolved;

@@ -214,7 +214,9 @@ TEST_F(SharedObjectTest, LoopIsVectorizedWithoutFma) {
 
 TEST_F(SharedObjectTest, AllCpusGiveTheSameBits) {
   // Build one library per CPU from identical modules; every element must match bit for bit.
-  std::vector<std::string> cpus = {"x86-64", "x86-64-v3", "x86-64-v4", "native"};
+  // x86-64-v3+avx512f: AVX-512 added to a CPU without it needs LLVM's evex512 too.
+  std::vector<std::string> cpus = {"x86-64", "x86-64-v3", "x86-64-v4", "x86-64-v3+avx512f",
+                                   "native"};
   std::vector<std::vector<float>> results;
   for (const std::string &cpu : cpus) {
     OwningOpRef<ModuleOp> module = parse(kPhiloxShapedKernel);
@@ -223,7 +225,7 @@ TEST_F(SharedObjectTest, AllCpusGiveTheSameBits) {
     std::string soPath = path("kernels-" + cpu + ".so"), error;
     ASSERT_TRUE(succeeded(initc::target::emitSharedObject(*module, soPath, options, error)))
         << error;
-    if (cpu == "x86-64-v4" && !__builtin_cpu_supports("avx512f"))
+    if ((cpu == "x86-64-v4" || cpu == "x86-64-v3+avx512f") && !__builtin_cpu_supports("avx512f"))
       continue; // compiles, but this host cannot run it
     void *handle = load(soPath);
     ASSERT_NE(handle, nullptr);
@@ -573,6 +575,12 @@ TEST_F(SharedObjectTest, BadTargetOptionsAreReported) {
   options.features = "avx2";
   EXPECT_TRUE(failed(initc::target::emitSharedObject(*module, path("k.so"), options, error)));
   EXPECT_NE(error.find("must start with '+'"), std::string::npos) << error;
+
+  options = TargetOptions();
+  options.cpu = "x86-64-v3+avx512f";
+  options.features = "-evex512";
+  EXPECT_TRUE(failed(initc::target::emitSharedObject(*module, path("k.so"), options, error)));
+  EXPECT_NE(error.find("without 512-bit vectors (-evex512)"), std::string::npos) << error;
 
   options = TargetOptions();
   options.optLevel = 7;
