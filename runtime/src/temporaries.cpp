@@ -27,7 +27,8 @@ struct TempSlot {
   char path[kTempPathMax];
 };
 TempSlot gTempSlots[kTempSlots];
-constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
+// SIGABRT: an internal error's abort() (an LLVM fatal error) leaves no temporary behind either.
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGABRT};
 struct sigaction gPreviousActions[std::size(kCleanupSignals)];
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free atomics");
 

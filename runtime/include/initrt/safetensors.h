@@ -56,10 +56,10 @@ bool writeSafetensors(const std::string &path, const std::vector<SafetensorsTens
 /// nothing exists under the final name; the destructor removes an uncommitted temporary.
 /// Errors say what to do ("no space left on DIR: free space or choose another --out").
 /// While it is written, the temporary is locked (flock: removeAbandonedTemporary leaves it alone)
-/// and listed for a handler of SIGINT, SIGTERM and SIGHUP that removes it before the signal takes
-/// its previous course (by default, ending the process). Created with mode 0666 less the umask.
-/// A symbolic link is followed (its target is replaced, the link stays); a pipe, a device or a
-/// socket is written directly, since a rename would replace it with a regular file.
+/// and listed for a handler of SIGINT, SIGTERM, SIGHUP and SIGABRT that removes it before the
+/// signal takes its previous course (by default, ending the process). Created with mode 0666 less
+/// the umask. A symbolic link is followed (its target is replaced, the link stays); a pipe, a
+/// device or a socket is written directly, since a rename would replace it with a regular file.
 class AtomicFile {
 public:
   AtomicFile() = default;
@@ -85,7 +85,7 @@ private:
   std::string finalPath, tempPath;
   int fd = -1;
   bool direct = false;     // writing a pipe or device itself: no temporary, no rename
-  int signalSlot = -1;     // the temporary's entry in the table a SIGINT/SIGTERM/SIGHUP clears
+  int signalSlot = -1;     // the temporary's entry in the table a cleanup signal clears
   uint64_t writtenEnd = 0; // end of the furthest writeAt
 };
 

@@ -1,5 +1,5 @@
-// Temporaries that a signal ending the process removes (SIGINT, SIGTERM, SIGHUP), and the file
-// size signal ignored: no half-written file or directory outlives an interrupted run.
+// Temporaries that a signal ending the process removes (SIGINT, SIGTERM, SIGHUP, SIGABRT), and the
+// file size signal ignored: no half-written file or directory outlives an interrupted run.
 #pragma once
 
 #include <string>
@@ -7,9 +7,9 @@
 namespace initrt {
 
 /// Registers `path`, a file or (`directory`) a directory of files, for removal should SIGINT,
-/// SIGTERM or SIGHUP end the process; the handler is installed on first use, and an ignored
-/// signal stays ignored (nohup). Returns the slot to unregister, or -1 when the table is full or
-/// the path too long (then a signal leaves it behind, as kill -9 would). Thread-safe.
+/// SIGTERM, SIGHUP or SIGABRT end the process; the handler is installed on first use, and an
+/// ignored signal stays ignored (nohup). Returns the slot to unregister, or -1 when the table is
+/// full or the path too long (then a signal leaves it behind, as kill -9 would). Thread-safe.
 int registerTemporary(const std::string &path, bool directory = false);
 
 /// Unregisters the slot (before its path is renamed or removed) and sets it to -1.

@@ -25,7 +25,7 @@ namespace {
 // ignored (as nohup wants). These tests start from the default actions, whatever the shell that
 // ran them ignored: a non-interactive shell starts its background jobs with SIGINT ignored.
 const bool kDefaultSignalActions = [] {
-  for (int signal : {SIGINT, SIGTERM, SIGHUP})
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGABRT})
     std::signal(signal, SIG_DFL);
   return true;
 }();
@@ -364,10 +364,10 @@ TEST_F(SafetensorsTest, FileSizeLimitIsAnErrorNotASignal) {
   EXPECT_TRUE(listDir(dir).empty()); // the temporary was removed
 }
 
-// SIGINT, SIGTERM or SIGHUP while a file is written: the temporary goes, and the process still
-// ends by the signal (its exit status says so).
+// SIGINT, SIGTERM, SIGHUP or SIGABRT while a file is written: the temporary goes, and the process
+// still ends by the signal (its exit status says so).
 TEST_F(SafetensorsTest, ASignalRemovesTheTemporary) {
-  for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGABRT}) {
     int ready[2];
     ASSERT_EQ(pipe(ready), 0);
     std::string file = path("model.safetensors");
