@@ -380,7 +380,8 @@ int runInspect(const InspectArgs &args) {
                                           {"normal", rates.normal},
                                           {"trunc_normal", rates.truncNormal}}}});
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace)
+              << "\n";
     return 0;
   }
 
