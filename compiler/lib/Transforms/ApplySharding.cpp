@@ -100,6 +100,8 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
       module.emitError() << error;
       return signalPassFailure();
     }
+    if (std::string warning = rules->presetWarning(); !warning.empty())
+      module.emitWarning() << warning;
   }
 };
 } // namespace

@@ -282,6 +282,7 @@ mlir::LogicalResult ShardingRules::apply(const ParamShape &param, DimAxes &out,
           if (out[d].empty() && param.shape[d] >= axisParts(dp)) {
             if (!assign(d, rule.meshAxes[0]))
               return mlir::failure();
+            rule.used = true;
             break;
           }
         }
@@ -291,6 +292,7 @@ mlir::LogicalResult ShardingRules::apply(const ParamShape &param, DimAxes &out,
         if (param.axes[d] == rule.pattern && !used.count(axisIndex(rule.meshAxes[0]))) {
           if (!assign(d, rule.meshAxes[0]))
             return mlir::failure();
+          rule.used = true;
           break;
         }
     }
@@ -342,6 +344,36 @@ void ShardingRules::noteTied(StringRef name, StringRef target) {
     if (rule.byName && rule.tiedExample.empty() &&
         llvm::GlobPattern::create(rule.pattern)->match(name))
       rule.tiedExample = (name + "' is tied to '" + target).str();
+}
+
+std::string ShardingRules::presetWarning() const {
+  if (preset.empty()) // a rules file: checkAllRulesUsed
+    return "";
+  std::string tpAxis, dpAxis;
+  bool tpUsed = false;
+  for (const Rule &rule : rules) {
+    if (rule.byName) {
+      if (!rule.used)
+        dpAxis = rule.meshAxes[0];
+    } else {
+      tpAxis = rule.meshAxes[0];
+      tpUsed = tpUsed || rule.used;
+    }
+  }
+  auto parts = [&](const std::string &axis) { return mesh.shape[axisIndex(axis)]; };
+  std::string warning;
+  if (!tpAxis.empty() && !tpUsed && parts(tpAxis) > 1)
+    warning = "--shard " + preset + " split no parameter over mesh axis '" + tpAxis +
+              "': no parameter has a dim with logical axis vocab, heads, kv_heads, qkv or mlp, "
+              "which it splits, so every parameter is replicated over it; name the dims so "
+              "(`axes [...]` on init.param), or write a rules file for this model's axes";
+  if (!dpAxis.empty() && parts(dpAxis) > 1)
+    warning += std::string(warning.empty() ? "" : "; ") + "--shard " + preset +
+               " split no parameter over mesh axis '" + dpAxis + "': none has a dim of at least " +
+               std::to_string(parts(dpAxis)) +
+               " elements left free, so every parameter is "
+               "replicated over it";
+  return warning;
 }
 
 mlir::LogicalResult ShardingRules::checkAllRulesUsed(std::string &error) const {

@@ -53,6 +53,10 @@ public:
   void noteTied(llvm::StringRef name, llvm::StringRef target);
   /// After every parameter was seen: rules of a file that decided nothing are errors.
   mlir::LogicalResult checkAllRulesUsed(std::string &error) const;
+  /// After every parameter was seen: for a preset that split no parameter over a mesh axis of
+  /// more than one device it splits over (the model's dims have no logical axes it knows), a
+  /// warning that says so; empty otherwise.
+  std::string presetWarning() const;
 
   static llvm::ArrayRef<llvm::StringRef> presetNames();
 
