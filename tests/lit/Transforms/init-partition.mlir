@@ -102,7 +102,7 @@ init.param @keyed_2 : tensor<16xf32> {
 
 // Masks are stored as bytes; a tied parameter gets no kernel.
 // CHECK-LABEL: init.param @mask : tensor<8x8xi1> kernel @initc_kernel_0 buffer nonpersistent{{$}}
-// CHECK-NEXT:  init.param @tied : tensor<8x8xi1> tied_to @mask{{$}}
+// CHECK-NEXT:  init.param @tied : tensor<8x8xi1> tied_to @mask buffer nonpersistent{{$}}
 // CHECK-LABEL: func.func @initc_kernel_0(
 // CHECK:             %[[B:.+]] = arith.extui %{{.+}} : i1 to i8
 // CHECK:             llvm.store %[[B]], %{{.+}} : i8, !llvm.ptr
@@ -114,7 +114,7 @@ init.param @mask : tensor<8x8xi1> buffer nonpersistent {
   }
   init.yield %0 : tensor<8x8xi1>
 }
-init.param @tied : tensor<8x8xi1> tied_to @mask
+init.param @tied : tensor<8x8xi1> tied_to @mask buffer nonpersistent
 
 // -----
 

@@ -241,6 +241,28 @@ init.param @tied_with_other_type : tensor<4x8xbf16> tied_to @embed
 
 // -----
 
+// init.param, C7: a tied parameter has its target's sharding.
+mesh.mesh @mesh(shape = 2) {init.axis_names = ["dp"]}
+init.param @embed : tensor<4x8xf32> sharding #mesh.shard<@mesh, [[0]]> {
+  %0 = init.fill 0.0 : tensor<4x8xf32>
+  init.yield %0 : tensor<4x8xf32>
+}
+// expected-error @+1 {{'init.param' op is tied to '@embed' and so has its sharding: remove this one's, or set it on '@embed'}}
+init.param @head : tensor<4x8xf32> sharding #mesh.shard<@mesh, [[], [0]]> tied_to @embed
+
+// -----
+
+// init.param, C7: a saved parameter tied to a buffer the checkpoint does not store.
+init.param @mask : tensor<4x4xi1> buffer nonpersistent {
+  %0 = init.fill 1.0 : tensor<4x4xi1>
+  init.yield %0 : tensor<4x4xi1>
+}
+init.param @mask_view : tensor<4x4xi1> tied_to @mask buffer nonpersistent
+// expected-error @+1 {{'init.param' op is saved but tied to '@mask', a non-persistent buffer the checkpoint does not store, so it would be stored nowhere: make '@mask' persistent, or tie it the other way}}
+init.param @saved_mask : tensor<4x4xi1> tied_to @mask buffer
+
+// -----
+
 // init.param, C8
 // expected-error @+1 {{'init.param' op 'nonpersistent' applies to buffers only; add 'buffer'}}
 init.param @nonpersistent_weight : tensor<4xf32> nonpersistent {

@@ -147,6 +147,10 @@ LogicalResult ParamOp::verify() {
   // C1: names are UTF-8, as safetensors headers and index.json must be.
   if (!llvm::json::isUTF8(getSymName()))
     return emitOpError("parameter name is not valid UTF-8");
+  // C1: a safetensors header keeps this key for its metadata.
+  if (getSymName() == "__metadata__")
+    return emitOpError("a parameter cannot be named __metadata__, the key safetensors keeps for "
+                       "its metadata: rename it");
 
   // C3: exactly one source of the value.
   int sources = !getBody().empty() + (bool)getTiedTo() + (bool)getKernel();
@@ -233,6 +237,17 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     if (target.getType() != getType())
       return emitOpError("is tied to '@") << tied.getValue() << "' of type " << target.getType()
                                           << " but has type " << getType();
+    // The tensor is stored once, under the target's name, with the target's sharding.
+    if (getShardingAttr())
+      return emitOpError("is tied to '@")
+             << tied.getValue() << "' and so has its sharding: remove this one's, or set it on '@"
+             << tied.getValue() << "'";
+    if (!getNonpersistent() && target.getNonpersistent())
+      return emitOpError("is saved but tied to '@")
+             << tied.getValue()
+             << "', a non-persistent buffer the checkpoint does not store, so it would be stored "
+                "nowhere: make '@"
+             << tied.getValue() << "' persistent, or tie it the other way";
   }
   // C9: a kernel names a kernel: a func.func marked `initc.kernel` with the kernel signature
   // (ir-spec/lowering.md), as init-partition creates them.
