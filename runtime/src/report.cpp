@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <unistd.h>
 
 namespace initrt {
 
@@ -35,30 +36,43 @@ std::string formatSeconds(double seconds) {
   return text;
 }
 
+ProgressBar::ProgressBar(double logInterval)
+    : lastDraw(start), logInterval(logInterval), terminal(isatty(2)) {}
+
 void ProgressBar::update(uint64_t done, uint64_t total) {
   Clock::time_point now = Clock::now();
-  if (done < total && drawn && now - lastDraw < std::chrono::milliseconds(100))
+  double sinceDraw = std::chrono::duration<double>(now - lastDraw).count();
+  // In a log, the end gets a line when an earlier one was written (a long run), and only one.
+  if (terminal        ? done < total && drawn && sinceDraw < 0.1
+      : done == total ? !drawn || lastDone == total
+                      : sinceDraw < logInterval)
     return;
+  lastDone = done;
   lastDraw = now;
-  drawn = true;
   double seconds = std::chrono::duration<double>(now - start).count();
   double fraction = total ? double(done) / double(total) : 1.0;
   double rate = seconds > 0 ? double(done) / seconds : 0;
-  constexpr int kWidth = 30;
-  std::string bar(size_t(fraction * kWidth), '#');
-  bar.resize(kWidth, ' ');
   char eta[32] = "";
   if (rate > 0 && done < total)
     std::snprintf(eta, sizeof(eta), "  ETA %s",
                   formatSeconds(double(total - done) / rate).c_str());
-  std::fprintf(stderr, "\r[%s] %s / %s  %s/s%s\033[K", bar.c_str(),
-               formatBytes(double(done)).c_str(), formatBytes(double(total)).c_str(),
-               formatBytes(rate).c_str(), eta);
+  std::string amounts = formatBytes(double(done)) + " / " + formatBytes(double(total)) + "  " +
+                        formatBytes(rate) + "/s" + eta;
+  if (terminal) {
+    constexpr int kWidth = 30;
+    std::string bar(size_t(fraction * kWidth), '#');
+    bar.resize(kWidth, ' ');
+    std::fprintf(stderr, "\r[%s] %s\033[K", bar.c_str(), amounts.c_str());
+  } else {
+    std::fprintf(stderr, "progress: %3.0f%%  %s  (%s)\n", std::floor(fraction * 100),
+                 amounts.c_str(), formatSeconds(seconds).c_str());
+  }
+  drawn = true;
   std::fflush(stderr);
 }
 
 void ProgressBar::finish() {
-  if (drawn)
+  if (drawn && terminal)
     std::fprintf(stderr, "\n");
   drawn = false;
 }

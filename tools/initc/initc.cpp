@@ -706,15 +706,14 @@ int main(int argc, char **argv) {
     return runCompile(compileArgs);
   }
   std::string error;
-  // Both read a whole checkpoint: a bar on a terminal, the bytes and the time at the end.
+  // Both read a whole checkpoint: progress (a bar on a terminal), the bytes and the time at the
+  // end.
   auto start = std::chrono::steady_clock::now();
   initrt::ProgressBar bar;
-  const bool terminal = isatty(2);
   uint64_t bytes = 0;
   initrt::ProgressFn progress = [&](uint64_t done, uint64_t total) {
     bytes = total;
-    if (terminal)
-      bar.update(done, total);
+    bar.update(done, total);
   };
   auto took = [&](uint64_t shown) { // "4.10 GiB in 0.89 s, 4.63 GiB/s"
     double seconds =

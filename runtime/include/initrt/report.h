@@ -19,19 +19,27 @@ std::string formatSeconds(double seconds);
 /// Called with the bytes done so far and the total.
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 
-/// A one-line bar on stderr (bytes done of the total, rate, time left), redrawn at most ten
-/// times a second. Meant for a terminal: callers check isatty(2).
+/// Progress on stderr: bytes done of the total, rate and time left. On a terminal, a one-line
+/// bar redrawn at most ten times a second; otherwise (a log, or a rank's stderr under mpirun,
+/// which is a pipe) a line every kLogInterval seconds, so a short run prints none.
 class ProgressBar {
 public:
+  /// `logInterval`: seconds between lines when stderr is not a terminal.
+  explicit ProgressBar(double logInterval = kLogInterval);
   void update(uint64_t done, uint64_t total);
   /// Ends the bar's line, if one was drawn.
   void finish();
+
+  static constexpr double kLogInterval = 10.0;
 
 private:
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   Clock::time_point lastDraw;
+  double logInterval;
+  bool terminal;
   bool drawn = false;
+  uint64_t lastDone = 0;
 };
 
 } // namespace initrt
