@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <memory>
 #include <sched.h>
+#include <sstream>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -212,14 +213,6 @@ const char *firstEnv(std::initializer_list<const char *> names) {
 bool startedByLauncher() {
   return firstEnv({"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
                    "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"}) != nullptr;
-}
-
-// This process's rank as the launcher announced it, before MPI is up (0 without a launcher).
-int launcherRank() {
-  const char *value =
-      firstEnv({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
-                "SLURM_PROCID"});
-  return value ? std::atoi(value) : 0;
 }
 
 // The number of processes the launcher started (1 without a launcher).
@@ -455,7 +448,7 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
     RunOptions runOptions;
     runOptions.threads = threads;
     std::unique_ptr<ProgressBar> bar;
-    if (root && !options.quiet && isatty(2)) {
+    if (root && !options.quiet) {
       bar.reset(new ProgressBar());
       runOptions.progress = [&](uint64_t done, uint64_t total) { bar->update(done, total); };
     }
@@ -603,41 +596,61 @@ int main(int argc, char **argv) {
   app.add_flag("--discard", options.discard,
                "Compute every shard as writing does, then drop it: no file, no --out (for timing)");
   app.add_flag("--quiet", options.quiet, "No progress bar and no summary");
+  // What ends the run before it starts: --help (code 0) or a usage error, and what it prints.
+  bool stop = false;
+  int code = kExitOk;
+  std::ostringstream help, usage;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
-    // Under a launcher every rank parses the same arguments: let one of them explain.
-    if (launcherRank() != 0)
-      return e.get_exit_code() == 0 ? kExitOk : kExitUsage;
-    int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+    stop = true;
+    code = app.exit(e, help, usage) == 0 ? kExitOk : kExitUsage;
   }
-  if (options.out.empty() && !options.discard) {
-    if (launcherRank() == 0)
-      std::fprintf(stderr, "%s: error: --out DIR is required (or --discard to write nothing); "
-                   "see --help\n", programName.c_str());
-    return kExitUsage;
+  if (!stop && options.out.empty() && !options.discard) {
+    stop = true;
+    code = kExitUsage;
+    usage << "--out DIR is required (or --discard to write nothing); see --help\n";
   }
+  if (!stop && options.rank >= 0 && startedByLauncher() && launcherSize() > 1) {
+    stop = true;
+    code = kExitUsage;
+    usage << "--rank " << options.rank << " computes one rank alone, but the launcher started "
+          << launcherSize() << " processes, which would all write rank " << options.rank
+          << "'s file: run `" << invoked << " --rank " << options.rank
+          << " --out DIR` without mpirun (or with -np 1), or drop --rank to run the whole job\n";
+  }
+  // CLI11's messages come as they are; ours get the program's prefix.
+  auto explain = [&](const std::string &where) {
+    std::fputs(help.str().c_str(), stdout);
+    std::string text = usage.str();
+    if (!text.empty())
+      std::fprintf(stderr, "%s: error%s: %s", programName.c_str(), where.c_str(), text.c_str());
+  };
 
-  if (options.rank >= 0 && startedByLauncher() && launcherSize() > 1) {
-    if (launcherRank() == 0)
-      std::fprintf(stderr,
-                   "%s: error: --rank %lld computes one rank alone, but the launcher started %ld "
-                   "processes, which would all write rank %lld's file: run `%s --rank %lld --out "
-                   "DIR` without mpirun (or with -np 1), or drop --rank to run the whole job\n",
-                   programName.c_str(), (long long)options.rank, launcherSize(),
-                   (long long)options.rank, invoked.c_str(), (long long)options.rank);
-    return kExitUsage;
-  }
-  if (options.rank >= 0) {
-    SoloWorld world;
-    return runGuarded(world, options, options.rank, /*launched=*/false);
-  }
   if (!startedByLauncher()) {
+    if (stop) {
+      explain("");
+      return code;
+    }
     // No mpirun: fine for a mesh of one device, which `run` checks like any world size.
     SoloWorld world;
-    return runGuarded(world, options, 0, /*launched=*/false);
+    return runGuarded(world, options, options.rank >= 0 ? options.rank : 0, /*launched=*/false);
   }
+  // Under a launcher every rank joins MPI before any may stop: one that ended alone would leave
+  // the others waiting in MPI_Init. When any stops, all do, and the lowest of those with an
+  // error (else the lowest stopping) explains; its rank is named unless it is rank 0, whose
+  // arguments are the job's.
   MpiWorld world;
+  if (world.minInt(stop ? world.rank() : INT_MAX) != INT_MAX) {
+    int failing = world.minInt(code != kExitOk ? world.rank() : INT_MAX);
+    int speaker = failing != INT_MAX ? failing : world.minInt(stop ? world.rank() : INT_MAX);
+    if (world.rank() == speaker)
+      explain(speaker == 0 ? "" : " (rank " + std::to_string(speaker) + ")");
+    return world.maxInt(code);
+  }
+  if (options.rank >= 0) { // --rank K under mpirun -np 1: rank K alone
+    SoloWorld solo;
+    return runGuarded(solo, options, options.rank, /*launched=*/false);
+  }
   return runGuarded(world, options, world.rank(), /*launched=*/true);
 }

@@ -53,6 +53,17 @@ expect_error "--rank under mpirun" \
   "init: error: --rank 1 computes one rank alone, but the launcher started 4 processes, which would all write rank 1's file" \
   "${MPIRUN[@]}" -np 4 p2/init --rank 1 --out cc
 [[ ! -e cc ]] || fail "--rank under mpirun wrote $(ls -A cc)"
+# Arguments that stop one rank before MPI is up stop the whole job: that rank explains, and the
+# others do not wait for it in MPI_Init.
+expect_error "--rank on one rank under mpirun" \
+  "init: error \(rank 1\): --rank 1 computes one rank alone, but the launcher started 2 processes" \
+  timeout 120 "${MPIRUN[@]}" -np 1 p2/init --out cf : -np 1 p2/init --rank 1 --out cf
+expect_error "an unknown option on one rank" \
+  "init: error \(rank 1\): The following argument was not expected: --bogus" \
+  timeout 120 "${MPIRUN[@]}" -np 1 p2/init --out cf : -np 1 p2/init --out cf --bogus
+expect_error "no --out on one rank" "init: error \(rank 1\): --out DIR is required" \
+  timeout 120 "${MPIRUN[@]}" -np 1 p2/init --out cf : -np 1 p2/init
+[[ ! -e cf ]] || fail "a job stopped before it started wrote $(ls -A cf)"
 echo "ok ranks that disagree"
 
 # Several writers of one rank at once: none removes another's temporary (each holds a lock on
