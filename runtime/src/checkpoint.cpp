@@ -821,6 +821,26 @@ std::string refusal(const std::string &dir, const std::string &reason, const Pro
          program.programId + "): pass --overwrite to replace it, or choose another --out";
 }
 
+/// The path a write to `path` replaces: a symbolic link's target (AtomicFile follows links).
+std::string writtenPath(const std::string &path) {
+  struct stat info;
+  if (::lstat(path.c_str(), &info) != 0 || !S_ISLNK(info.st_mode))
+    return path;
+  if (char *resolved = ::realpath(path.c_str(), nullptr)) {
+    std::string target = resolved;
+    std::free(resolved);
+    return target;
+  }
+  std::string target(4096, '\0');
+  ssize_t length = ::readlink(path.c_str(), target.data(), target.size());
+  if (length <= 0)
+    return path;
+  target.resize(size_t(length));
+  size_t slash = path.rfind('/');
+  return target[0] == '/' || slash == std::string::npos ? target
+                                                        : path.substr(0, slash + 1) + target;
+}
+
 bool removeForOverwrite(const std::string &path, std::string &error) {
   // Other ranks may be removing the same files at the same time.
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
@@ -894,20 +914,44 @@ bool checkOutputDir(const std::string &dir, const Program &program, bool overwri
 
 bool checkOwnShard(const std::string &dir, const Program &program, int64_t rank, bool overwrite,
                    std::string &error) {
-  std::string name = shardFileName(rank, program.mesh.size());
+  const int64_t worldSize = program.mesh.size();
+  std::string name = shardFileName(rank, worldSize);
+  std::string path = joinPath(dir, name);
+  // A symbolic link is followed (AtomicFile), so one to another file of this checkpoint would
+  // have two ranks write one file, or a rank write the index.
+  std::string target = writtenPath(path);
+  if (target != path) {
+    size_t slash = target.rfind('/');
+    std::string targetDir = slash == std::string::npos ? "." : target.substr(0, slash + 1);
+    std::string targetName = slash == std::string::npos ? target : target.substr(slash + 1);
+    char *here = ::realpath(dir.c_str(), nullptr), *there = ::realpath(targetDir.c_str(), nullptr);
+    bool sameDir = here && there && std::strcmp(here, there) == 0;
+    std::free(here);
+    std::free(there);
+    std::string whose;
+    if (sameDir && targetName == kIndexFile)
+      whose = "the checkpoint's index";
+    for (int64_t other = 0; sameDir && whose.empty() && other < worldSize; ++other)
+      if (other != rank && targetName == shardFileName(other, worldSize))
+        whose = "rank " + std::to_string(other) + "'s shard";
+    if (!whose.empty()) {
+      error = path + " is a symbolic link to " + targetName + ", " + whose +
+              ", so two writers would share one file: remove the link and run again";
+      return false;
+    }
+  }
   // A FIFO or a device under the shard's name would be written in place (AtomicFile writes
   // those directly), or waited on: a checkpoint holds regular files only.
   struct stat info;
-  std::string path = joinPath(dir, name);
   if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    if (S_ISDIR(info.st_mode)) { // --overwrite removes files, never a directory
+      error = path + " is a directory, not a shard file: remove it or choose another --out";
+      return false;
+    }
     if (!overwrite) {
       error = path + " is " + fileKindText(info.st_mode) +
               ", not a shard file: remove it, pass --overwrite to replace it, or choose another "
               "--out";
-      return false;
-    }
-    if (S_ISDIR(info.st_mode)) {
-      error = path + " is a directory: remove it or choose another --out";
       return false;
     }
     return removeForOverwrite(path, error);
@@ -1001,26 +1045,6 @@ private:
   const Index &index;
   std::map<int64_t, std::unique_ptr<OpenShard>> shards;
 };
-
-/// The path a write to `path` replaces: a symbolic link's target (AtomicFile follows links).
-std::string writtenPath(const std::string &path) {
-  struct stat info;
-  if (::lstat(path.c_str(), &info) != 0 || !S_ISLNK(info.st_mode))
-    return path;
-  if (char *resolved = ::realpath(path.c_str(), nullptr)) {
-    std::string target = resolved;
-    std::free(resolved);
-    return target;
-  }
-  std::string target(4096, '\0');
-  ssize_t length = ::readlink(path.c_str(), target.data(), target.size());
-  if (length <= 0)
-    return path;
-  target.resize(size_t(length));
-  size_t slash = path.rfind('/');
-  return target[0] == '/' || slash == std::string::npos ? target
-                                                       : path.substr(0, slash + 1) + target;
-}
 
 /// Refuses an assemble output that is one of the checkpoint's own files (its index or a shard,
 /// by device and inode, hard links and symbolic links included), or a name the checkpoint

@@ -969,6 +969,47 @@ TEST_F(CheckpointTest, FilesThatAreNotRegularAreRefusedWithoutWaiting) {
   }));
 }
 
+// A shard name that links to another file of the checkpoint would have two writers share it
+// (AtomicFile follows links): refused, with or without --overwrite. A link elsewhere is fine.
+// A directory at a shard's name is never removed, so --overwrite is not offered for it.
+TEST_F(CheckpointTest, AShardNameLinkedToAnotherFileOfTheCheckpointIsRefused) {
+  Program program = tinyProgram();
+  writeAll(program);
+  std::string shard = shardPath(1, 2), error;
+  for (const char *target : {"rank-00000-of-00002.safetensors", "index.json"}) {
+    ASSERT_EQ(unlink(shard.c_str()), 0);
+    ASSERT_EQ(symlink(target, shard.c_str()), 0);
+    std::string whose =
+        std::string(target) == "index.json" ? "the checkpoint's index" : "rank 0's shard";
+    for (bool overwrite : {false, true}) {
+      EXPECT_FALSE(checkOwnShard(dir, program, 1, overwrite, error));
+      EXPECT_NE(error.find(shard + " is a symbolic link to " + target + ", " + whose +
+                           ", so two writers would share one file: remove the link"),
+                std::string::npos)
+          << error;
+    }
+  }
+  // The same file through another spelling of the directory is still the same file.
+  ASSERT_EQ(unlink(shard.c_str()), 0);
+  ASSERT_EQ(symlink((dir + "/./rank-00000-of-00002.safetensors").c_str(), shard.c_str()), 0);
+  EXPECT_FALSE(checkOwnShard(dir, program, 1, false, error));
+  EXPECT_NE(error.find("rank 0's shard"), std::string::npos) << error;
+  // A link to a file outside the checkpoint is written through, as before.
+  ASSERT_EQ(unlink(shard.c_str()), 0);
+  ASSERT_EQ(symlink((root + "/elsewhere.safetensors").c_str(), shard.c_str()), 0);
+  EXPECT_TRUE(checkOwnShard(dir, program, 1, false, error)) << error;
+
+  ASSERT_EQ(unlink(shard.c_str()), 0);
+  ASSERT_EQ(mkdir(shard.c_str(), 0755), 0);
+  for (bool overwrite : {false, true}) {
+    EXPECT_FALSE(checkOwnShard(dir, program, 1, overwrite, error));
+    EXPECT_NE(error.find(shard + " is a directory, not a shard file: remove it or choose another "
+                                 "--out"),
+              std::string::npos)
+        << error;
+  }
+}
+
 // Files and directories get 0666 and 0777 less the umask, as other tools' files do (they were
 // 0644 and 0755 whatever the umask).
 TEST_F(CheckpointTest, ModesFollowTheUmask) {
