@@ -49,9 +49,10 @@ std::string joinPath(const std::string &dir, const std::string &name) {
   return dir.back() == '/' ? dir + name : dir + "/" + name;
 }
 
-std::string rerunHint(const std::string &dir, int64_t rank) {
+// `overwrite`: the file is another program's, which prog/init replaces only when told to.
+std::string rerunHint(const std::string &dir, int64_t rank, bool overwrite = false) {
   return "rerun `prog/init --rank " + std::to_string(rank) + " --out " + dir +
-         "` to regenerate it";
+         (overwrite ? " --overwrite" : "") + "` to regenerate it";
 }
 
 // A lone `--rank` run never writes index.json: only the whole job (every rank) does.
@@ -144,18 +145,24 @@ bool parseShardTensors(const SafetensorsReader &reader,
   return true;
 }
 
-/// Checks the file-level metadata of a shard file; `why` says what is wrong.
+/// Checks the file-level metadata of a shard file; `why` says what is wrong, and `otherId` is
+/// set to the program id of a file that is another program's ("-" for a file not initc's).
 bool shardMetadataMatches(const SafetensorsReader &reader, const std::string &programId,
-                          int64_t rank, int64_t worldSize, std::string &why) {
+                          int64_t rank, int64_t worldSize, std::string &why,
+                          std::string *otherId = nullptr) {
   const std::string *id = reader.metadataValue("initc.program_id");
   const std::string *fileRank = reader.metadataValue("initc.rank");
   const std::string *fileWorld = reader.metadataValue("initc.world_size");
   if (!id || !fileRank || !fileWorld) {
     why = "not an initc shard file (no initc.program_id/rank/world_size metadata)";
+    if (otherId)
+      *otherId = "-";
     return false;
   }
   if (*id != programId) {
     why = "belongs to another program (program id " + *id + ", expected " + programId + ")";
+    if (otherId)
+      *otherId = *id;
     return false;
   }
   if (*fileRank != std::to_string(rank) || *fileWorld != std::to_string(worldSize)) {
@@ -1017,7 +1024,8 @@ struct OpenShard {
 class ShardCache {
 public:
   ShardCache(std::string shardDir, const Index &index) : dir(std::move(shardDir)), index(index) {}
-  OpenShard *get(int64_t rank, std::string &error) {
+  // `otherId`: set as shardMetadataMatches sets it.
+  OpenShard *get(int64_t rank, std::string &error, std::string *otherId = nullptr) {
     auto it = shards.find(rank);
     if (it != shards.end())
       return it->second.get();
@@ -1029,7 +1037,8 @@ public:
     if (!shard->reader.open(joinPath(dir, index.files[size_t(rank)]), error) ||
         !parseShardTensors(shard->reader, shard->records, error))
       return nullptr;
-    if (!shardMetadataMatches(shard->reader, index.programId, rank, index.worldSize, why)) {
+    if (!shardMetadataMatches(shard->reader, index.programId, rank, index.worldSize, why,
+                              otherId)) {
       error = why;
       return nullptr;
     }
@@ -1101,9 +1110,10 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
   // read below is checked against its checksums on the way.
   for (int64_t rank = 0; rank < index.worldSize; ++rank) {
     std::string where = "rank " + std::to_string(rank) + " (" + index.files[size_t(rank)] + ")";
-    OpenShard *shard = cache.get(rank, error);
+    std::string otherId;
+    OpenShard *shard = cache.get(rank, error, &otherId);
     if (!shard) {
-      error = where + ": " + error + ": " + rerunHint(dir, rank);
+      error = where + ": " + error + ": " + rerunHint(dir, rank, !otherId.empty());
       return false;
     }
     for (const IndexParam &item : index.params) {
@@ -1214,6 +1224,7 @@ namespace {
 struct RankCheck {
   std::vector<std::string> problems;
   std::vector<uint64_t> replicaSums; // of the replicated params, when the file is intact
+  std::string otherId;               // the program id of a file that is another program's
 };
 
 /// Checks rank `rank`'s file against the index; `checked(bytes)` after each tensor's checksum.
@@ -1230,8 +1241,8 @@ RankCheck checkRankFile(const std::string &dir, const Index &index, int64_t rank
     problems.push_back(where + ": " + readError + ": " + rerunHint(dir, rank));
     return result;
   }
-  if (!shardMetadataMatches(reader, index.programId, rank, index.worldSize, why)) {
-    problems.push_back(where + ": " + why + ": " + rerunHint(dir, rank));
+  if (!shardMetadataMatches(reader, index.programId, rank, index.worldSize, why, &result.otherId)) {
+    problems.push_back(where + ": " + why + ": " + rerunHint(dir, rank, !result.otherId.empty()));
     return result;
   }
   std::map<std::string, ShardTensorRecord> records;
@@ -1338,6 +1349,20 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
   };
   runOnThreads(int(std::min<int64_t>(resolveThreads(threads), index.worldSize)), work);
 
+  // Every shard another program's, the same one: the index is the stranger (copied from another
+  // checkpoint), and the shards' own job writes it again.
+  const std::string &firstId = checks.front().otherId;
+  if (firstId.size() > 1 && std::all_of(checks.begin(), checks.end(),
+                                        [&](const RankCheck &c) { return c.otherId == firstId; })) {
+    problems.push_back(joinPath(dir, kIndexFile) + " has program id " + index.programId +
+                       ", but all " + std::to_string(index.worldSize) + " shards have program id " +
+                       firstId +
+                       ": the index is another checkpoint's; with the shards' prog/init, " +
+                       rerunJobHint(dir, /*overwrite=*/true));
+    if (progress)
+      progress(total, total);
+    return false;
+  }
   for (RankCheck &check : checks)
     for (std::string &problem : check.problems)
       problems.push_back(std::move(problem));

@@ -870,7 +870,29 @@ TEST_F(CheckpointTest, AssembleChecksShardsItReadsNoSliceFrom) {
   EXPECT_NE(error.find("rank 1 (rank-00001-of-00002.safetensors): belongs to another program"),
             std::string::npos)
       << error;
+  // prog/init replaces another program's file only with --overwrite: the hint says so.
+  EXPECT_NE(error.find("rerun `prog/init --rank 1 --out " + dir + " --overwrite` to regenerate it"),
+            std::string::npos)
+      << error;
   EXPECT_EQ(access(out.c_str(), F_OK), -1);
+  std::vector<std::string> problems;
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("belongs to another program"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find(" --overwrite` to regenerate it"), std::string::npos) << problems[0];
+
+  // Every shard another program's, the same one: the index is the stranger.
+  ASSERT_EQ(unlink(shardPath(0, 2).c_str()), 0);
+  writeShard(other, 0, globals);
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find(dir + "/index.json has program id " + program.programId +
+                             ", but all 2 shards have program id aaaaaaaaaaaaaaaa: the index is "
+                             "another checkpoint's; with the shards' prog/init, rerun the whole "
+                             "job (`mpirun -np N prog/init --out " +
+                             dir + " --overwrite`)"),
+            std::string::npos)
+      << problems[0];
 }
 
 // A shard whose metadata records another global shape for a slice of the right shape and place:
