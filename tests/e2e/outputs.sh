@@ -86,4 +86,13 @@ fails_cleanly "replace a directory that is not a program" "it exists and is not 
 (cd prog && fails_cleanly "-o the parent of the working directory" "contains the current directory" \
   "$INITC" compile ../model.mlir -o "$WORK") || exit 1
 [[ -f other/notes.txt && -f prog/ckpt/rank-00000-of-00001.safetensors ]] || fail "a refused -o changed files"
+
+# Standard output that cannot be written (a full disk) is an error, whichever command prints.
+prog/init --out ck --quiet || fail "run for verify"
+for command in "inspect model.mlir" "inspect model.mlir --json" "verify ck" "--help" \
+  "compile model.mlir --emit=mlir -o -"; do
+  # shellcheck disable=SC2086
+  fails_cleanly "initc $command >/dev/full" "^initc: error: cannot write to stdout: No space left on device" \
+    bash -c '"$@" >/dev/full' _ "$INITC" $command
+done
 echo "PASS $TEST_NAME"

@@ -43,8 +43,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <unistd.h>
 
@@ -559,7 +561,7 @@ int runCompile(const CompileArgs &args) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int runInitc(int argc, char **argv) {
   CLI::App app{"initc: compiles a model's initialization into per-rank programs that compute\n"
                "exactly each rank's shards, bitwise the same on any mesh.\n\n"
                "  initc import hf config.json -o model.mlir\n"
@@ -750,4 +752,24 @@ int main(int argc, char **argv) {
     return 0;
   }
   return 2;
+}
+
+// Output lost to a full disk or a closed pipe is an error, not a success: and llvm::outs()
+// would otherwise end the process with an LLVM fatal error when destroyed.
+int main(int argc, char **argv) {
+  int code = runInitc(argc, argv);
+  std::cout.flush();
+  llvm::outs().flush();
+  bool lost = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
+  std::string reason = lost ? std::strerror(errno) : "";
+  if (llvm::outs().has_error()) {
+    lost = true;
+    reason = llvm::outs().error().message();
+    llvm::outs().clear_error();
+  }
+  if (lost && code == 0) {
+    llvm::errs() << "initc: error: cannot write to stdout: " << reason << "\n";
+    code = 1;
+  }
+  return code;
 }
