@@ -273,7 +273,7 @@ void printSummary(const Program &program, const Options &options, const std::vec
     const double *s = &stats[size_t(r) * RankStats::kFields];
     bytes += s[0];
     written += s[4] != 0 ? 0 : s[0];
-    elements += s[1];
+    elements += s[4] != 0 ? 0 : s[1]; // a complete rank computed nothing
     if (s[2] > slowest) {
       slowest = s[2];
       slowestRank = r;
@@ -298,8 +298,29 @@ void printSummary(const Program &program, const Options &options, const std::vec
   if (options.rank >= 0)
     rankText = "1 (rank " + std::to_string(options.rank) + " of " +
                std::to_string(program.mesh.size()) + ")";
-  if (skipped)
+  if (skipped) {
     rankText += ", " + std::to_string(skipped) + " already complete";
+    // Which, as ranges ("0-1, 3"), the first few of them: a rerun's record of what it kept.
+    if (options.rank < 0) {
+      std::string list;
+      int shown = 0;
+      for (int r = 0; r < ranks; ++r) {
+        if (stats[size_t(r) * RankStats::kFields + 4] == 0)
+          continue;
+        int last = r;
+        while (last + 1 < ranks && stats[size_t(last + 1) * RankStats::kFields + 4] != 0)
+          ++last;
+        if (shown++ == 8) {
+          list += ", ...";
+          break;
+        }
+        list += (list.empty() ? "" : ", ") + std::to_string(r) +
+                (last > r ? "-" + std::to_string(last) : "");
+        r = last;
+      }
+      rankText += " (" + list + ")";
+    }
+  }
   row("ranks", rankText);
   row("parameters", std::to_string(program.params.size()));
   row("kernels", "compiled for " + kernelCpu + " (rank " + rankName(0) + ")");
@@ -325,7 +346,7 @@ void printSummary(const Program &program, const Options &options, const std::vec
   std::snprintf(text, sizeof(text), "%s/s",
                 formatBytes(wallSeconds > 0 ? (options.discard ? bytes : written) / wallSeconds : 0)
                     .c_str());
-  row("throughput", text);
+  row("throughput", skipped == ranks ? "- (every rank was already complete)" : text);
   std::snprintf(text, sizeof(text), "rank %s, %.3f s", rankName(slowestRank).c_str(), slowest);
   row("slowest rank", text);
   row("peak memory", "max RSS " + formatBytes(maxRss) + " (rank " + rankName(maxRssRank) +
@@ -434,7 +455,8 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   bool complete = !options.discard && shardIsComplete(options.out, program, myRank, checksums);
   if (complete) {
     stats.skipped = 1;
-    if (!options.quiet)
+    // A job's summary counts the complete ranks; a lone --rank run says it here.
+    if (!options.quiet && singleRank)
       std::fprintf(stderr, "%s: rank %lld already complete, verified\n", programName.c_str(),
                    (long long)myRank);
     for (const Param &param : program.params) {

@@ -402,8 +402,9 @@ int runInspect(const InspectArgs &args) {
                 shardingText(program, p).c_str(), initrt::formatBytes(maxSliceBytes[i]).c_str(),
                 p.buffer ? (p.persistent ? "  buffer" : "  buffer, not saved") : "");
   }
-  std::printf("\nmodel %s, seed %llu, mesh %s (%lld ranks)\n", program.modelName.c_str(),
-              (unsigned long long)program.seed, meshText.c_str(), (long long)ranks);
+  std::printf("\nmodel %s, seed %llu, mesh %s (%lld rank%s)\n", program.modelName.c_str(),
+              (unsigned long long)program.seed, meshText.c_str(), (long long)ranks,
+              ranks == 1 ? "" : "s");
   std::printf("%llu parameters in %zu tensors, %s in all; largest rank: %lld with %s\n",
               (unsigned long long)paramCount, program.params.size(),
               initrt::formatBytes(totalBytes).c_str(), (long long)largestRank,
