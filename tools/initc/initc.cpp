@@ -259,9 +259,10 @@ int runInspect(const InspectArgs &args) {
   if (int status = checkMeshAndShard(args.mesh, args.shard))
     return status;
   Session session;
-  auto module = initc::loadModel(*session.context, args.model);
+  std::string loadError;
+  auto module = initc::loadModel(*session.context, args.model, loadError);
   if (!module)
-    return 1;
+    return loadError.empty() ? 1 : fail(loadError);
   initc::PipelineOptions options{args.mesh, args.shard};
   if (failed(initc::runPipeline(*module, options, initc::Stage::Sharded)))
     return 1;
@@ -466,9 +467,10 @@ int runCompile(const CompileArgs &args) {
   if (int status = checkMeshAndShard(args.mesh, args.shard))
     return status;
   Session session;
-  auto module = initc::loadModel(*session.context, args.model);
+  std::string loadError;
+  auto module = initc::loadModel(*session.context, args.model, loadError);
   if (!module)
-    return 1;
+    return loadError.empty() ? 1 : fail(loadError);
   initc::PipelineOptions options{args.mesh, args.shard, args.timing};
   initc::target::TargetOptions targetOptions;
   targetOptions.linker = args.linker;

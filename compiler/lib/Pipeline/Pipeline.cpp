@@ -45,21 +45,34 @@ bool initc::parseStage(llvm::StringRef name, Stage &stage) {
   return false;
 }
 
-OwningOpRef<ModuleOp> initc::loadModel(MLIRContext &context, llvm::StringRef path) {
-  std::string message;
-  auto file = openInputFile(path, &message);
+OwningOpRef<ModuleOp> initc::loadModel(MLIRContext &context, llvm::StringRef path,
+                                       std::string &error) {
+  auto file = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
   if (!file) {
-    emitError(UnknownLoc::get(&context)) << "cannot read '" << path << "': " << message;
+    error = "cannot read " + path.str() + ": " + file.getError().message();
     return nullptr;
   }
-  if (unsigned line = lineNestedDeeperThan(file->getBuffer())) {
+  // What people pass by mistake: a config, a checkpoint or a program file. IR is text that
+  // starts with an op or a comment, never with '{'.
+  llvm::StringRef text = (*file)->getBuffer();
+  if (text.take_front(4096).contains('\0')) {
+    error = path.str() + " is a binary file, not init IR: pass the .mlir that `initc import` "
+                         "writes (or hand-written IR)";
+    return nullptr;
+  }
+  if (text.ltrim().starts_with("{")) {
+    error = path.str() + " is JSON, not init IR: for a HuggingFace config, run `initc import hf " +
+            path.str() + " -o model.mlir` and pass model.mlir";
+    return nullptr;
+  }
+  if (unsigned line = lineNestedDeeperThan((*file)->getBuffer())) {
     emitError(FileLineColLoc::get(&context, path, line, 0))
         << "brackets nest more than " << kMaxNesting
         << " levels deep: this is not a model initc reads; check the file";
     return nullptr;
   }
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
-  sourceMgr->AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  sourceMgr->AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return nullptr;

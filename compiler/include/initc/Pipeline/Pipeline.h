@@ -51,8 +51,10 @@ mlir::LogicalResult kernelTargets(llvm::ArrayRef<std::string> cpus,
                                   PipelineOptions &pipeline, std::string &error);
 
 /// Reads and verifies a module (syntax, op verifiers, and the model-level checks), reporting
-/// errors with file and line through the context's diagnostics.
-mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &context, llvm::StringRef path);
+/// errors with file and line through the context's diagnostics. A file that cannot be read or
+/// is not IR text at all (binary, JSON) sets `error` instead, with what to pass.
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &context, llvm::StringRef path,
+                                            std::string &error);
 
 /// Runs the stages up to and including `last`.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, const PipelineOptions &options,
