@@ -299,6 +299,12 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
   std::string text;
   if (!readTextFile(path, text, error)) {
     struct stat info;
+    if (::stat(joinPath(dir, "program.json").c_str(), &info) == 0 &&
+        ::stat(path.c_str(), &info) != 0) {
+      error = dir + " is a program directory (it holds program.json), not a checkpoint: pass the "
+                    "directory its init wrote with --out";
+      return false;
+    }
     if (::stat(path.c_str(), &info) == 0) // there, but not a file initc wrote
       error += ": " + rerunJobHint(dir, true);
     else
