@@ -615,18 +615,24 @@ static int runInitc(int argc, char **argv) {
   auto *inspect = app.add_subcommand(
       "inspect", "List every parameter with its dtype, shape, sharding and bytes per rank");
   inspect->add_option("model", inspectArgs.model, "init IR (.mlir)")->required();
-  inspect->add_option("--mesh", inspectArgs.mesh, "mesh axes and sizes, e.g. dp=2,tp=2");
-  inspect->add_option("--shard", inspectArgs.shard,
-                      "preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file");
+  inspect->add_option("--mesh", inspectArgs.mesh, "mesh axes and sizes, e.g. dp=2,tp=2")
+      ->check(nonEmpty);
+  inspect
+      ->add_option("--shard", inspectArgs.shard,
+                   "preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file")
+      ->check(nonEmpty);
   inspect->add_flag("--json", inspectArgs.json, "print JSON for scripts");
 
   CompileArgs compileArgs;
   auto *compile = app.add_subcommand(
       "compile", "Compile a model for a mesh into a program directory (kernels + rank table)");
   compile->add_option("model", compileArgs.model, "init IR (.mlir)")->required();
-  compile->add_option("--mesh", compileArgs.mesh, "mesh axes and sizes, e.g. dp=2,tp=2");
-  compile->add_option("--shard", compileArgs.shard,
-                      "preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file");
+  compile->add_option("--mesh", compileArgs.mesh, "mesh axes and sizes, e.g. dp=2,tp=2")
+      ->check(nonEmpty);
+  compile
+      ->add_option("--shard", compileArgs.shard,
+                   "preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file")
+      ->check(nonEmpty);
   compile->add_option("-o,--output", compileArgs.output,
                       "program directory to write (with --emit: output file, '-' for stdout)");
   compile->add_option("--emit", compileArgs.emit,

@@ -54,10 +54,13 @@ mlir::LogicalResult initc::parseMeshSpec(StringRef text, MeshSpec &mesh, std::st
       error = "mesh axis name '" + name.str() + "' must be letters, digits or '_'";
       return mlir::failure();
     }
-    long long value;
-    if (size.getAsInteger(10, value) || value <= 0) {
-      error = "mesh axis '" + name.str() + "' has size '" + size.str() +
-              "': sizes must be positive integers";
+    long long value = 0;
+    bool parsed = !size.getAsInteger(10, value);
+    if (!parsed || value <= 0) {
+      bool tooLarge = !parsed && !size.empty() && llvm::all_of(size, llvm::isDigit);
+      error = "mesh axis '" + name.str() + "' has size '" + size.str() + "': " +
+              (tooLarge ? "more devices than a mesh can have (2^31 - 1)"
+                        : "sizes must be positive integers");
       return mlir::failure();
     }
     if (!seen.insert(name).second) {
