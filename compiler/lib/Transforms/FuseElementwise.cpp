@@ -46,6 +46,8 @@ public:
 
   /// The element of `value` in its compute type; failure for ops that are not elementwise.
   FailureOr<Value> emit(Value value);
+  /// After emit failed: the op it could not turn into an element.
+  Operation *unsupported() const { return failedOp; }
 
   /// Converts a compute-type scalar to the storage element type.
   Value toElement(Value scalar, Type element);
@@ -62,6 +64,7 @@ private:
   Value linear;
   SmallVector<Value> dims; // a copy: adding key arguments may move the block's argument list
   DenseMap<Value, Value> cache;
+  Operation *failedOp = nullptr;
   DenseMap<int64_t, Value> keyByStream;
   // Widened bf16/f16 values -> the 16-bit value they came from, so that rounding them again
   // (the yield, a second cast) is skipped instead of left to LLVM, which cannot see that the
@@ -253,8 +256,10 @@ FailureOr<Value> ElementEmitter::emit(Value root) {
         stack.push_back({operand, 0u}); // `value` and `next` are not used after this
       continue;
     }
-    if (failed(emitOp(value)))
+    if (failed(emitOp(value))) {
+      failedOp = op;
       return failure();
+    }
     stack.pop_back();
   }
   return cache.lookup(root);
@@ -403,15 +408,18 @@ struct FuseElementwisePass : initc::impl::FuseElementwiseBase<FuseElementwisePas
       FailureOr<Value> element = emitter.emit(yielded);
       if (failed(element)) {
         fused.erase();
-        // Name the op that cannot be fused, not the yielded op that uses it.
-        Operation *culprit = yielded.getDefiningOp();
-        for (Operation &op : param.getBody().front())
-          if (isa<OrthogonalOp, LoadOp>(op) && !op.use_empty()) {
-            culprit = &op;
-            break;
-          }
-        param.emitError() << "cannot fuse: '" << culprit->getName()
-                          << "' is not elementwise and feeds other ops; compute it alone";
+        // Name the op that cannot be fused, at its line, not the yielded op that uses it.
+        Operation *culprit = emitter.unsupported();
+        if (isa<ElementwiseOp>(culprit))
+          culprit->emitError() << "cannot fuse: an 'init.elementwise' can only be the value its "
+                                  "parameter yields; write the ops that use it inside its region";
+        else if (isa_and_nonnull<InitDialect>(culprit->getDialect()))
+          culprit->emitError() << "cannot fuse: '" << culprit->getName()
+                               << "' is not elementwise and feeds other ops; compute it alone";
+        else
+          culprit->emitError() << "cannot fuse: '" << culprit->getName()
+                               << "' is not an init op; compute the value with init ops "
+                                  "(init.fill for a constant, init.elementwise for a formula)";
         return signalPassFailure();
       }
       Value stored = emitter.toElement(*element, type.getElementType());

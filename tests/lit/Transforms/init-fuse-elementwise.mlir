@@ -124,12 +124,36 @@ init.param @tied : tensor<8x8xf32> tied_to @orthogonal
 
 // -----
 
-// expected-error @+1 {{cannot fuse: 'init.orthogonal' is not elementwise and feeds other ops; compute it alone}}
 init.param @orthogonal_times_two : tensor<8x8xf32> {
+  // expected-error @+1 {{cannot fuse: 'init.orthogonal' is not elementwise and feeds other ops; compute it alone}}
   %0 = init.orthogonal gain 1.0 stream 0 strategy redundant : tensor<8x8xf32>
   %1 = init.fill 2.0 : tensor<8x8xf32>
   %2 = init.mul %0, %1 : tensor<8x8xf32>
   init.yield %2 : tensor<8x8xf32>
+}
+
+// -----
+
+// The op that cannot be fused is named at its line, not the op that uses it.
+init.param @constant_plus_itself : tensor<4x4xf32> {
+  // expected-error @+1 {{cannot fuse: 'arith.constant' is not an init op; compute the value with init ops (init.fill for a constant, init.elementwise for a formula)}}
+  %c = arith.constant dense<1.0> : tensor<4x4xf32>
+  %r = init.add %c, %c : tensor<4x4xf32>
+  init.yield %r : tensor<4x4xf32>
+}
+
+// -----
+
+init.param @elementwise_plus_one : tensor<4xf32> {
+  // expected-error @+1 {{cannot fuse: an 'init.elementwise' can only be the value its parameter yields; write the ops that use it inside its region}}
+  %e = init.elementwise : tensor<4xf32> {
+  ^bb0(%l: i64, %i: i64):
+    %f = arith.sitofp %l : i64 to f32
+    init.yield %f : f32
+  }
+  %one = init.fill 1.0 : tensor<4xf32>
+  %r = init.add %e, %one : tensor<4xf32>
+  init.yield %r : tensor<4xf32>
 }
 
 // -----
