@@ -26,6 +26,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -444,7 +445,7 @@ int runInspect(const InspectArgs &args) {
 struct CompileArgs {
   std::string model, mesh, shard, output, emit, stage = "partitioned";
   std::string targetCpu = "x86-64-v4+avx512bf16,x86-64-v4,x86-64-v3", linker;
-  bool timing = false, stageGiven = false;
+  bool timing = false, stageGiven = false, targetCpuGiven = false;
 };
 
 /// "x86-64-v4, x86-64-v3" for a program with kernels for both.
@@ -471,6 +472,19 @@ int runCompile(const CompileArgs &args) {
   auto module = initc::loadModel(*session.context, args.model, loadError);
   if (!module)
     return loadError.empty() ? 1 : fail(loadError);
+  // IR already partitioned (--stage=partitioned) has its kernels' CPUs: a --target-cpu would be
+  // ignored, and the program run on a CPU its kernels were not built for.
+  if (args.targetCpuGiven) {
+    llvm::SetVector<llvm::StringRef> built;
+    for (auto func : module->getOps<func::FuncOp>())
+      if (auto cpu = func->getAttrOfType<StringAttr>("initc.target_cpu"))
+        built.insert(cpu.getValue());
+    if (!built.empty())
+      return fail(args.model + " is already partitioned, with kernels for " +
+                  llvm::join(built, ", ") +
+                  ": --target-cpu cannot change them; drop it, or compile IR from before "
+                  "partitioning (--emit=mlir --stage=fused)");
+  }
   initc::PipelineOptions options{args.mesh, args.shard, args.timing};
   initc::target::TargetOptions targetOptions;
   targetOptions.linker = args.linker;
@@ -552,10 +566,11 @@ int runCompile(const CompileArgs &args) {
   std::string dir = args.output;
   while (dir.size() > 1 && dir.back() == '/')
     dir.pop_back();
-  llvm::outs() << "compiled " << program.modelName << ": " << program.params.size()
-               << " tensors (" << initrt::formatBytes(bytes) << "), " << kernels << " kernels, "
-               << program.mesh.size() << " ranks, target " << targetsText(program) << ", in "
-               << llvm::format("%.2f", seconds) << " s -> " << dir << "\n"
+  llvm::outs() << "compiled " << program.modelName << ": " << program.params.size() << " tensors ("
+               << initrt::formatBytes(bytes) << "), " << kernels << " kernels, "
+               << program.mesh.size() << (program.mesh.size() == 1 ? " rank" : " ranks")
+               << ", target " << targetsText(program) << ", in " << llvm::format("%.2f", seconds)
+               << " s -> " << dir << "\n"
                << "run it: mpirun -np " << program.mesh.size() << " " << dir
                << "/init --out CKPT_DIR   (or " << dir
                << "/init --rank K --out CKPT_DIR for one rank)\n";
@@ -644,16 +659,18 @@ static int runInitc(int argc, char **argv) {
   auto *stageOption =
       compile->add_option("--stage", compileArgs.stage, "with --emit=mlir, the stage: " + stages)
           ->capture_default_str();
-  compile->add_option("--target-cpu", compileArgs.targetCpu,
-                      "CPUs the kernels are compiled for, best first, comma-separated: x86-64, "
-                      "x86-64-v2/v3/v4, native, znver4, ... kernels.so holds code for each and "
-                      "prog/init runs the first the CPU it runs on supports (bits never depend "
-                      "on it). CPU+FEATURE adds an extension (x86-64-v4+avx512bf16: bf16 "
-                      "samples by a conversion instruction; left out when no kernel uses it). "
-                      "CPU:GROUPSxBLOCKS sets a CPU's vector loop, for measuring: "
-                      "GROUPS groups (1-4) of BLOCKS Philox blocks (8 or 16) per iteration "
-                      "(default 3x16 with AVX-512, 2x8 otherwise)")
-      ->capture_default_str();
+  auto *targetCpuOption =
+      compile
+          ->add_option("--target-cpu", compileArgs.targetCpu,
+                       "CPUs the kernels are compiled for, best first, comma-separated: x86-64, "
+                       "x86-64-v2/v3/v4, native, znver4, ... kernels.so holds code for each and "
+                       "prog/init runs the first the CPU it runs on supports (bits never depend "
+                       "on it). CPU+FEATURE adds an extension (x86-64-v4+avx512bf16: bf16 "
+                       "samples by a conversion instruction; left out when no kernel uses it). "
+                       "CPU:GROUPSxBLOCKS sets a CPU's vector loop, for measuring: "
+                       "GROUPS groups (1-4) of BLOCKS Philox blocks (8 or 16) per iteration "
+                       "(default 3x16 with AVX-512, 2x8 otherwise)")
+          ->capture_default_str();
   compile->add_option("--linker", compileArgs.linker, "C compiler used to link kernels.so");
   compile->add_flag("--timing", compileArgs.timing, "print the time of each pass");
 
@@ -714,6 +731,7 @@ static int runInitc(int argc, char **argv) {
     return runInspect(inspectArgs);
   if (*compile) {
     compileArgs.stageGiven = stageOption->count() > 0;
+    compileArgs.targetCpuGiven = targetCpuOption->count() > 0;
     return runCompile(compileArgs);
   }
   std::string error;
