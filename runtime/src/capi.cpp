@@ -98,6 +98,11 @@ initrt_status initrt_program_open(const char *prog_dir, initrt_program **out, ch
   if (!prog_dir || !out)
     return report(INITRT_INVALID_ARGUMENT, "initrt_program_open: prog_dir and out must not be NULL",
                   err, errlen);
+  if (!*prog_dir) // would read /program.json
+    return report(
+        INITRT_INVALID_ARGUMENT,
+        "initrt_program_open: prog_dir is empty: pass the program directory, e.g. \"prog\"", err,
+        errlen);
   return guarded(err, errlen, [&] {
     std::unique_ptr<initrt_program> prog(new initrt_program());
     std::string error;

@@ -456,7 +456,10 @@ bool makeDirectories(const std::string &dir, std::string &error) {
   }
   struct stat info;
   if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-    error = dir + " exists and is not a directory: choose another --out";
+    error = dir + (::lstat(dir.c_str(), &info) == 0 && S_ISLNK(info.st_mode)
+                       ? " is a symbolic link to nothing (or to a file): make it name a directory, "
+                         "or choose another --out"
+                       : " exists and is not a directory: choose another --out");
     return false;
   }
   return true;

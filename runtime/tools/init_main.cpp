@@ -583,7 +583,10 @@ int main(int argc, char **argv) {
       "executable unless --program is given.",
       programName};
   app.add_option("--out", options.out, "Checkpoint directory to write (created if missing)")
-      ->type_name("DIR");
+      ->type_name("DIR")
+      ->check(CLI::Validator(
+          [](std::string &value) { return value.empty() ? "must not be empty" : std::string(); },
+          "", "non-empty"));
   app.add_option("--rank", options.rank,
                  "Compute only rank K, without MPI; index.json is left alone")
       ->type_name("K")

@@ -64,6 +64,13 @@ expect_error "an unknown option on one rank" \
 expect_error "no --out on one rank" "init: error \(rank 1\): --out DIR is required" \
   timeout 120 "${MPIRUN[@]}" -np 1 p2/init --out cf : -np 1 p2/init
 [[ ! -e cf ]] || fail "a job stopped before it started wrote $(ls -A cf)"
+# --out that is empty, or a link to nothing.
+expect_error "an empty --out" "init: error: --out: must not be empty" p2/init --rank 1 --out ""
+ln -s nowhere dangling
+expect_error "a dangling --out link" \
+  "init: error \(rank 1\): dangling is a symbolic link to nothing \(or to a file\): make it name a directory" \
+  p2/init --rank 1 --out dangling
+[[ -L dangling && ! -e nowhere ]] || fail "a dangling --out link was changed"
 echo "ok ranks that disagree"
 
 # Several writers of one rank at once: none removes another's temporary (each holds a lock on

@@ -358,6 +358,8 @@ TEST_F(ExecutorTest, CApiFillMatchesTheExecutor) {
   EXPECT_EQ(missing, nullptr);
   EXPECT_NE(std::string(err).find("program.json"), std::string::npos) << err;
   EXPECT_EQ(initrt_program_open(nullptr, &missing, err, sizeof err), INITRT_INVALID_ARGUMENT);
+  EXPECT_EQ(initrt_program_open("", &missing, err, sizeof err), INITRT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err).find("prog_dir is empty"), std::string::npos) << err;
   EXPECT_STREQ(initrt_status_name(INITRT_SIZE_MISMATCH), "INITRT_SIZE_MISMATCH");
 }
 
