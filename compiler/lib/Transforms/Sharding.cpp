@@ -317,6 +317,11 @@ mlir::LogicalResult ShardingRules::apply(const ParamShape &param, DimAxes &out,
   }
   if (Rule *rule = decider) {
     rule->used = true;
+    // Logical rules for this parameter's axes do not apply: the pattern decides alone.
+    for (Rule &logical : rules)
+      if (!logical.byName && logical.shadowedBy.empty() &&
+          llvm::is_contained(param.axes, logical.pattern))
+        logical.shadowedBy = rule->pattern;
     if (rule->dims.size() > rank) {
       error = "rules file '" + sourceName + "': pattern '" + rule->pattern + "' gives " +
               std::to_string(rule->dims.size()) + " dims but parameter '" + param.name +
@@ -384,7 +389,14 @@ mlir::LogicalResult ShardingRules::checkAllRulesUsed(std::string &error) const {
     if (!preset.empty() || rule.used)
       continue;
     std::string what;
-    if (!rule.byName)
+    if (!rule.byName && !rule.shadowedBy.empty())
+      what = "logical axis '" + rule.pattern +
+             "' decides no parameter: each one that has it is "
+             "decided by a name pattern ('" +
+             rule.shadowedBy +
+             "'), and a matching pattern "
+             "wins over logical axes; remove the rule, or narrow the pattern";
+    else if (!rule.byName)
       what = "logical axis '" + rule.pattern + "' is used by no parameter; fix or remove the rule";
     else if (!rule.shadowedBy.empty())
       what = "pattern '" + rule.pattern + "' decides no parameter: each one it matches is "

@@ -67,7 +67,8 @@ private:
     std::vector<std::vector<std::string>> dims; // byName: mesh axes per dim
     std::vector<std::string> meshAxes;          // logical: mesh axes for that dim
     bool used = false;
-    std::string shadowedBy;  // an earlier pattern that decided a parameter this one matches
+    std::string shadowedBy;  // a pattern that decided a parameter this rule matches (for a
+                             // logical rule: any pattern, since patterns win)
     std::string tiedExample; // a tied parameter this pattern matches
   };
   MeshSpec mesh;
