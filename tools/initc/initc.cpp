@@ -612,7 +612,7 @@ static int runInitc(int argc, char **argv) {
                    : std::string();
       },
       "UINT64");
-  hf->add_option("config", importArgs.config, "config.json of the model")->required();
+  hf->add_option("config", importArgs.config, "config.json of the model (- for stdin)")->required();
   hf->add_option("-o,--output", importArgs.output, "output .mlir file ('-' for stdout)")
       ->check(nonEmpty);
   hf->add_option("--init-style", importArgs.initStyle,
@@ -629,7 +629,7 @@ static int runInitc(int argc, char **argv) {
   InspectArgs inspectArgs;
   auto *inspect = app.add_subcommand(
       "inspect", "List every parameter with its dtype, shape, sharding and bytes per rank");
-  inspect->add_option("model", inspectArgs.model, "init IR (.mlir)")->required();
+  inspect->add_option("model", inspectArgs.model, "init IR (.mlir; - for stdin)")->required();
   inspect->add_option("--mesh", inspectArgs.mesh, "mesh axes and sizes, e.g. dp=2,tp=2")
       ->check(nonEmpty);
   inspect
@@ -641,7 +641,7 @@ static int runInitc(int argc, char **argv) {
   CompileArgs compileArgs;
   auto *compile = app.add_subcommand(
       "compile", "Compile a model for a mesh into a program directory (kernels + rank table)");
-  compile->add_option("model", compileArgs.model, "init IR (.mlir)")->required();
+  compile->add_option("model", compileArgs.model, "init IR (.mlir; - for stdin)")->required();
   compile->add_option("--mesh", compileArgs.mesh, "mesh axes and sizes, e.g. dp=2,tp=2")
       ->check(nonEmpty);
   compile

@@ -720,7 +720,7 @@ OwningOpRef<ModuleOp> initc::import::importHFConfig(MLIRContext &ctx, StringRef 
                                                     const HFImportOptions &options,
                                                     std::string &error) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+      llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
   if (!buffer) {
     error = ("cannot read config '" + path + "': " + buffer.getError().message() +
              "; pass the path of a config.json")
