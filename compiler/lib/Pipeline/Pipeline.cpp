@@ -214,8 +214,15 @@ LogicalResult initc::buildProgram(ModuleOp module, llvm::StringRef modelName,
   program.modelName = modelName.str();
   program.seed = getModelSeed(module);
   auto meshes = llvm::to_vector(module.getOps<mesh::MeshOp>());
+  // "file:line: " of a mesh, for messages that are not diagnostics.
+  auto where = [](mesh::MeshOp mesh) {
+    auto at = dyn_cast<FileLineColLoc>(mesh.getLoc());
+    return at ? at.getFilename().str() + ":" + std::to_string(at.getLine()) + ": " : "";
+  };
   if (meshes.size() > 1) {
-    error = "the model has " + std::to_string(meshes.size()) + " meshes; keep one";
+    error = where(meshes[1]) + "the model has " + std::to_string(meshes.size()) + " meshes (@" +
+            meshes[0].getSymName().str() + ", @" + meshes[1].getSymName().str() +
+            (meshes.size() > 2 ? ", ..." : "") + "); keep one, or pass --mesh to replace them";
     return failure();
   }
   if (!meshes.empty()) {
@@ -224,7 +231,9 @@ LogicalResult initc::buildProgram(ModuleOp module, llvm::StringRef modelName,
     program.mesh.shape.assign(meshes[0].getShape().begin(), meshes[0].getShape().end());
     for (int64_t size : program.mesh.shape)
       if (size <= 0) {
-        error = "mesh '@" + meshes[0].getSymName().str() + "' has a dynamic or empty axis";
+        error = where(meshes[0]) + "mesh '@" + meshes[0].getSymName().str() +
+                "' has a dynamic or empty axis: give every axis a size, or pass --mesh to "
+                "replace it";
         return failure();
       }
   }
