@@ -389,16 +389,21 @@ int runInspect(const InspectArgs &args) {
     return 0;
   }
 
+  // A name with its aliases, as the first column shows it.
+  auto shownName = [](const initrt::Param &p) {
+    std::string name = printableName(p.name);
+    if (!p.aliases.empty())
+      name += " (= " + printableName(p.aliases[0]) + (p.aliases.size() > 1 ? ", ..." : "") + ")";
+    return name;
+  };
   size_t nameWidth = 4;
   for (auto &p : program.params)
-    nameWidth = std::max(nameWidth, std::min<size_t>(p.name.size(), 60));
+    nameWidth = std::max(nameWidth, std::min<size_t>(shownName(p).size(), 60));
   std::printf("%-*s  %-5s  %-22s  %-18s  %12s\n", (int)nameWidth, "name", "dtype", "shape",
               "sharding", "bytes/rank");
   for (size_t i = 0; i < program.params.size(); ++i) {
     const initrt::Param &p = program.params[i];
-    std::string name = printableName(p.name);
-    if (!p.aliases.empty())
-      name += " (= " + printableName(p.aliases[0]) + (p.aliases.size() > 1 ? ", ..." : "") + ")";
+    std::string name = shownName(p);
     std::printf("%-*s  %-5s  %-22s  %-18s  %12s%s\n", (int)nameWidth, name.c_str(),
                 initrt::dtypeName(p.dtype), shapeText(p.shape).c_str(),
                 shardingText(program, p).c_str(), initrt::formatBytes(maxSliceBytes[i]).c_str(),
