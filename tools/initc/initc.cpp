@@ -267,6 +267,13 @@ int runInspect(const InspectArgs &args) {
   initc::PipelineOptions options{args.mesh, args.shard};
   if (failed(initc::runPipeline(*module, options, initc::Stage::Sharded)))
     return 1;
+  // What compile would refuse (an op that cannot be fused), inspect refuses too: a copy of the
+  // sharded model goes on through fusion, while the table and estimates read the ops as written.
+  {
+    OwningOpRef<ModuleOp> fused = module->clone();
+    if (failed(initc::runPipeline(*fused, initc::PipelineOptions{}, initc::Stage::Fused)))
+      return 1;
+  }
   initrt::Program program;
   std::string error;
   if (failed(initc::buildProgram(*module, modelNameOf(*module, args.model), program, error)))
