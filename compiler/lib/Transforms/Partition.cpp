@@ -1226,10 +1226,14 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       }
       if (!fused) {
         Operation *op = yielded.getDefiningOp();
-        param.emitError() << "'" << (op ? op->getName().getStringRef() : StringRef("argument"))
-                          << "' has no native lowering yet; "
-                             "only elementwise recipes (run init-fuse-elementwise first) can be "
-                             "partitioned";
+        if (isa_and_nonnull<LoadOp>(op))
+          op->emitError() << "'init.load' cannot be compiled in this version: no backend reads "
+                             "a base checkpoint yet; initialize the parameter with a recipe, and "
+                             "load the base weights into the model after";
+        else
+          param.emitError() << "'" << (op ? op->getName().getStringRef() : StringRef("argument"))
+                            << "' has no native lowering yet; only elementwise recipes (after "
+                               "init-fuse-elementwise) can be partitioned";
         return signalPassFailure();
       }
       // The key values are kernel arguments and the extents are read from the shape arrays:
