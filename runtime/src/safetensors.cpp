@@ -519,7 +519,13 @@ bool AtomicFile::commit(std::string &error) {
   // Renamed while still open, and so locked: a cleaner never finds it unlocked under its
   // temporary name.
   if (::rename(tempPath.c_str(), finalPath.c_str()) != 0) {
-    error = "cannot rename " + tempPath + " to " + finalPath + ": " + errnoText(errno);
+    int err = errno;
+    error = "cannot rename " + tempPath + " to " + finalPath + ": " + errnoText(err);
+    // EPERM/EACCES: an immutable or append-only file in the way, or a sticky directory of
+    // another user's (ls -l, lsattr say which).
+    if (err == EPERM || err == EACCES)
+      error += ": the file in the way, or its directory, does not let this user replace it "
+               "(ownership, a sticky directory, or chattr +i); remove it, or write elsewhere";
     discard();
     return false;
   }
