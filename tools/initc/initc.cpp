@@ -497,7 +497,13 @@ int runCompile(const CompileArgs &args) {
                   ": --target-cpu cannot change them; drop it, or compile IR from before "
                   "partitioning (--emit=mlir --stage=fused)");
   }
-  initc::PipelineOptions options{args.mesh, args.shard, args.timing};
+  // --timing: one report on stderr at the end, each stage's passes and then native code.
+  DefaultTimingManager timingManager;
+  timingManager.setEnabled(args.timing);
+  TimingScope timing = timingManager.getRootScope();
+  initc::PipelineOptions options{args.mesh, args.shard};
+  if (args.timing)
+    options.timing = &timing;
   initc::target::TargetOptions targetOptions;
   targetOptions.linker = args.linker;
   llvm::SmallVector<llvm::StringRef> cpuList;
@@ -562,9 +568,11 @@ int runCompile(const CompileArgs &args) {
     return 1;
   initrt::Program program;
   std::string error;
+  TimingScope codegenTiming = timing.nest("native code, program directory");
   if (failed(initc::writeProgramDir(*module, modelNameOf(*module, args.model), args.output,
                                     runtimePath(), targetOptions, program, error)))
     return fail(error);
+  codegenTiming.stop();
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::set<std::string> kernelNames; // one per recipe, whatever the number of targets
@@ -684,7 +692,8 @@ static int runInitc(int argc, char **argv) {
                        "(default 3x16 with AVX-512, 2x8 otherwise)")
           ->capture_default_str();
   compile->add_option("--linker", compileArgs.linker, "C compiler used to link kernels.so");
-  compile->add_flag("--timing", compileArgs.timing, "print the time of each pass");
+  compile->add_flag("--timing", compileArgs.timing,
+                    "print the time of each stage's passes and of native code generation");
 
   std::string ckptDir, assembleOut;
   auto *assemble =

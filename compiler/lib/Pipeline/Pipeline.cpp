@@ -147,8 +147,11 @@ LogicalResult initc::runPipeline(ModuleOp module, const PipelineOptions &options
   std::vector<std::string> targets, bf16ConvertingCpus;
   auto runStage = [&](Stage stage) -> LogicalResult {
     PassManager pm(context);
-    if (options.printTiming)
-      pm.enableTiming();
+    std::optional<TimingScope> stageTiming;
+    if (options.timing && stage != Stage::Input && stage != Stage::LLVM) {
+      stageTiming = options.timing->nest(stageNames()[size_t(stage)]);
+      pm.enableTiming(*stageTiming);
+    }
     switch (stage) {
     case Stage::Input:
     case Stage::LLVM:

@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LogicalResult.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -29,7 +30,8 @@ bool parseStage(llvm::StringRef name, Stage &stage);
 struct PipelineOptions {
   std::string mesh;   // `dp=2,tp=2`; empty keeps the module's mesh
   std::string shard;  // preset or rules file; empty keeps the module's shardings
-  bool printTiming = false;
+  /// With a scope, each stage's passes are timed in a scope of it named after the stage.
+  mlir::TimingScope *timing = nullptr;
   /// init-partition's targets: `CPU:GROUPSxBLOCKS` per CPU each kernel is built for, best first
   /// (kernelTargets() makes them); empty: one kernel per recipe for TargetOptions::cpu.
   std::vector<std::string> kernelTargets;
