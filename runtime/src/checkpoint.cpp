@@ -1358,15 +1358,17 @@ bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems
   };
   runOnThreads(int(std::min<int64_t>(resolveThreads(threads), index.worldSize)), work);
 
-  // Every shard another program's, the same one: the index is the stranger (copied from another
-  // checkpoint), and the shards' own job writes it again.
+  // Every shard of one other program: the index and the shards are two checkpoints' (one side
+  // copied over the other), and the job of whichever is wanted, with --overwrite, mends it.
   const std::string &firstId = checks.front().otherId;
-  if (firstId.size() > 1 && std::all_of(checks.begin(), checks.end(),
-                                        [&](const RankCheck &c) { return c.otherId == firstId; })) {
+  if (index.worldSize > 1 && firstId.size() > 1 &&
+      std::all_of(checks.begin(), checks.end(),
+                  [&](const RankCheck &c) { return c.otherId == firstId; })) {
     problems.push_back(joinPath(dir, kIndexFile) + " has program id " + index.programId +
                        ", but all " + std::to_string(index.worldSize) + " shards have program id " +
                        firstId +
-                       ": the index is another checkpoint's; with the shards' prog/init, " +
+                       ": the index or the shards were copied from another checkpoint; with "
+                       "the prog/init of the one you want, " +
                        rerunJobHint(dir, /*overwrite=*/true));
     if (progress)
       progress(total, total);

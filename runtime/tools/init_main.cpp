@@ -215,11 +215,12 @@ bool startedByLauncher() {
                    "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"}) != nullptr;
 }
 
-// The number of processes the launcher started (1 without a launcher).
+// The number of processes the launcher started: 1 without a launcher, 0 when a launcher did
+// not say (MPI then tells).
 long launcherSize() {
   const char *value = firstEnv({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
                                 "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"});
-  return value ? std::atol(value) : 1;
+  return value ? std::atol(value) : startedByLauncher() ? 0 : 1;
 }
 
 // `path` made absolute against the working directory and normalized ("a//b/./c/" is "a/b/c"),
@@ -636,15 +637,17 @@ int main(int argc, char **argv) {
     code = kExitUsage;
     usage << "--out DIR is required (or --discard to write nothing); see --help\n";
   }
-  if (!stop && options.rank >= 0 && startedByLauncher() && launcherSize() > 1) {
+  auto rankUnderLauncher = [&](long processes) {
     stop = true;
     code = kExitUsage;
     usage << "--rank " << options.rank << " computes one rank alone, but the launcher started "
-          << launcherSize() << " processes, which would all write rank " << options.rank
+          << processes << " processes, which would all write rank " << options.rank
           << "'s file: run `" << invoked << " --rank " << options.rank
           << " --out DIR` without mpirun (or with -np 1), or drop --rank to run the whole job\n";
-  }
-  // CLI11's messages come as they are; ours get the program's prefix.
+  };
+  if (!stop && options.rank >= 0 && launcherSize() > 1)
+    rankUnderLauncher(launcherSize());
+  // Help goes to stdout; errors, CLI11's too, get the program's prefix on stderr.
   auto explain = [&](const std::string &where) {
     std::fputs(help.str().c_str(), stdout);
     std::string text = usage.str();
@@ -652,7 +655,8 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "%s: error%s: %s", programName.c_str(), where.c_str(), text.c_str());
   };
 
-  if (!startedByLauncher()) {
+  // Alone: no launcher, or a launcher of one process (--rank K under srun -n1 needs no MPI).
+  if (!startedByLauncher() || (launcherSize() == 1 && options.rank >= 0)) {
     if (stop) {
       explain("");
       return code;
@@ -664,16 +668,25 @@ int main(int argc, char **argv) {
   // Under a launcher every rank joins MPI before any may stop: one that ended alone would leave
   // the others waiting in MPI_Init. When any stops, all do, and the lowest of those with an
   // error (else the lowest stopping) explains; its rank is named unless it is rank 0, whose
-  // arguments are the job's.
+  // arguments are the job's. Help on some ranks only is an error too.
   MpiWorld world;
+  if (!stop && options.rank >= 0 && world.size() > 1) // the launcher did not say its size
+    rankUnderLauncher(world.size());
   if (world.minInt(stop ? world.rank() : INT_MAX) != INT_MAX) {
+    bool allStop = world.minInt(stop ? 1 : 0) == 1;
+    if (stop && code == kExitOk && !allStop) {
+      code = kExitUsage;
+      help.str("");
+      usage << "this rank was given --help and the others were not: start every rank of the "
+               "job with the same arguments\n";
+    }
     int failing = world.minInt(code != kExitOk ? world.rank() : INT_MAX);
     int speaker = failing != INT_MAX ? failing : world.minInt(stop ? world.rank() : INT_MAX);
     if (world.rank() == speaker)
       explain(speaker == 0 ? "" : " (rank " + std::to_string(speaker) + ")");
     return world.maxInt(code);
   }
-  if (options.rank >= 0) { // --rank K under mpirun -np 1: rank K alone
+  if (options.rank >= 0) { // --rank K under a launcher of one process that did not say so
     SoloWorld solo;
     return runGuarded(solo, options, options.rank, /*launched=*/false);
   }

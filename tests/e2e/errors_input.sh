@@ -76,7 +76,7 @@ no_output "$IR/prog-nomesh"
 # The MLIR parser recurses per bracket: initc refuses deep nesting before parsing.
 expect_error "compile deep_nesting" "deep_nesting.mlir:1:0: error: brackets nest more than 256 levels" \
   "$INITC" compile "$IR/deep_nesting.mlir" -o "$IR/prog-deep"
-expect_error "compile missing file" "cannot read '.*missing.mlir'" \
+expect_error "compile missing file" "^initc: error: cannot read .*missing.mlir: No such file or directory" \
   "$INITC" compile "$IR/missing.mlir" -o "$IR/prog-missing"
 expect_error "compile --target-cpu twice" "error: target CPU 'x86-64-v3' is listed twice" \
   "$INITC" compile "$IR/good.mlir" -o "$IR/prog-cpu" --target-cpu x86-64-v3,x86-64-v3

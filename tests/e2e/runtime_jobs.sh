@@ -63,6 +63,9 @@ expect_error "an unknown option on one rank" \
   timeout 120 "${MPIRUN[@]}" -np 1 p2/init --out cf : -np 1 p2/init --out cf --bogus
 expect_error "no --out on one rank" "init: error \(rank 1\): --out DIR is required" \
   timeout 120 "${MPIRUN[@]}" -np 1 p2/init --out cf : -np 1 p2/init
+expect_error "--help on one rank" \
+  "init: error \(rank 1\): this rank was given --help and the others were not" \
+  timeout 120 "${MPIRUN[@]}" -np 1 p2/init --out cf : -np 1 p2/init --help
 [[ ! -e cf ]] || fail "a job stopped before it started wrote $(ls -A cf)"
 # --out that is empty, or a link to nothing.
 expect_error "an empty --out" "init: error: --out: must not be empty" p2/init --rank 1 --out ""

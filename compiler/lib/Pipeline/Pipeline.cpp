@@ -60,9 +60,13 @@ OwningOpRef<ModuleOp> initc::loadModel(MLIRContext &context, llvm::StringRef pat
                          "writes (or hand-written IR)";
     return nullptr;
   }
-  if (text.ltrim().starts_with("{")) {
-    error = path.str() + " is JSON, not init IR: for a HuggingFace config, run `initc import hf " +
-            path.str() + " -o model.mlir` and pass model.mlir";
+  // ("{-#" opens MLIR's file metadata, which may come first.)
+  if (text.ltrim().starts_with("{") && !text.ltrim().starts_with("{-#")) {
+    error = path.str() + " is JSON, not init IR: " +
+            (text.contains("\"model_type\"")
+                 ? "for a HuggingFace config, run `initc import hf " + path.str() +
+                       " -o model.mlir` and pass model.mlir"
+                 : std::string("pass the .mlir that `initc import` writes (or hand-written IR)"));
     return nullptr;
   }
   if (unsigned line = lineNestedDeeperThan((*file)->getBuffer())) {
@@ -225,7 +229,8 @@ LogicalResult initc::buildProgram(ModuleOp module, llvm::StringRef modelName,
   if (meshes.size() > 1) {
     error = where(meshes[1]) + "the model has " + std::to_string(meshes.size()) + " meshes (@" +
             meshes[0].getSymName().str() + ", @" + meshes[1].getSymName().str() +
-            (meshes.size() > 2 ? ", ..." : "") + "); keep one, or pass --mesh to replace them";
+            (meshes.size() > 2 ? ", ..." : "") +
+            "); keep one, or pass --mesh and --shard to replace them";
     return failure();
   }
   if (!meshes.empty()) {
@@ -235,8 +240,8 @@ LogicalResult initc::buildProgram(ModuleOp module, llvm::StringRef modelName,
     for (int64_t size : program.mesh.shape)
       if (size <= 0) {
         error = where(meshes[0]) + "mesh '@" + meshes[0].getSymName().str() +
-                "' has a dynamic or empty axis: give every axis a size, or pass --mesh to "
-                "replace it";
+                "' has a dynamic or empty axis: give every axis a size, or pass --mesh and "
+                "--shard to replace it";
         return failure();
       }
   }

@@ -410,7 +410,9 @@ struct FuseElementwisePass : initc::impl::FuseElementwiseBase<FuseElementwisePas
         fused.erase();
         // Name the op that cannot be fused, at its line, not the yielded op that uses it.
         Operation *culprit = emitter.unsupported();
-        if (isa<ElementwiseOp>(culprit))
+        if (isa<LoadOp>(culprit))
+          culprit->emitError() << kLoadNotCompiled;
+        else if (isa<ElementwiseOp>(culprit))
           culprit->emitError() << "cannot fuse: an 'init.elementwise' can only be the value its "
                                   "parameter yields; write the ops that use it inside its region";
         else if (isa_and_nonnull<InitDialect>(culprit->getDialect()))

@@ -1227,9 +1227,7 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       if (!fused) {
         Operation *op = yielded.getDefiningOp();
         if (isa_and_nonnull<LoadOp>(op))
-          op->emitError() << "'init.load' cannot be compiled in this version: no backend reads "
-                             "a base checkpoint yet; initialize the parameter with a recipe, and "
-                             "load the base weights into the model after";
+          op->emitError() << kLoadNotCompiled;
         else
           param.emitError() << "'" << (op ? op->getName().getStringRef() : StringRef("argument"))
                             << "' has no native lowering yet; only elementwise recipes (after "

@@ -887,9 +887,10 @@ TEST_F(CheckpointTest, AssembleChecksShardsItReadsNoSliceFrom) {
   EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find(dir + "/index.json has program id " + program.programId +
-                             ", but all 2 shards have program id aaaaaaaaaaaaaaaa: the index is "
-                             "another checkpoint's; with the shards' prog/init, rerun the whole "
-                             "job (`mpirun -np N prog/init --out " +
+                             ", but all 2 shards have program id aaaaaaaaaaaaaaaa: the index or "
+                             "the shards were copied from another checkpoint; with the prog/init "
+                             "of the one you want, rerun the whole job (`mpirun -np N prog/init "
+                             "--out " +
                              dir + " --overwrite`)"),
             std::string::npos)
       << problems[0];

@@ -18,6 +18,11 @@ namespace initc {
 #define GEN_PASS_REGISTRATION
 #include "initc/Transforms/Passes.h.inc"
 
+/// Said of an init.load wherever the pipeline meets it: no backend lowers it in this version.
+inline constexpr const char *kLoadNotCompiled =
+    "'init.load' cannot be compiled in this version: no backend reads a base checkpoint yet; "
+    "initialize the parameter with a recipe, and load the base weights into the model after";
+
 } // namespace initc
 
 #endif // INITC_TRANSFORMS_PASSES_H
