@@ -806,11 +806,10 @@ static int runInitc(int argc, char **argv) {
 // would otherwise end the process with an LLVM fatal error when destroyed.
 int main(int argc, char **argv) {
   int code = runInitc(argc, argv);
-  errno = 0;
   std::cout.flush();
   llvm::outs().flush();
   bool lost = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
-  // errno is the failing flush's; an error met by an earlier write may have left none.
+  // errno is the failing write's (stdout is written last), or none.
   std::string reason = !lost ? "" : errno ? std::strerror(errno) : "write error";
   if (llvm::outs().has_error()) {
     lost = true;
