@@ -649,25 +649,23 @@ static int runInitc(int argc, char **argv) {
   InspectArgs inspectArgs;
   auto *inspect = app.add_subcommand(
       "inspect", "List every parameter with its dtype, shape, sharding and bytes per rank");
-  inspect->add_option("model", inspectArgs.model, "init IR (.mlir; - for stdin)")->required();
-  inspect->add_option("--mesh", inspectArgs.mesh, "mesh axes and sizes, e.g. dp=2,tp=2")
-      ->check(nonEmpty);
-  inspect
-      ->add_option("--shard", inspectArgs.shard,
-                   "preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file")
-      ->check(nonEmpty);
+  // The model and where it goes, as inspect and compile both take them.
+  auto addModelOptions = [&](CLI::App *command, std::string &model, std::string &mesh,
+                             std::string &shard) {
+    command->add_option("model", model, "init IR (.mlir; - for stdin)")->required();
+    command->add_option("--mesh", mesh, "mesh axes and sizes, e.g. dp=2,tp=2")->check(nonEmpty);
+    command
+        ->add_option("--shard", shard,
+                     "preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file")
+        ->check(nonEmpty);
+  };
+  addModelOptions(inspect, inspectArgs.model, inspectArgs.mesh, inspectArgs.shard);
   inspect->add_flag("--json", inspectArgs.json, "print JSON for scripts");
 
   CompileArgs compileArgs;
   auto *compile = app.add_subcommand(
       "compile", "Compile a model for a mesh into a program directory (kernels + rank table)");
-  compile->add_option("model", compileArgs.model, "init IR (.mlir; - for stdin)")->required();
-  compile->add_option("--mesh", compileArgs.mesh, "mesh axes and sizes, e.g. dp=2,tp=2")
-      ->check(nonEmpty);
-  compile
-      ->add_option("--shard", compileArgs.shard,
-                   "preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file")
-      ->check(nonEmpty);
+  addModelOptions(compile, compileArgs.model, compileArgs.mesh, compileArgs.shard);
   compile->add_option("-o,--output", compileArgs.output,
                       "program directory to write (with --emit: output file, '-' for stdout)");
   compile->add_option("--emit", compileArgs.emit,
