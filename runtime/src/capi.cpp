@@ -179,6 +179,7 @@ initrt_status initrt_fill(const initrt_program *prog, int64_t rank, const char *
     initrt::ShardJob job;
     job.param = &param;
     job.kernel = prog->kernels->kernel(p);
+    job.base = prog->kernels->baseTensor(p);
     job.slice = initrt::sliceForRank(prog->program.mesh, param, rank);
     job.bytes = uint64_t(job.slice.numElements()) * uint64_t(initrt::dtypeBytes(param.dtype));
     if (job.bytes != buf_bytes)

@@ -40,6 +40,16 @@ const uint64_t *argsOf(const Param &param) {
   return param.kernelArgs.empty() ? kNoArgs : param.kernelArgs.data();
 }
 
+// Elements [begin, end) of the job's shard, element i at out + i * dtype bytes: computed by its
+// kernel, or read from its base checkpoint.
+void fillElements(const ShardJob &job, void *out, int64_t begin, int64_t end) {
+  if (job.base)
+    readBaseElements(*job.base, *job.param, job.slice, out, begin, end);
+  else
+    job.kernel(out, dimsOrDummy(job.param->shape), dimsOrDummy(job.slice.offset),
+               dimsOrDummy(job.slice.shape), begin, end, argsOf(*job.param));
+}
+
 using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) {
@@ -355,6 +365,10 @@ std::unique_ptr<KernelLibrary> KernelLibrary::load(const std::string &progDir,
   library->cpu = chosen.targetCpu;
   library->kernels.reserve(program.params.size());
   for (const Param &param : program.params) {
+    if (param.load) {
+      library->kernels.push_back(nullptr);
+      continue;
+    }
     dlerror();
     const std::string name = param.kernel + chosen.suffix;
     void *symbol = dlsym(library->handle, name.c_str());
@@ -364,6 +378,8 @@ std::unique_ptr<KernelLibrary> KernelLibrary::load(const std::string &progDir,
     }
     library->kernels.push_back(reinterpret_cast<KernelFn>(symbol));
   }
+  if (!library->bases.open(program, error))
+    return nullptr;
   return library;
 }
 
@@ -471,8 +487,7 @@ void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &option
       int64_t elements = job.slice.numElements();
       int64_t begin = int64_t(chunk - firstChunk[j]) * chunkElements[j];
       int64_t end = std::min(elements, begin + chunkElements[j]);
-      job.kernel(job.out, dimsOrDummy(job.param->shape), dimsOrDummy(job.slice.offset),
-                 dimsOrDummy(job.slice.shape), begin, end, argsOf(*job.param));
+      fillElements(job, job.out, begin, end);
       bytesDone.fetch_add(uint64_t(end - begin) * uint64_t(dtypeBytes(job.param->dtype)),
                           std::memory_order_relaxed);
     }
@@ -579,6 +594,7 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
   std::condition_variable slotFreed, batchReady;
   size_t next = 0, released = 0;
   bool stop = false;
+  std::exception_ptr workerFailure;
   std::vector<char> ready(pieces.size(), 0);
   const size_t batch = slots > size_t(threads) ? slots - size_t(threads) : 1;
   size_t awaitedFrom = 0, awaitedTo = 0; // pieces [from, to) the calling thread sleeps for
@@ -607,9 +623,19 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
       // lands at the start of the slot.
       auto out = reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(ring.shard(p % slots)) -
                                           uint64_t(piece.begin) * width);
-      if (piece.end > piece.begin)
-        job.kernel(out, dimsOrDummy(job.param->shape), dimsOrDummy(job.slice.offset),
-                   dimsOrDummy(job.slice.shape), piece.begin, piece.end, argsOf(*job.param));
+      if (piece.end > piece.begin) {
+        try {
+          fillElements(job, out, piece.begin, piece.end);
+        } catch (...) { // a base checkpoint that cannot be read: the calling thread rethrows it
+          std::lock_guard<std::mutex> lock(mutex);
+          if (!workerFailure)
+            workerFailure = std::current_exception();
+          stop = true;
+          slotFreed.notify_all();
+          batchReady.notify_one();
+          return;
+        }
+      }
       std::lock_guard<std::mutex> lock(mutex);
       ready[p] = 1;
       if (awaitedFrom <= p && p < awaitedTo && batchIsReady())
@@ -639,11 +665,13 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
         if (!ready[p]) {
           awaitedFrom = p;
           awaitedTo = std::min(pieces.size(), p + batch);
-          while (!batchIsReady())
+          while (!workerFailure && !batchIsReady())
             batchReady.wait_for(lock, std::chrono::duration<double>(
                                           std::max(options.progressIntervalSeconds, 0.01)));
           awaitedFrom = awaitedTo = 0;
         }
+        if (workerFailure)
+          break;
       }
       const Piece &piece = pieces[p];
       const uint64_t width = uint64_t(dtypeBytes(jobs[piece.job].param->dtype));
@@ -666,6 +694,8 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
     worker.join();
   if (failure)
     std::rethrow_exception(failure);
+  if (workerFailure)
+    std::rethrow_exception(workerFailure);
   if (ok)
     progress(true);
   return ok;
@@ -704,6 +734,7 @@ std::vector<ShardJob> planRank(const Program &program, const KernelLibrary &kern
     ShardJob job;
     job.param = &param;
     job.kernel = kernels.kernel(p);
+    job.base = kernels.baseTensor(p);
     job.slice = sliceForRank(program.mesh, param, rank);
     job.bytes = uint64_t(job.slice.numElements()) * uint64_t(dtypeBytes(param.dtype));
     jobs.push_back(std::move(job));

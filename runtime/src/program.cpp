@@ -369,7 +369,7 @@ private:
     where = paramWhere(index, param.name);
     if (!checkKeys(value, where,
                    {"name", "aliases", "dtype", "shape", "split_axes", "kernel", "kernel_args",
-                    "buffer", "persistent", "transform", "gain"}))
+                    "buffer", "persistent", "transform", "gain", "load"}))
       return false;
     const json *aliases, *shape, *splitAxes;
     if (!getMember(value, "aliases", where, aliases))
@@ -427,6 +427,18 @@ private:
       param.gain = gain->get<double>();
     } else if (value.contains("gain")) {
       return fail(where + ".gain", "is only allowed together with \"transform\"");
+    }
+    // Optional: only init.load parameters carry it.
+    if (value.contains("load")) {
+      const json &load = value["load"];
+      Param::Load source;
+      if (!load.is_object())
+        return fail(where + ".load", "must be an object with \"file\" and \"tensor\"");
+      if (!checkKeys(load, where + ".load", {"file", "tensor"}) ||
+          !getString(load, "file", where + ".load", source.file) ||
+          !getString(load, "tensor", where + ".load", source.tensor))
+        return false;
+      param.load = std::move(source);
     }
     // Optional: absent when the kernel takes no arguments.
     if (value.contains("kernel_args")) {
@@ -526,8 +538,14 @@ bool validateProgram(const Program &program, std::string &error) {
         used[axis] = true;
       }
     }
-    if (param.kernel.empty())
+    if (param.load) {
+      if (param.load->file.empty() || param.load->tensor.empty())
+        return fail(where + ".load", "must name a file and a tensor");
+      if (!param.kernel.empty() || !param.kernelArgs.empty() || !param.transform.empty())
+        return fail(where + ".load", "is only allowed without a kernel, kernel_args or transform");
+    } else if (param.kernel.empty()) {
       return fail(where + ".kernel", "must name a kernel symbol");
+    }
     if (!param.transform.empty()) {
       if (param.transform != "orthogonal")
         return fail(where + ".transform",
@@ -664,6 +682,8 @@ std::string programToJson(const Program &program) {
       entry["transform"] = param.transform;
       entry["gain"] = param.gain;
     }
+    if (param.load)
+      entry["load"] = {{"file", param.load->file}, {"tensor", param.load->tensor}};
     params.push_back(std::move(entry));
   }
   root["params"] = std::move(params);

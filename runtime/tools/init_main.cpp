@@ -46,7 +46,8 @@ struct RankStats {
   double seconds = 0;        // compute + checksum + write
   double peakRssBytes = 0;
   double skipped = 0;        // 1 if the rank's file was already complete
-  static constexpr int kFields = 5;
+  double loaded = 0;         // elements read from base checkpoints (init.load)
+  static constexpr int kFields = 6;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -94,7 +95,8 @@ public:
     return words;
   }
   std::vector<double> gatherStats(const RankStats &stats) override {
-    return {stats.bytes, stats.elements, stats.seconds, stats.peakRssBytes, stats.skipped};
+    return {stats.bytes,        stats.elements, stats.seconds,
+            stats.peakRssBytes, stats.skipped,  stats.loaded};
   }
   void broadcast(std::string &) override {}
 };
@@ -129,8 +131,8 @@ public:
     return all;
   }
   std::vector<double> gatherStats(const RankStats &stats) override {
-    double mine[RankStats::kFields] = {stats.bytes, stats.elements, stats.seconds,
-                                       stats.peakRssBytes, stats.skipped};
+    double mine[RankStats::kFields] = {stats.bytes,        stats.elements, stats.seconds,
+                                       stats.peakRssBytes, stats.skipped,  stats.loaded};
     std::vector<double> all(myRank == 0 ? size_t(worldSize) * RankStats::kFields : 0);
     MPI_Gather(mine, RankStats::kFields, MPI_DOUBLE, all.data(), RankStats::kFields, MPI_DOUBLE, 0,
                MPI_COMM_WORLD);
@@ -266,7 +268,8 @@ double peakRssBytes() {
 void printSummary(const Program &program, const Options &options, const std::vector<double> &stats,
                   int ranks, int threads, const CpuShare &cpuShare, double wallSeconds,
                   const std::string &kernelCpu) {
-  double bytes = 0, written = 0, elements = 0, slowest = 0, maxRss = 0, maxShardBytes = 0;
+  double bytes = 0, written = 0, elements = 0, loaded = 0, slowest = 0, maxRss = 0;
+  double maxShardBytes = 0;
   int slowestRank = 0, maxRssRank = 0, skipped = 0;
   // stats are indexed by the job's ranks; a lone --rank run is that one rank.
   auto rankName = [&](int r) { return std::to_string(options.rank >= 0 ? options.rank : r); };
@@ -275,6 +278,7 @@ void printSummary(const Program &program, const Options &options, const std::vec
     bytes += s[0];
     written += s[4] != 0 ? 0 : s[0];
     elements += s[4] != 0 ? 0 : s[1]; // a complete rank computed nothing
+    loaded += s[4] != 0 ? 0 : s[5];
     if (s[2] > slowest) {
       slowest = s[2];
       slowestRank = r;
@@ -334,8 +338,11 @@ void printSummary(const Program &program, const Options &options, const std::vec
           std::to_string(cpuShare.sharing - 1) + " other rank" +
           (cpuShare.sharing == 2 ? "" : "s") + " of its host";
   row("threads", std::to_string(threads) + " (rank " + rankName(0) + why + ")");
-  row("elements", formatCount(modelElements) + " in the model, " + formatCount(elements) +
-                      " computed (replicas included)");
+  row("elements",
+      formatCount(modelElements) + " in the model, " + formatCount(elements - loaded) +
+          " computed" +
+          (loaded > 0 ? ", " + formatCount(loaded) + " read from base checkpoints" : "") +
+          " (replicas included)");
   if (options.discard)
     row("bytes computed", formatBytes(bytes) + " (--discard: nothing written)");
   else
@@ -482,6 +489,7 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
     for (const ShardJob &job : jobs) {
       stats.bytes += double(job.bytes);
       stats.elements += double(job.slice.numElements());
+      stats.loaded += job.base ? double(job.slice.numElements()) : 0;
     }
     if (options.discard) {
       auto drop = [](size_t, uint64_t, const void *, uint64_t, std::string &) { return true; };

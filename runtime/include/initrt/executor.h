@@ -2,6 +2,7 @@
 #pragma once
 
 #include "initrt/arena.h"
+#include "initrt/base_checkpoint.h"
 #include "initrt/checkpoint.h"
 #include "initrt/program.h"
 #include "initrt/report.h"
@@ -28,7 +29,8 @@ bool checkKernelVariant(const KernelVariant &variant, std::string &error);
 int selectKernelVariant(const Program &program, const std::string &requested,
                         std::string &error);
 
-/// A program's kernels.so, verified and loaded, with every parameter's kernel resolved.
+/// A program's kernels.so, verified and loaded, with every parameter's kernel resolved; and the
+/// base checkpoint tensors its init.load parameters read, opened and checked.
 class KernelLibrary {
 public:
   ~KernelLibrary();
@@ -37,14 +39,16 @@ public:
 
   /// Picks the variant (selectKernelVariant with `requestedCpu`), checks that
   /// progDir/<kernels.file> has the checksum program.json records, dlopens it
-  /// (RTLD_NOW | RTLD_LOCAL) and looks up each parameter's kernel. Returns null and sets `error`
-  /// on failure.
+  /// (RTLD_NOW | RTLD_LOCAL) and looks up each parameter's kernel, then opens the base
+  /// checkpoints (BaseCheckpoints::open). Returns null and sets `error` on failure.
   static std::unique_ptr<KernelLibrary> load(const std::string &progDir, const Program &program,
                                              std::string &error,
                                              const std::string &requestedCpu = "");
 
-  /// The kernel of program.params[paramIndex].
+  /// The kernel of program.params[paramIndex]; null for one that loads its values.
   KernelFn kernel(size_t paramIndex) const { return kernels[paramIndex]; }
+  /// The tensor program.params[paramIndex] loads, or null when its kernel computes it.
+  const BaseTensor *baseTensor(size_t paramIndex) const { return bases.tensor(paramIndex); }
   /// The CPU the loaded kernels were compiled for.
   const std::string &targetCpu() const { return cpu; }
 
@@ -57,6 +61,7 @@ private:
   void *handle = nullptr;
   int fd = -1; // kernels.so, open for as long as the library is loaded from it
   std::vector<KernelFn> kernels;
+  BaseCheckpoints bases;
   std::string cpu;
 };
 
@@ -71,10 +76,12 @@ private:
   std::string advice;
 };
 
-/// One shard to compute: `kernel` writes the `slice` of `param` into `out` (`bytes` long).
+/// One shard to compute: `kernel` writes the `slice` of `param` into `out` (`bytes` long), or,
+/// for a parameter that loads its values, the slice is read from `base`.
 struct ShardJob {
   const Param *param = nullptr;
   KernelFn kernel = nullptr;
+  const BaseTensor *base = nullptr;
   Slice slice;
   void *out = nullptr;
   uint64_t bytes = 0;

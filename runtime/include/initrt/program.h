@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,7 @@ struct Param {
   /// splitAxes[d] lists the mesh axes (indices into Mesh) that dim d is split over, major first.
   /// Dims past splitAxes.size() are not split; mesh axes used nowhere replicate.
   std::vector<std::vector<int>> splitAxes;
-  std::string kernel;                            // symbol in kernels.so
+  std::string kernel; // symbol in kernels.so; "" with `load`
   /// Values passed to the kernel as `args` (the parameter's Philox keys, k1 << 32 | k0): they
   /// let parameters with the same recipe share one kernel.
   std::vector<uint64_t> kernelArgs;
@@ -49,6 +50,12 @@ struct Param {
   /// and keeps the rank's slice. See ir-spec/program-format.md.
   std::string transform;
   double gain = 1.0;                             // only with a transform
+  /// Where an `init.load` parameter's values come from; such a parameter has no kernel.
+  struct Load {
+    std::string file;   // a .safetensors file, or a Hugging Face index (.json) of several
+    std::string tensor; // the tensor's name in it
+  };
+  std::optional<Load> load;
   int64_t numElements() const;
 };
 

@@ -45,7 +45,13 @@ Program sampleProgram() {
   scalar.name = "scale";
   scalar.dtype = DType::F64;
   scalar.kernel = "k2";
-  program.params = {embed, inv, scalar};
+  Param loaded; // read from a base checkpoint: no kernel
+  loaded.name = "base.w";
+  loaded.dtype = DType::BF16;
+  loaded.shape = {8, 4};
+  loaded.splitAxes = {{}, {1}};
+  loaded.load = Param::Load{"base/model.safetensors.index.json", "w"};
+  program.params = {embed, inv, scalar, loaded};
   return program;
 }
 
@@ -84,6 +90,11 @@ void expectEqual(const Program &a, const Program &b) {
     EXPECT_EQ(x.kernel, y.kernel);
     EXPECT_EQ(x.buffer, y.buffer);
     EXPECT_EQ(x.persistent, y.persistent);
+    ASSERT_EQ(x.load.has_value(), y.load.has_value());
+    if (x.load) {
+      EXPECT_EQ(x.load->file, y.load->file);
+      EXPECT_EQ(x.load->tensor, y.load->tensor);
+    }
   }
 }
 
@@ -249,9 +260,15 @@ TEST(ProgramJson, EachValidationErrorNamesFieldAndParam) {
        "\"mesh.shape[1]\" is 0, mesh sizes must be >= 1"},
       {"mesh lengths", [](json &d) { d["mesh"]["shape"] = {2}; },
        "\"mesh\" has 2 axis names but 1 sizes"},
-      {"mesh duplicate axis", [](json &d) { d["mesh"]["axes"] = {"dp", "dp"}; },
+      {"mesh duplicate axis",
+       [](json &d) {
+         d["mesh"]["axes"] = {"dp", "dp"};
+       },
        "repeats the axis name \"dp\""},
-      {"mesh too big", [](json &d) { d["mesh"]["shape"] = {65536, 65536}; },
+      {"mesh too big",
+       [](json &d) {
+         d["mesh"]["shape"] = {65536, 65536};
+       },
        "more than 2^31 - 1 devices"},
       {"kernels type", [](json &d) { d["kernels"] = "k.so"; }, "\"kernels\" must be an object"},
       {"kernels file", [](json &d) { d["kernels"]["file"] = "../k.so"; },
@@ -266,8 +283,7 @@ TEST(ProgramJson, EachValidationErrorNamesFieldAndParam) {
        "\"kernels.variants[1]\" must be an object"},
       {"target cpu", [](json &d) { d["kernels"]["variants"][0]["target_cpu"] = false; },
        "\"kernels.variants[0].target_cpu\" must be a string"},
-      {"old target_cpu", [](json &d) { d["kernels"]["target_cpu"] = "x86-64"; },
-       "target_cpu"},
+      {"old target_cpu", [](json &d) { d["kernels"]["target_cpu"] = "x86-64"; }, "target_cpu"},
       {"extensions missing", [](json &d) { d["kernels"]["variants"][0].erase("extensions"); },
        "\"kernels.variants[0].extensions\" is missing"},
       {"extensions type", [](json &d) { d["kernels"]["variants"][1]["extensions"] = "avx2"; },
@@ -287,28 +303,58 @@ TEST(ProgramJson, EachValidationErrorNamesFieldAndParam) {
        ".persistant\" is not part of program format"},
       {"aliases type", [](json &d) { d["params"][0]["aliases"] = "x"; },
        ".aliases\" must be an array of strings"},
-      {"alias type", [](json &d) { d["params"][0]["aliases"][0] = 1; }, ".aliases[0]\" must be a string"},
-      {"dtype", [](json &d) { d["params"][0]["dtype"] = "F8"; }, ".dtype\" is \"F8\", expected one of"},
+      {"alias type", [](json &d) { d["params"][0]["aliases"][0] = 1; },
+       ".aliases[0]\" must be a string"},
+      {"dtype", [](json &d) { d["params"][0]["dtype"] = "F8"; },
+       ".dtype\" is \"F8\", expected one of"},
       {"shape type", [](json &d) { d["params"][0]["shape"] = 4; }, ".shape\" must be an array"},
-      {"shape entry", [](json &d) { d["params"][0]["shape"][1] = "4"; }, ".shape[1]\" must be an integer"},
+      {"shape entry", [](json &d) { d["params"][0]["shape"][1] = "4"; },
+       ".shape[1]\" must be an integer"},
       {"shape negative", [](json &d) { d["params"][0]["shape"][1] = -4; },
        ".shape[1]\" is -4, dims must be >= 0"},
-      {"shape overflow", [](json &d) { d["params"][0]["shape"] = {int64_t(1) << 32, int64_t(1) << 32}; },
+      {"shape overflow",
+       [](json &d) {
+         d["params"][0]["shape"] = {int64_t(1) << 32, int64_t(1) << 32};
+       },
        ".shape\" has more elements than fit in a signed 64-bit integer"},
-      {"bytes overflow", [](json &d) { d["params"][0]["shape"] = {int64_t(1) << 31, int64_t(1) << 31}; },
+      {"bytes overflow",
+       [](json &d) {
+         d["params"][0]["shape"] = {int64_t(1) << 31, int64_t(1) << 31};
+       },
        ".shape\" has more bytes than fit in a signed 64-bit integer"},
-      {"split type", [](json &d) { d["params"][0]["split_axes"] = 0; }, ".split_axes\" must be an array"},
+      {"split type", [](json &d) { d["params"][0]["split_axes"] = 0; },
+       ".split_axes\" must be an array"},
       {"split entry", [](json &d) { d["params"][0]["split_axes"][0] = 0; },
        ".split_axes[0]\" must be an array of mesh axis indices"},
-      {"split too long", [](json &d) { d["params"][0]["split_axes"] = {{0}, {1}, json::array()}; },
+      {"split too long",
+       [](json &d) {
+         d["params"][0]["split_axes"] = {{0}, {1}, json::array()};
+       },
        ".split_axes\" has 3 entries but the tensor has 2 dims"},
       {"split axis range", [](json &d) { d["params"][0]["split_axes"] = {{2}}; },
        ".split_axes[0][0]\" is 2 but the mesh has 2 axes"},
       {"split axis negative", [](json &d) { d["params"][0]["split_axes"] = {{-1}}; }, "is -1 but"},
-      {"split axis twice", [](json &d) { d["params"][0]["split_axes"] = {{0}, {0}}; },
+      {"split axis twice",
+       [](json &d) {
+         d["params"][0]["split_axes"] = {{0}, {0}};
+       },
        ".split_axes[1][0]\" splits over mesh axis \"dp\" a second time"},
-      {"kernel empty", [](json &d) { d["params"][0]["kernel"] = ""; }, ".kernel\" must name a kernel"},
-      {"buffer type", [](json &d) { d["params"][0]["buffer"] = 0; }, ".buffer\" must be true or false"},
+      {"kernel empty", [](json &d) { d["params"][0]["kernel"] = ""; },
+       ".kernel\" must name a kernel"},
+      {"buffer type", [](json &d) { d["params"][0]["buffer"] = 0; },
+       ".buffer\" must be true or false"},
+      {"load type", [](json &d) { d["params"][3]["load"] = "base.safetensors"; },
+       "\"params[3] (base.w).load\" must be an object with \"file\" and \"tensor\""},
+      {"load tensor missing", [](json &d) { d["params"][3]["load"].erase("tensor"); },
+       "\"params[3] (base.w).load.tensor\" is missing"},
+      {"load unknown key", [](json &d) { d["params"][3]["load"]["dtype"] = "BF16"; },
+       "\"params[3] (base.w).load.dtype\" is not part of program format"},
+      {"load file empty", [](json &d) { d["params"][3]["load"]["file"] = ""; },
+       "\"params[3] (base.w).load\" must name a file and a tensor"},
+      {"load with a kernel", [](json &d) { d["params"][3]["kernel"] = "k0"; },
+       "\"params[3] (base.w).load\" is only allowed without a kernel, kernel_args or transform"},
+      {"kernel empty without load", [](json &d) { d["params"][3].erase("load"); },
+       "\"params[3] (base.w).kernel\" must name a kernel"},
       {"persistent missing", [](json &d) { d["params"][0].erase("persistent"); },
        ".persistent\" is missing"},
   };

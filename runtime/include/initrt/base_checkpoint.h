@@ -1,0 +1,67 @@
+// Base checkpoints: the safetensors files whose tensors `init.load` parameters take as they are
+// (ir-spec/dialect.md, init.load). Each rank reads only its slice.
+#pragma once
+
+#include "initrt/program.h"
+#include "initrt/safetensors.h"
+#include "initrt/sharding.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace initrt {
+
+/// One tensor of an open base checkpoint file.
+struct BaseTensor {
+  const SafetensorsReader *file = nullptr;
+  const SafetensorsEntry *entry = nullptr;
+};
+
+/// Finds the tensors parameters load, opening each file once. A path is used as written:
+/// relative paths start at the working directory. A `.json` path is a Hugging Face index
+/// (model.safetensors.index.json) whose "weight_map" names the file, next to it, of each tensor.
+class BaseFiles {
+public:
+  /// The tensor `tensor` of `file`, or nullopt with `error` saying what is missing.
+  std::optional<BaseTensor> find(const std::string &file, const std::string &tensor,
+                                 std::string &error);
+  /// The names of every tensor of `file` (of every file, for an index), or nullopt with `error`.
+  std::optional<std::vector<std::string>> tensorNames(const std::string &file, std::string &error);
+
+private:
+  std::map<std::string, std::unique_ptr<SafetensorsReader>> files;
+  std::map<std::string, std::map<std::string, std::string>> weightMaps; // index -> tensor -> file
+  std::map<std::string, std::string> failures; // file that cannot be opened -> why
+};
+
+/// Checks that `tensor` has the dtype and shape of the parameter that loads it: init.load copies
+/// bytes and converts nothing. `param` names it in the error.
+bool checkBaseTensor(const BaseTensor &tensor, const std::string &param, DType dtype,
+                     const std::vector<int64_t> &shape, std::string &error);
+
+/// The tensor each parameter of a program loads, opened and checked.
+class BaseCheckpoints {
+public:
+  /// Finds and checks the tensor of every parameter with a `load` source.
+  bool open(const Program &program, std::string &error);
+  /// The tensor params[p] loads, or null when it is computed.
+  const BaseTensor *tensor(size_t p) const {
+    return p < tensors.size() && tensors[p] ? &*tensors[p] : nullptr;
+  }
+
+private:
+  BaseFiles files;
+  std::vector<std::optional<BaseTensor>> tensors;
+};
+
+/// Reads elements [begin, end) of `slice` of `param`, in the slice's row-major order, into `out`
+/// (element i at out + i * dtype bytes, as a kernel writes them). Throws std::runtime_error when
+/// the file cannot be read.
+void readBaseElements(const BaseTensor &tensor, const Param &param, const Slice &slice, void *out,
+                      int64_t begin, int64_t end);
+
+} // namespace initrt

@@ -1,0 +1,257 @@
+#include "initrt/base_checkpoint.h"
+
+#include "initrt/json_text.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace initrt {
+
+namespace {
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + "]";
+}
+
+bool endsWith(const std::string &text, const std::string &suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The weight_map of a Hugging Face index: tensor name -> file name in the index's directory.
+bool readWeightMap(const std::string &path, std::map<std::string, std::string> &out,
+                   std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot open the index: " + (errno == ENOENT ? "no such file" : "unreadable");
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json root;
+  std::string why;
+  if (!parseJsonText(text.str(), root, why)) {
+    error = path + ": not valid JSON (" + why + ")";
+    return false;
+  }
+  if (!root.is_object() || !root.contains("weight_map") || !root["weight_map"].is_object()) {
+    error = path + ": not a safetensors index: it has no \"weight_map\" object (name a "
+                   ".safetensors file, or the model.safetensors.index.json next to its shards)";
+    return false;
+  }
+  for (const auto &[name, file] : root["weight_map"].items()) {
+    if (!file.is_string() || file.get<std::string>().empty() ||
+        file.get<std::string>().find('/') != std::string::npos) {
+      error = path + ": weight_map[\"" + name + "\"] must be a file name next to the index";
+      return false;
+    }
+    out[name] = file.get<std::string>();
+  }
+  return true;
+}
+
+} // namespace
+
+std::optional<BaseTensor> BaseFiles::find(const std::string &file, const std::string &tensor,
+                                          std::string &error) {
+  if (auto failed = failures.find(file); failed != failures.end()) {
+    error = failed->second;
+    return std::nullopt;
+  }
+  std::string path = file;
+  if (endsWith(file, ".json")) {
+    auto index = weightMaps.find(file);
+    if (index == weightMaps.end()) {
+      std::map<std::string, std::string> weightMap;
+      if (!readWeightMap(file, weightMap, error)) {
+        failures[file] = error;
+        return std::nullopt;
+      }
+      index = weightMaps.emplace(file, std::move(weightMap)).first;
+    }
+    auto entry = index->second.find(tensor);
+    if (entry == index->second.end()) {
+      error = file + " lists no tensor \"" + tensor + "\" in its weight_map";
+      return std::nullopt;
+    }
+    size_t slash = file.rfind('/');
+    path = (slash == std::string::npos ? "" : file.substr(0, slash + 1)) + entry->second;
+  }
+  if (auto failed = failures.find(path); failed != failures.end()) {
+    error = failed->second;
+    return std::nullopt;
+  }
+  auto open = files.find(path);
+  if (open == files.end()) {
+    auto reader = std::make_unique<SafetensorsReader>();
+    if (!reader->open(path, error)) {
+      if (path != file)
+        error += " (" + file + " names it for \"" + tensor + "\")";
+      failures[path] = error;
+      return std::nullopt;
+    }
+    open = files.emplace(path, std::move(reader)).first;
+  }
+  const SafetensorsReader &reader = *open->second;
+  const SafetensorsEntry *entry = reader.find(tensor);
+  if (!entry) {
+    error = path + " has no tensor \"" + tensor + "\"";
+    const auto &all = reader.tensors();
+    if (all.empty()) {
+      error += " (it has none)";
+    } else {
+      error += "; it has " + std::to_string(all.size()) + " (";
+      for (size_t i = 0; i < std::min<size_t>(all.size(), 3); ++i)
+        error += (i ? ", \"" : "\"") + all[i].name + "\"";
+      error += all.size() > 3 ? ", ...)" : ")";
+    }
+    return std::nullopt;
+  }
+  return BaseTensor{&reader, entry};
+}
+
+std::optional<std::vector<std::string>> BaseFiles::tensorNames(const std::string &file,
+                                                               std::string &error) {
+  std::vector<std::string> names;
+  if (endsWith(file, ".json")) {
+    // Through find: the index is read once, and each file it names must open.
+    std::map<std::string, std::string> weightMap;
+    if (!readWeightMap(file, weightMap, error))
+      return std::nullopt;
+    for (const auto &entry : weightMap) {
+      if (!find(file, entry.first, error))
+        return std::nullopt;
+      names.push_back(entry.first);
+    }
+    return names;
+  }
+  auto reader = std::make_unique<SafetensorsReader>();
+  if (!reader->open(file, error))
+    return std::nullopt;
+  for (const SafetensorsEntry &entry : reader->tensors())
+    names.push_back(entry.name);
+  files.emplace(file, std::move(reader));
+  return names;
+}
+
+bool checkBaseTensor(const BaseTensor &tensor, const std::string &param, DType dtype,
+                     const std::vector<int64_t> &shape, std::string &error) {
+  const SafetensorsEntry &entry = *tensor.entry;
+  if (entry.dtype == dtypeName(dtype) && entry.shape == shape)
+    return true;
+  error = "tensor \"" + entry.name + "\" of " + tensor.file->path() + " is " + entry.dtype + " " +
+          shapeText(entry.shape) + " but parameter '" + param + "' is " + dtypeName(dtype) + " " +
+          shapeText(shape) +
+          ": init.load copies the tensor as it is, so give the parameter its "
+          "dtype and shape (or load another tensor)";
+  return false;
+}
+
+bool BaseCheckpoints::open(const Program &program, std::string &error) {
+  tensors.assign(program.params.size(), std::nullopt);
+  for (size_t p = 0; p < program.params.size(); ++p) {
+    const Param &param = program.params[p];
+    if (!param.load)
+      continue;
+    std::string why;
+    std::optional<BaseTensor> tensor = files.find(param.load->file, param.load->tensor, why);
+    if (!tensor || !checkBaseTensor(*tensor, param.name, param.dtype, param.shape, why)) {
+      const std::string &file = param.load->file;
+      error = "parameter '" + param.name + "' loads \"" + param.load->tensor + "\" from " + file;
+      struct stat info;
+      char cwd[4096];
+      if (file[0] != '/' && ::stat(file.c_str(), &info) != 0 && errno == ENOENT &&
+          ::getcwd(cwd, sizeof cwd))
+        error += ", which is not in " + std::string(cwd) +
+                 ", the directory prog/init runs in: run it where the file is, or give "
+                 "init.load an absolute path";
+      else
+        error += ": " + why;
+      return false;
+    }
+    tensors[p] = tensor;
+  }
+  return true;
+}
+
+void readBaseElements(const BaseTensor &tensor, const Param &param, const Slice &slice, void *out,
+                      int64_t begin, int64_t end) {
+  const size_t rank = param.shape.size();
+  const int64_t width = dtypeBytes(param.dtype);
+  // The slice is contiguous in the file in runs: its extent along the last dim it does not
+  // cover whole, times the whole dims after it.
+  size_t partial = rank;
+  while (partial > 0 && slice.shape[partial - 1] == param.shape[partial - 1])
+    --partial;
+  int64_t run = partial > 0 ? slice.shape[partial - 1] : 1;
+  for (size_t d = partial; d < rank; ++d)
+    run *= param.shape[d];
+  if (partial == 0)
+    run = std::max<int64_t>(slice.numElements(), 1);
+
+  // Runs close together in the file are read in one piece of at most kWindow bytes and copied
+  // out, so that a slice of narrow runs (a split last dim) costs few system calls.
+  constexpr int64_t kWindow = int64_t(4) << 20;
+  std::vector<char> window;
+  std::vector<int64_t> index(rank, 0);
+  std::string error;
+  auto globalOf = [&](int64_t local) {
+    for (size_t d = rank; d-- > 0;) {
+      index[d] = local % slice.shape[d];
+      local /= slice.shape[d];
+    }
+    int64_t global = 0;
+    for (size_t d = 0; d < rank; ++d)
+      global = global * param.shape[d] + slice.offset[d] + index[d];
+    return global;
+  };
+  auto read = [&](int64_t global, void *into, int64_t elements) {
+    if (!tensor.file->read(tensor.entry->begin + uint64_t(global * width), into,
+                           uint64_t(elements * width), error))
+      throw std::runtime_error("reading parameter '" + param.name + "' (init.load): " + error);
+  };
+  char *const bytes = static_cast<char *>(out);
+  for (int64_t local = begin; local < end;) {
+    const int64_t first = globalOf(local);
+    const int64_t length = std::min(end - local, run - local % run);
+    // The runs after this one that fit in a window from `first`, and the elements they hold.
+    int64_t last = local + length, span = length, useful = length;
+    while (last < end) {
+      int64_t next = std::min(end - last, run);
+      int64_t nextSpan = globalOf(last) + next - first;
+      if (nextSpan * width > kWindow)
+        break;
+      last += next;
+      span = nextSpan;
+      useful += next;
+    }
+    if (last == local + length || useful * 8 < span) {
+      // One run, or runs too far apart to read the gaps between them too.
+      for (int64_t at = local; at < last;) {
+        int64_t n = std::min(last - at, run - at % run);
+        read(globalOf(at), bytes + at * width, n);
+        at += n;
+      }
+      local = last;
+      continue;
+    }
+    window.resize(size_t(span * width));
+    read(first, window.data(), span);
+    for (int64_t at = local; at < last;) {
+      int64_t n = std::min(last - at, run - at % run);
+      std::copy_n(window.data() + (globalOf(at) - first) * width, n * width, bytes + at * width);
+      at += n;
+    }
+    local = last;
+  }
+}
+
+} // namespace initrt

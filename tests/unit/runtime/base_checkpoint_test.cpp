@@ -1,0 +1,240 @@
+// Base checkpoints (init.load): every rank of several meshes reads exactly its box of the tensor
+// in the file, through whole runs, windows of close runs and single far-apart runs; the tensors
+// are found through a Hugging Face index too; what does not match says so.
+#include "initrt/base_checkpoint.h"
+#include "initrt/executor.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <unistd.h>
+
+using namespace initrt;
+
+namespace {
+
+class BaseCheckpointTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/initrt-base-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    root = pattern;
+  }
+  void TearDown() override { std::system(("rm -rf " + root).c_str()); }
+
+  // A file of tensors whose element i is i (as int32 bytes), for every shape given.
+  std::string writeFile(const std::string &name,
+                        const std::vector<std::pair<std::string, std::vector<int64_t>>> &shapes) {
+    std::vector<SafetensorsTensor> tensors;
+    data.clear();
+    data.reserve(shapes.size()); // the tensors point into it
+    for (const auto &[tensor, shape] : shapes) {
+      int64_t count = 1;
+      for (int64_t extent : shape)
+        count *= extent;
+      data.emplace_back(size_t(count));
+      for (int64_t i = 0; i < count; ++i)
+        data.back()[size_t(i)] = int32_t(i * 7 + int64_t(tensor.size()));
+      tensors.push_back({tensor, "F32", shape, data.back().data(), uint64_t(count) * 4});
+    }
+    std::string path = root + "/" + name, error;
+    EXPECT_TRUE(writeSafetensors(path, tensors, std::nullopt, error)) << error;
+    return path;
+  }
+
+  std::string root;
+  std::vector<std::vector<int32_t>> data;
+};
+
+Param paramOf(const std::string &name, std::vector<int64_t> shape,
+              std::vector<std::vector<int>> split) {
+  Param param;
+  param.name = name;
+  param.dtype = DType::F32;
+  param.shape = std::move(shape);
+  param.splitAxes = std::move(split);
+  return param;
+}
+
+// Every rank's slice, read whole and in uneven pieces, is the box of the global tensor.
+void expectEveryRankReadsItsBox(const BaseTensor &tensor, const Param &param, const Mesh &mesh,
+                                const std::vector<int32_t> &global) {
+  for (int64_t rank = 0; rank < mesh.size(); ++rank) {
+    Slice slice = sliceForRank(mesh, param, rank);
+    const int64_t count = slice.numElements();
+    std::vector<int32_t> expected(static_cast<size_t>(count));
+    std::vector<int64_t> index(param.shape.size());
+    for (int64_t l = 0; l < count; ++l) {
+      int64_t rest = l, g = 0;
+      for (size_t d = param.shape.size(); d-- > 0;) {
+        index[d] = rest % slice.shape[d] + slice.offset[d];
+        rest /= slice.shape[d];
+      }
+      for (size_t d = 0; d < param.shape.size(); ++d)
+        g = g * param.shape[d] + index[d];
+      expected[size_t(l)] = global[size_t(g)];
+    }
+    std::vector<int32_t> whole(size_t(count), -1);
+    readBaseElements(tensor, param, slice, whole.data(), 0, count);
+    EXPECT_EQ(whole, expected) << param.name << " rank " << rank;
+    // Pieces that start and end inside runs, as the streaming executor's do.
+    std::vector<int32_t> pieces(size_t(count), -1);
+    for (int64_t begin = 0; begin < count; begin += 37)
+      readBaseElements(tensor, param, slice, pieces.data(), begin, std::min(count, begin + 37));
+    EXPECT_EQ(pieces, expected) << param.name << " rank " << rank << " in pieces";
+  }
+}
+
+TEST_F(BaseCheckpointTest, EveryRankReadsItsBox) {
+  // dense: rows split (one run); wide: the last dim split 16 ways (runs 1/16 of a row apart,
+  // read one by one); narrow: a middle dim split (runs close together, read in windows).
+  std::string path =
+      writeFile("base.safetensors",
+                {{"dense", {30, 20}}, {"wide", {12, 4096}}, {"narrow", {5, 6, 7}}, {"scalar", {}}});
+  Mesh mesh;
+  mesh.axisNames = {"dp", "tp"};
+  mesh.shape = {2, 16};
+  std::vector<Param> params = {paramOf("dense", {30, 20}, {{0}}),
+                               paramOf("wide", {12, 4096}, {{}, {1}}),
+                               paramOf("narrow", {5, 6, 7}, {{0}, {1}}), paramOf("scalar", {}, {})};
+  BaseFiles files;
+  for (size_t p = 0; p < params.size(); ++p) {
+    std::string error;
+    std::optional<BaseTensor> tensor = files.find(path, params[p].name, error);
+    ASSERT_TRUE(tensor) << error;
+    ASSERT_TRUE(checkBaseTensor(*tensor, params[p].name, params[p].dtype, params[p].shape, error))
+        << error;
+    expectEveryRankReadsItsBox(*tensor, params[p], mesh, data[p]);
+  }
+}
+
+// The executors fill loaded shards as they fill computed ones, on several threads.
+TEST_F(BaseCheckpointTest, TheExecutorsReadLoadedShards) {
+  std::string path = writeFile("base.safetensors", {{"w", {300, 1000}}});
+  Mesh mesh;
+  mesh.axisNames = {"tp"};
+  mesh.shape = {3};
+  Param param = paramOf("w", {300, 1000}, {{}, {0}});
+  BaseFiles files;
+  std::string error;
+  std::optional<BaseTensor> tensor = files.find(path, "w", error);
+  ASSERT_TRUE(tensor) << error;
+  for (int64_t rank = 0; rank < mesh.size(); ++rank) {
+    ShardJob job;
+    job.param = &param;
+    job.base = &*tensor;
+    job.slice = sliceForRank(mesh, param, rank);
+    job.bytes = uint64_t(job.slice.numElements()) * 4;
+    std::vector<int32_t> expected(size_t(job.slice.numElements()));
+    readBaseElements(*tensor, param, job.slice, expected.data(), 0, job.slice.numElements());
+    std::vector<int32_t> filled(expected.size(), -1);
+    job.out = filled.data();
+    RunOptions options;
+    options.threads = 3;
+    runShardJobs({job}, options);
+    EXPECT_EQ(filled, expected) << "runShardJobs, rank " << rank;
+    std::vector<char> streamed;
+    ASSERT_TRUE(streamShardJobs(
+        {job}, options,
+        [&](size_t, uint64_t offset, const void *piece, uint64_t bytes, std::string &) {
+          EXPECT_EQ(offset, streamed.size());
+          streamed.insert(streamed.end(), static_cast<const char *>(piece),
+                          static_cast<const char *>(piece) + bytes);
+          return true;
+        },
+        error))
+        << error;
+    ASSERT_EQ(streamed.size(), job.bytes);
+    EXPECT_EQ(std::memcmp(streamed.data(), expected.data(), job.bytes), 0)
+        << "streamShardJobs, rank " << rank;
+  }
+  // A file cut short after it was opened: the run stops with the reason, on the calling thread.
+  ASSERT_EQ(truncate(path.c_str(), 4000), 0);
+  ShardJob job;
+  job.param = &param;
+  job.base = &*tensor;
+  job.slice = sliceForRank(mesh, param, 0);
+  job.bytes = uint64_t(job.slice.numElements()) * 4;
+  RunOptions options;
+  options.threads = 2;
+  try {
+    streamShardJobs(
+        {job}, options,
+        [](size_t, uint64_t, const void *, uint64_t, std::string &) { return true; }, error);
+    ADD_FAILURE() << "reading a truncated base checkpoint did not fail";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("reading parameter 'w' (init.load): " + path +
+                                         ": the file was truncated while reading"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(BaseCheckpointTest, FindsTensorsThroughAHuggingFaceIndex) {
+  writeFile("model-00002-of-00002.safetensors", {{"b", {3, 4}}});
+  std::vector<int32_t> second = data[0];
+  writeFile("model-00001-of-00002.safetensors", {{"a", {8}}});
+  std::ofstream(root + "/model.safetensors.index.json")
+      << R"({"metadata": {"total_size": 80}, "weight_map": {"a": "model-00001-of-00002.safetensors",
+           "b": "model-00002-of-00002.safetensors"}})";
+  BaseFiles files;
+  std::string error;
+  std::optional<BaseTensor> b = files.find(root + "/model.safetensors.index.json", "b", error);
+  ASSERT_TRUE(b) << error;
+  EXPECT_EQ(b->file->path(), root + "/model-00002-of-00002.safetensors");
+  Mesh mesh;
+  mesh.axisNames = {"tp"};
+  mesh.shape = {2};
+  expectEveryRankReadsItsBox(*b, paramOf("b", {3, 4}, {{}, {0}}), mesh, second);
+
+  EXPECT_FALSE(files.find(root + "/model.safetensors.index.json", "c", error));
+  EXPECT_NE(error.find("lists no tensor \"c\" in its weight_map"), std::string::npos) << error;
+  std::ofstream(root + "/broken.json") << R"({"weight_map": {"a": "missing.safetensors"}})";
+  EXPECT_FALSE(files.find(root + "/broken.json", "a", error));
+  EXPECT_NE(error.find("missing.safetensors: no such file"), std::string::npos) << error;
+  EXPECT_NE(error.find("broken.json names it for \"a\""), std::string::npos) << error;
+  std::ofstream(root + "/config.json") << R"({"model_type": "llama"})";
+  EXPECT_FALSE(files.find(root + "/config.json", "a", error));
+  EXPECT_NE(error.find("has no \"weight_map\" object"), std::string::npos) << error;
+}
+
+TEST_F(BaseCheckpointTest, SaysWhatDoesNotMatch) {
+  std::string path = writeFile("base.safetensors", {{"w", {4, 6}}});
+  BaseFiles files;
+  std::string error;
+  EXPECT_FALSE(files.find(path, "v", error));
+  EXPECT_EQ(error, path + " has no tensor \"v\"; it has 1 (\"w\")");
+  std::optional<BaseTensor> w = files.find(path, "w", error);
+  ASSERT_TRUE(w) << error;
+  EXPECT_FALSE(checkBaseTensor(*w, "layer.w", DType::BF16, {4, 6}, error));
+  EXPECT_NE(error.find("is F32 [4, 6] but parameter 'layer.w' is BF16 [4, 6]"), std::string::npos)
+      << error;
+  EXPECT_FALSE(checkBaseTensor(*w, "layer.w", DType::F32, {6, 4}, error));
+  EXPECT_NE(error.find("is F32 [4, 6] but parameter 'layer.w' is F32 [6, 4]"), std::string::npos)
+      << error;
+}
+
+TEST_F(BaseCheckpointTest, AProgramOpensItsBaseTensors) {
+  std::string path = writeFile("base.safetensors", {{"w", {4, 6}}});
+  Program program;
+  program.params.push_back(paramOf("w", {4, 6}, {}));
+  program.params.push_back(paramOf("computed", {3}, {}));
+  program.params[0].load = Param::Load{path, "w"};
+  BaseCheckpoints bases;
+  std::string error;
+  ASSERT_TRUE(bases.open(program, error)) << error;
+  ASSERT_NE(bases.tensor(0), nullptr);
+  EXPECT_EQ(bases.tensor(0)->entry->name, "w");
+  EXPECT_EQ(bases.tensor(1), nullptr);
+
+  program.params[0].load = Param::Load{"no-such-base.safetensors", "w"};
+  EXPECT_FALSE(bases.open(program, error));
+  EXPECT_NE(error.find("parameter 'w' loads \"w\" from no-such-base.safetensors, which is not in "),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("the directory prog/init runs in"), std::string::npos) << error;
+}
+
+} // namespace
