@@ -8,7 +8,9 @@
 #include "initc/Import/HFConfig.h"
 #include "initc/Pipeline/Pipeline.h"
 #include "initc/Registration.h"
+#include "initc/Support/DType.h"
 #include "initc/Target/SharedObject.h"
+#include "initc/Transforms/Passes.h"
 #include "initc/Transforms/Sharding.h"
 #include "initrt/checkpoint.h"
 #include "initrt/executor.h"
@@ -152,6 +154,7 @@ std::string shardingText(const initrt::Program &program, const initrt::Param &pa
 struct ImportArgs {
   std::string config, output = "-", initStyle = "hf", dtype = "f32";
   std::string seed = "0"; // checked here: CLI11 saturates out-of-range integers
+  std::string base;       // --load: a checkpoint whose tensors the model takes
 };
 
 int runImport(const ImportArgs &args) {
@@ -167,6 +170,41 @@ int runImport(const ImportArgs &args) {
     return fail(error);
   if (failed(mlir::verify(*module)))
     return fail("the imported model does not verify (a bug in initc: please report it)");
+  if (!args.base.empty()) {
+    // Weights of another dtype are --dtype's to fix: say so before the per-tensor check does.
+    initrt::BaseFiles files;
+    std::string why;
+    if (!files.tensorNames(args.base, why))
+      return fail("--load: " + why);
+    for (auto param : module->getOps<initc::init::ParamOp>()) {
+      std::optional<initrt::BaseTensor> tensor =
+          files.find(args.base, param.getSymName().str(), why);
+      initrt::DType dtype;
+      RankedTensorType type = param.getTensorType();
+      if (tensor && !param.getBuffer() && initc::dtypeOf(type.getElementType(), dtype) &&
+          tensor->entry->dtype != initrt::dtypeName(dtype) &&
+          tensor->entry->shape == llvm::ArrayRef<int64_t>(type.getShape()).vec()) {
+        std::string lower = tensor->entry->dtype;
+        for (char &c : lower)
+          c = char(std::tolower(c));
+        return fail(args.base + " holds " + param.getSymName().str() + " as " +
+                    tensor->entry->dtype + " but --dtype is " + args.dtype +
+                    ": import with --dtype " + lower);
+      }
+    }
+    initc::BaseLoadSummary summary;
+    if (failed(initc::loadFromBase(*module, args.base, summary)))
+      return 1;
+    std::string computed;
+    for (size_t i = 0; i < summary.computed.size() && i < 3; ++i)
+      computed += (i ? ", " : "") + summary.computed[i];
+    if (summary.computed.size() > 3)
+      computed += ", ...";
+    std::fprintf(stderr, "initc: %zu of %zu tensors load from %s%s%s%s\n", summary.loaded.size(),
+                 summary.loaded.size() + summary.computed.size(), args.base.c_str(),
+                 summary.computed.empty() ? "" : "; the others are initialized (", computed.c_str(),
+                 summary.computed.empty() ? "" : ")");
+  }
   return writeOutput(
       args.output, [&](llvm::raw_ostream &os) { module->print(os); }, args.config);
 }
@@ -299,6 +337,7 @@ int runInspect(const InspectArgs &args) {
   uint64_t paramCount = 0, bufferCount = 0;
   double orthogonalScratch = 0; // the largest: they are computed one at a time
   double orthogonalFlops = 0;
+  uint64_t loadedBytes = 0; // of the largest rank's, read from base checkpoints
   for (size_t i = 0; i < program.params.size(); ++i) {
     const initrt::Param &p = program.params[i];
     uint64_t elementBytes = initrt::dtypeBytes(p.dtype);
@@ -309,7 +348,9 @@ int runInspect(const InspectArgs &args) {
     uint64_t elements = initrt::sliceForRank(program.mesh, p, largestRank).numElements();
     maxSliceBytes[i] = elements * elementBytes;
     largest += maxSliceBytes[i];
-    if (elements > 0 && orthogonal.contains(p.name)) {
+    if (p.load) {
+      loadedBytes += maxSliceBytes[i];
+    } else if (elements > 0 && orthogonal.contains(p.name)) {
       // The whole matrix is sampled and factored.
       largestElements[costIndex] += double(p.numElements());
       orthogonalFlops += initrt::orthogonalFlops(p.shape[0], int64_t(p.numElements()) / p.shape[0]);
@@ -358,20 +399,24 @@ int runInspect(const InspectArgs &args) {
                                {"persistent", p.persistent},
                                {"bytes", p.numElements() * initrt::dtypeBytes(p.dtype)},
                                {"max_rank_bytes", maxSliceBytes[i]}});
+      if (p.load)
+        out["params"].back()["load"] = {{"file", p.load->file}, {"tensor", p.load->tensor}};
     }
     out["totals"] = {{"parameter_count", paramCount},
                      {"buffer_elements", bufferCount},
                      {"bytes", totalBytes},
                      {"ranks", ranks},
                      {"largest_rank", largestRank},
-                     {"largest_rank_bytes", largest}};
+                     {"largest_rank_bytes", largest},
+                     {"largest_rank_loaded_bytes", loadedBytes}};
     out["estimate"] = {
         {"note", "an estimate, not a measurement: in memory (the C API) shard bytes plus the "
                  "runtime's measured overhead; prog/init (writing, or --discard) the overhead "
                  "plus the streaming buffers (and whole orthogonal shards); both plus the largest "
                  "orthogonal tensor's scratch (one is computed at a time); time at the kernel "
                  "benchmark's one-core rates and orthogonal factorizations at "
-                 "orthogonal_flops_per_second, without page faults or writing the checkpoint"},
+                 "orthogonal_flops_per_second, without page faults, reading base checkpoints "
+                 "(init.load) or writing the checkpoint"},
         {"runtime_overhead_bytes", uint64_t(kRuntimeOverheadBytes)},
         {"orthogonal_scratch_bytes", uint64_t(orthogonalScratch)},
         {"orthogonal_flops", orthogonalFlops},
@@ -414,7 +459,9 @@ int runInspect(const InspectArgs &args) {
     std::printf("%-*s  %-5s  %-22s  %-18s  %12s%s\n", (int)nameWidth, name.c_str(),
                 initrt::dtypeName(p.dtype), shapeText(p.shape).c_str(),
                 shardingText(program, p).c_str(), initrt::formatBytes(maxSliceBytes[i]).c_str(),
-                p.buffer ? (p.persistent ? "  buffer" : "  buffer, not saved") : "");
+                p.buffer ? (p.persistent ? "  buffer" : "  buffer, not saved")
+                : p.load ? "  loaded"
+                         : "");
   }
   std::printf("\nmodel %s, seed %llu, mesh %s (%lld rank%s)\n", program.modelName.c_str(),
               (unsigned long long)program.seed, meshText.c_str(), (long long)ranks,
@@ -441,6 +488,10 @@ int runInspect(const InspectArgs &args) {
                   uint64_t(kRuntimeOverheadBytes + kStreamBytesPerThread + orthogonalScratch))
                   .c_str(),
               initrt::formatBytes(uint64_t(kStreamBytesPerThread)).c_str(), timeText.c_str());
+  if (loadedBytes > 0)
+    std::printf("rank %lld reads %s of its shards from base checkpoints (init.load, marked "
+                "loaded): at the file system's speed, not in the time above\n",
+                (long long)largestRank, initrt::formatBytes(loadedBytes).c_str());
   if (orthogonalScratch > 0)
     std::printf("both memory figures include %s of scratch for the largest orthogonal tensor the "
                 "rank holds part of (each rank computes it whole, one tensor at a time), and the "
@@ -645,6 +696,11 @@ static int runInitc(int argc, char **argv) {
   hf->add_option("--seed", importArgs.seed, "the seed of every random value")
       ->check(seedValue)
       ->capture_default_str();
+  hf->add_option("--load", importArgs.base,
+                 "a base checkpoint (.safetensors, or a Hugging Face model.safetensors.index.json) "
+                 "to fine-tune from: each parameter it has is read from it (init.load), each it "
+                 "lacks is initialized. Its dtypes must match --dtype")
+      ->check(nonEmpty);
 
   InspectArgs inspectArgs;
   auto *inspect = app.add_subcommand(

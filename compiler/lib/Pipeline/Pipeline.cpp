@@ -3,8 +3,10 @@
 
 #include "initc/Dialect/Init/IR/InitOps.h"
 #include "initc/Random/Expand.h"
+#include "initc/Support/DType.h"
 #include "initc/Support/Nesting.h"
 #include "initc/Transforms/Passes.h"
+#include "initrt/base_checkpoint.h"
 #include "initrt/checksum.h"
 #include "initrt/program_io.h"
 #include "initrt/temporaries.h"
@@ -145,6 +147,38 @@ std::vector<std::string> variantsWorthBuilding(ModuleOp module,
 }
 } // namespace
 
+// The tensors init.load reads, checked against the parameter types where the files are: a
+// mismatch found now costs no job. A file that is not here may be on the hosts that run the
+// program (its path is relative to their working directory), so it is only warned about.
+static LogicalResult checkBaseCheckpoints(ModuleOp module) {
+  initrt::BaseFiles files;
+  llvm::StringSet<> absent, said;
+  bool ok = true;
+  module.walk([&](LoadOp load) {
+    std::string file = load.getFile().str(), error;
+    if (!llvm::sys::fs::exists(file)) {
+      if (absent.insert(file).second)
+        load.emitWarning() << "'" << file << "' does not exist here: it is read when prog/init runs"
+                           << (llvm::sys::path::is_absolute(file)
+                                   ? ""
+                                   : ", from the directory it runs in");
+      return;
+    }
+    auto param = load->getParentOfType<ParamOp>();
+    auto type = cast<RankedTensorType>(load.getType());
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    initrt::DType dtype;
+    std::optional<initrt::BaseTensor> tensor = files.find(file, load.getTensor().str(), error);
+    if (tensor && (!param || !dtypeOf(type.getElementType(), dtype) ||
+                   initrt::checkBaseTensor(*tensor, param.getSymName().str(), dtype, shape, error)))
+      return; // the op verifiers report a load outside a parameter or of an unknown type
+    ok = false;
+    if (said.insert(error).second) // a file that cannot be read: once, at its first load
+      load.emitError() << error;
+  });
+  return success(ok);
+}
+
 LogicalResult initc::runPipeline(ModuleOp module, const PipelineOptions &options, Stage last) {
   MLIRContext *context = module.getContext();
   // The partition stage's, which outlive its pass manager.
@@ -158,6 +192,7 @@ LogicalResult initc::runPipeline(ModuleOp module, const PipelineOptions &options
     }
     switch (stage) {
     case Stage::Input:
+      return checkBaseCheckpoints(module);
     case Stage::LLVM:
       return success();
     case Stage::Sharded: {
@@ -195,24 +230,6 @@ LogicalResult initc::runPipeline(ModuleOp module, const PipelineOptions &options
     if (failed(runStage((Stage)s)))
       return failure();
   return success();
-}
-
-static bool dtypeOf(Type element, initrt::DType &dtype) {
-  if (element.isF32())
-    dtype = initrt::DType::F32;
-  else if (element.isBF16())
-    dtype = initrt::DType::BF16;
-  else if (element.isF16())
-    dtype = initrt::DType::F16;
-  else if (element.isF64())
-    dtype = initrt::DType::F64;
-  else if (element.isInteger(1))
-    dtype = initrt::DType::BOOL;
-  else if (element.isInteger(64))
-    dtype = initrt::DType::I64;
-  else
-    return false;
-  return true;
 }
 
 LogicalResult initc::buildProgram(ModuleOp module, llvm::StringRef modelName,
@@ -281,6 +298,10 @@ LogicalResult initc::buildProgram(ModuleOp module, llvm::StringRef modelName,
       if (auto gain = param->getAttrOfType<FloatAttr>("initc.gain"))
         p.gain = gain.getValueAsDouble();
     }
+    // A parameter that yields an init.load keeps it through init-partition: the runtime reads it.
+    if (Value yielded = param.getYieldedValue())
+      if (auto load = yielded.getDefiningOp<LoadOp>())
+        p.load = initrt::Param::Load{load.getFile().str(), load.getTensor().str()};
     indexOf[p.name] = program.params.size();
     program.params.push_back(std::move(p));
   }

@@ -411,7 +411,8 @@ struct FuseElementwisePass : initc::impl::FuseElementwiseBase<FuseElementwisePas
         // Name the op that cannot be fused, at its line, not the yielded op that uses it.
         Operation *culprit = emitter.unsupported();
         if (isa<LoadOp>(culprit))
-          culprit->emitError() << kLoadNotCompiled;
+          culprit->emitError() << "cannot fuse: 'init.load' reads its values, it does not compute "
+                                  "them; it can only be the value its parameter yields";
         else if (isa<ElementwiseOp>(culprit))
           culprit->emitError() << "cannot fuse: an 'init.elementwise' can only be the value its "
                                   "parameter yields; write the ops that use it inside its region";

@@ -1218,6 +1218,10 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       Value yielded = param.getYieldedValue();
       if (!yielded)
         continue;
+      // Loaded values need no kernel: the parameter keeps its init.load, and the runtime reads
+      // each rank's slice of the file it names.
+      if (yielded.getDefiningOp<LoadOp>())
+        continue;
       auto fused = yielded.getDefiningOp<ElementwiseOp>();
       if (auto orthogonal = yielded.getDefiningOp<OrthogonalOp>()) {
         fused = buildOrthogonalSource(orthogonal, seed, param.getSymName());
@@ -1226,12 +1230,9 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       }
       if (!fused) {
         Operation *op = yielded.getDefiningOp();
-        if (isa_and_nonnull<LoadOp>(op))
-          op->emitError() << kLoadNotCompiled;
-        else
-          param.emitError() << "'" << (op ? op->getName().getStringRef() : StringRef("argument"))
-                            << "' has no native lowering yet; only elementwise recipes (after "
-                               "init-fuse-elementwise) can be partitioned";
+        param.emitError() << "'" << (op ? op->getName().getStringRef() : StringRef("argument"))
+                          << "' has no native lowering yet; only elementwise recipes (after "
+                             "init-fuse-elementwise) can be partitioned";
         return signalPassFailure();
       }
       // The key values are kernel arguments and the extents are read from the shape arrays:

@@ -134,6 +134,16 @@ init.param @orthogonal_times_two : tensor<8x8xf32> {
 
 // -----
 
+init.param @loaded_times_two : tensor<8xf32> {
+  // expected-error @+1 {{cannot fuse: 'init.load' reads its values, it does not compute them; it can only be the value its parameter yields}}
+  %0 = init.load "base.safetensors" ["w"] : tensor<8xf32>
+  %1 = init.fill 2.0 : tensor<8xf32>
+  %2 = init.mul %0, %1 : tensor<8xf32>
+  init.yield %2 : tensor<8xf32>
+}
+
+// -----
+
 // The op that cannot be fused is named at its line, not the op that uses it.
 init.param @constant_plus_itself : tensor<4x4xf32> {
   // expected-error @+1 {{cannot fuse: 'arith.constant' is not an init op; compute the value with init ops (init.fill for a constant, init.elementwise for a formula)}}

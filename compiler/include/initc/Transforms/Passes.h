@@ -18,10 +18,17 @@ namespace initc {
 #define GEN_PASS_REGISTRATION
 #include "initc/Transforms/Passes.h.inc"
 
-/// Said of an init.load wherever the pipeline meets it: no backend lowers it in this version.
-inline constexpr const char *kLoadNotCompiled =
-    "'init.load' cannot be compiled in this version: no backend reads a base checkpoint yet; "
-    "initialize the parameter with a recipe, and load the base weights into the model after";
+/// What init-load-from-base did to a module.
+struct BaseLoadSummary {
+  std::vector<std::string> loaded;   // parameters that now load their values
+  std::vector<std::string> computed; // parameters the base lacks, still computed
+  std::vector<std::string> unused;   // tensors of the base no parameter takes
+};
+
+/// init-load-from-base as a function: rewrites `module` to load from `file` the parameters it
+/// has, reporting mistakes as the pass does (through the context's diagnostics).
+mlir::LogicalResult loadFromBase(mlir::ModuleOp module, llvm::StringRef file,
+                                 BaseLoadSummary &summary);
 
 } // namespace initc
 

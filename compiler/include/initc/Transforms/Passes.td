@@ -33,6 +33,37 @@ def ApplySharding : Pass<"init-apply-sharding", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::mesh::MeshDialect"];
 }
 
+def LoadFromBase : Pass<"init-load-from-base", "mlir::ModuleOp"> {
+  let summary = "take every parameter a base checkpoint has from it (init.load)";
+  let description = [{
+    For fine-tuning, or growing a model: each parameter whose name is a tensor of `file` (a
+    safetensors file, or a Hugging Face model.safetensors.index.json) yields `init.load` of
+    it instead of its recipe; the others keep their recipes. Tied parameters follow the
+    parameter they are tied to. A tensor whose dtype or shape differs from its parameter's is
+    an error, and so is a base that has none of the model's names (another model, or another
+    naming); tensors of the base the model lacks are warned about.
+
+    Before (`--init-load-from-base=file=base.safetensors`, which has `norm.weight`):
+    ```mlir
+    init.param @"norm.weight" : tensor<64xf32> {
+      %0 = init.fill 1.0 : tensor<64xf32>
+      init.yield %0 : tensor<64xf32>
+    }
+    ```
+    After:
+    ```mlir
+    init.param @"norm.weight" : tensor<64xf32> {
+      %0 = init.load "base.safetensors" ["norm.weight"] : tensor<64xf32>
+      init.yield %0 : tensor<64xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"file", "file", "std::string", /*default=*/"\"\"",
+           "the base checkpoint: a .safetensors file or a Hugging Face index (.json)">,
+  ];
+}
+
 def EliminateDeadInits : Pass<"init-eliminate-dead-inits", "mlir::ModuleOp"> {
   let summary = "drop initializations whose values never reach a parameter";
   let description = [{

@@ -1,0 +1,100 @@
+//===- LoadFromBase.cpp - take the parameters a base checkpoint has -------===//
+#include "initc/Support/DType.h"
+#include "initc/Transforms/Passes.h"
+#include "initrt/base_checkpoint.h"
+
+#include "llvm/ADT/StringSet.h"
+
+namespace initc {
+#define GEN_PASS_DEF_LOADFROMBASE
+#include "initc/Transforms/Passes.h.inc"
+} // namespace initc
+
+using namespace mlir;
+using namespace initc;
+using namespace initc::init;
+
+namespace {
+
+// Up to three names, quoted, and how many there are in all: for messages.
+std::string someOf(llvm::ArrayRef<std::string> names) {
+  std::string text;
+  for (size_t i = 0; i < std::min<size_t>(names.size(), 3); ++i)
+    text += (i ? ", '" : "'") + names[i] + "'";
+  return text + (names.size() > 3 ? ", ..." : "");
+}
+
+} // namespace
+
+LogicalResult initc::loadFromBase(ModuleOp module, llvm::StringRef file, BaseLoadSummary &summary) {
+  summary = BaseLoadSummary();
+  if (file.empty())
+    return module.emitError() << "init-load-from-base: no file: pass file=BASE.safetensors";
+  initrt::BaseFiles files;
+  std::string error;
+  std::optional<std::vector<std::string>> names = files.tensorNames(file.str(), error);
+  if (!names)
+    return module.emitError() << error;
+  llvm::StringSet<> inBase;
+  for (const std::string &name : *names)
+    inBase.insert(name);
+
+  llvm::StringSet<> taken; // parameters and the tied names that share them
+  for (ParamOp param : llvm::to_vector(module.getOps<ParamOp>())) {
+    taken.insert(param.getSymName());
+    if (param.getTiedTo() || !inBase.contains(param.getSymName())) {
+      if (!param.getTiedTo())
+        summary.computed.push_back(param.getSymName().str());
+      continue;
+    }
+    if (param.getKernelAttr())
+      return param.emitError() << "init-load-from-base: the parameter is already partitioned; "
+                                  "load from the base before init-partition";
+    RankedTensorType type = param.getTensorType();
+    std::optional<initrt::BaseTensor> tensor =
+        files.find(file.str(), param.getSymName().str(), error);
+    initrt::DType dtype;
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    if (!tensor || !dtypeOf(type.getElementType(), dtype) ||
+        !initrt::checkBaseTensor(*tensor, param.getSymName().str(), dtype, shape, error))
+      return param.emitError() << error;
+    // The recipe goes; the parameter's name, type, axes and sharding stay.
+    Block &body =
+        param.getBody().empty() ? param.getBody().emplaceBlock() : param.getBody().front();
+    body.dropAllReferences();
+    body.clear();
+    OpBuilder builder = OpBuilder::atBlockEnd(&body);
+    auto load = builder.create<LoadOp>(param.getLoc(), type, file, param.getSymName());
+    builder.create<YieldOp>(param.getLoc(), load.getResult());
+    summary.loaded.push_back(param.getSymName().str());
+  }
+  for (const std::string &name : *names)
+    if (!taken.contains(name))
+      summary.unused.push_back(name);
+  // Said of the model as a whole, at its first parameter: a parsed module's own location is
+  // line 0 of its file.
+  auto params = module.getOps<ParamOp>();
+  Location where = params.empty() ? module.getLoc() : (*params.begin()).getLoc();
+  if (summary.loaded.empty())
+    return emitError(where) << file << " has none of the model's parameters: its tensors are "
+                            << someOf(*names) << ", the model's " << someOf(summary.computed)
+                            << "; is it a checkpoint of this model?";
+  if (!summary.unused.empty())
+    emitWarning(where) << file << " has " << summary.unused.size() << " tensor"
+                       << (summary.unused.size() == 1 ? "" : "s") << " the model does not ("
+                       << someOf(summary.unused) << "): they are not loaded";
+  return success();
+}
+
+namespace {
+struct LoadFromBasePass : initc::impl::LoadFromBaseBase<LoadFromBasePass> {
+  using LoadFromBaseBase::LoadFromBaseBase;
+  void runOnOperation() override {
+    BaseLoadSummary summary;
+    if (failed(loadFromBase(getOperation(), file, summary)))
+      return signalPassFailure();
+    numLoaded += summary.loaded.size();
+  }
+  Statistic numLoaded{this, "loaded", "parameters that load their values"};
+};
+} // namespace

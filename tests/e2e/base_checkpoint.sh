@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# init.load end to end: a model that takes some parameters from a base checkpoint (one
+# safetensors file, or a Hugging Face index over several) and computes the others gives the same
+# bytes on every mesh and thread count, each loaded tensor exactly the base's; what cannot be
+# loaded is said once, at compile time where the file is there and at run time where it is not.
+source "$(dirname "$0")/common.bash"
+
+cd "$WORK"
+# tensors(path): a safetensors file's tensors, name -> (dtype, shape, bytes), for the checks below.
+cat >tensors.py <<'EOF'
+import json, struct
+
+def tensors(path):
+    with open(path, "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+        data = f.read()
+    header.pop("__metadata__", None)
+    return {name: (e["dtype"], e["shape"], data[e["data_offsets"][0]:e["data_offsets"][1]])
+            for name, e in header.items()}
+EOF
+cat >base.mlir <<'EOF'
+init.seed 7
+init.param @emb : tensor<96x40xbf16> {
+  %0 = init.normal mean 0.0 std 0.02 stream 0 : tensor<96x40xbf16>
+  init.yield %0 : tensor<96x40xbf16>
+}
+init.param @wide : tensor<64x4096xf32> {
+  %0 = init.uniform -1.0, 1.0 stream 0 : tensor<64x4096xf32>
+  init.yield %0 : tensor<64x4096xf32>
+}
+init.param @bias : tensor<7xf16> {
+  %0 = init.normal mean 1.0 std 0.5 stream 0 : tensor<7xf16>
+  init.yield %0 : tensor<7xf16>
+}
+EOF
+"$INITC" compile base.mlir -o pbase >/dev/null || fail "compile the base model"
+pbase/init --out cbase --quiet || fail "run the base model"
+"$INITC" assemble cbase -o base.safetensors >/dev/null || fail "assemble the base checkpoint"
+
+# The fine-tuned model: the base's tensors, and a head of its own.
+model() { # FILE: the model loading from FILE
+  cat <<EOF
+init.seed 1
+init.param @emb : tensor<96x40xbf16> {
+  %0 = init.load "$1" ["emb"] : tensor<96x40xbf16>
+  init.yield %0 : tensor<96x40xbf16>
+}
+init.param @wide : tensor<64x4096xf32> {
+  %0 = init.load "$1" ["wide"] : tensor<64x4096xf32>
+  init.yield %0 : tensor<64x4096xf32>
+}
+init.param @bias : tensor<7xf16> {
+  %0 = init.load "$1" ["bias"] : tensor<7xf16>
+  init.yield %0 : tensor<7xf16>
+}
+init.param @head : tensor<40x96xf32> {
+  %0 = init.trunc_normal mean 0.0 std 0.02 bounds [-0.04, 0.04] stream 0 : tensor<40x96xf32>
+  init.yield %0 : tensor<40x96xf32>
+}
+EOF
+}
+model base.safetensors >ft.mlir
+# Rows, columns (the wide tensor in 16 runs per row, far apart), both, and nothing split.
+echo '{"params": {"emb": [["dp"], ["tp"]], "wide": [null, ["tp", "dp"]], "bias": [["tp"]], "head": [null, ["dp"]]}}' >rules.json
+echo '{"params": {"bias": [], "*": [null, ["tp"]]}}' >columns.json
+
+reference=""
+for spec in "dp=1:replicated" "dp=2,tp=3:rules.json" "tp=16:columns.json"; do
+  mesh=${spec%%:*} shard=${spec##*:} n=$(mesh_size "$mesh")
+  tag=${mesh//[=,]/_}
+  "$INITC" compile ft.mlir --mesh "$mesh" --shard "$shard" -o "p-$tag" >/dev/null ||
+    fail "compile on $mesh"
+  for threads in 1 3; do
+    "${MPIRUN[@]}" -np "$n" "p-$tag/init" --threads $threads --quiet --out "c-$tag-$threads" ||
+      fail "run on $mesh with $threads threads"
+    "$INITC" verify "c-$tag-$threads" >/dev/null || fail "verify on $mesh with $threads threads"
+    "$INITC" assemble "c-$tag-$threads" -o "$tag-$threads.safetensors" >/dev/null ||
+      fail "assemble on $mesh with $threads threads"
+    if [[ -z $reference ]]; then
+      reference="$tag-$threads.safetensors"
+    else
+      cmp "$reference" "$tag-$threads.safetensors" ||
+        fail "$mesh with $threads threads differs from one rank with one thread"
+    fi
+  done
+  echo "ok $mesh"
+done
+
+# Each loaded tensor is the base's, byte for byte; the head is computed (not zeros).
+"$PYTHON" - base.safetensors "$reference" <<'EOF' || fail "loaded tensors differ from the base"
+import sys
+from tensors import tensors
+
+base, loaded = tensors(sys.argv[1]), tensors(sys.argv[2])
+for name in ("emb", "wide", "bias"):
+    assert loaded[name] == base[name], name
+assert set(loaded) == {"emb", "wide", "bias", "head"}, sorted(loaded)
+assert loaded["head"][2].count(0) < len(loaded["head"][2]) // 2, "head looks unwritten"
+EOF
+echo "ok loaded tensors are the base's"
+
+# A Hugging Face sharded checkpoint: two files and model.safetensors.index.json.
+"$PYTHON" - base.safetensors hf <<'EOF' || fail "split the base checkpoint"
+import json, os, struct, sys
+
+with open(sys.argv[1], "rb") as f:
+    size = struct.unpack("<Q", f.read(8))[0]
+    header = json.loads(f.read(size))
+    data = f.read()
+header.pop("__metadata__", None)
+os.makedirs(sys.argv[2])
+files = {"model-00001-of-00002.safetensors": ["emb", "bias"],
+         "model-00002-of-00002.safetensors": ["wide"]}
+weight_map = {}
+for file, names in files.items():
+    out, blobs, offset = {}, [], 0
+    for name in names:
+        e = header[name]
+        blob = data[e["data_offsets"][0]:e["data_offsets"][1]]
+        out[name] = {"dtype": e["dtype"], "shape": e["shape"],
+                     "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+        weight_map[name] = file
+    text = json.dumps(out, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(os.path.join(sys.argv[2], file), "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+with open(os.path.join(sys.argv[2], "model.safetensors.index.json"), "w") as f:
+    json.dump({"metadata": {"total_size": len(data)}, "weight_map": weight_map}, f)
+EOF
+model "$WORK/hf/model.safetensors.index.json" >hf.mlir
+"$INITC" compile hf.mlir --mesh dp=2,tp=3 --shard rules.json -o p-hf >/dev/null ||
+  fail "compile the model loading through an index"
+"${MPIRUN[@]}" -np 6 p-hf/init --quiet --out c-hf || fail "run the model loading through an index"
+"$INITC" assemble c-hf -o hf.safetensors >/dev/null || fail "assemble the index run"
+"$PYTHON" - "$reference" hf.safetensors <<'EOF' || fail "loading through an index differs"
+import sys
+from tensors import tensors
+
+assert tensors(sys.argv[1]) == tensors(sys.argv[2])
+EOF
+echo "ok Hugging Face index"
+
+# import hf --load: a model grown from a base (one more layer) loads the base's tensors and
+# initializes the new ones exactly as the same import without --load does.
+CONFIGS="$ROOT/tests/e2e/configs"
+"$INITC" import hf "$CONFIGS/qwen2_tiny.json" --dtype bf16 --seed 5 -o small.mlir || fail "import small"
+"$INITC" compile small.mlir -o p-small >/dev/null || fail "compile small"
+p-small/init --quiet --out c-small || fail "run small"
+"$INITC" assemble c-small -o small.safetensors >/dev/null || fail "assemble small"
+"$PYTHON" -c 'import json, sys; c = json.load(open(sys.argv[1])); c["num_hidden_layers"] += 1; json.dump(c, open("grown.json", "w"))' \
+  "$CONFIGS/qwen2_tiny.json"
+"$INITC" import hf grown.json --dtype bf16 --seed 5 --load small.safetensors -o grown.mlir 2>import.txt ||
+  fail "import --load: $(cat import.txt)"
+grep -qE "^initc: [0-9]+ of [0-9]+ tensors load from small.safetensors; the others are initialized \(model\.layers\.[0-9]+\." import.txt ||
+  fail "import --load does not say what it loads: $(cat import.txt)"
+"$INITC" import hf grown.json --dtype bf16 --seed 5 -o fresh.mlir || fail "import grown"
+for model in grown fresh; do
+  "$INITC" compile $model.mlir --mesh dp=2,tp=2 --shard fsdp+tp -o p-$model >/dev/null ||
+    fail "compile $model"
+  "${MPIRUN[@]}" -np 4 p-$model/init --quiet --out c-$model || fail "run $model"
+  "$INITC" assemble c-$model -o $model.safetensors >/dev/null || fail "assemble $model"
+done
+"$PYTHON" - small.safetensors grown.safetensors fresh.safetensors <<'EOF' || fail "the grown model's tensors"
+import sys
+from tensors import tensors
+
+small, grown, fresh = (tensors(p) for p in sys.argv[1:])
+new = [name for name in grown if name not in small]
+assert new and all(name.startswith("model.layers.") for name in new), new
+assert all(grown[name] == small[name] for name in small), "a loaded tensor differs from the base"
+assert all(grown[name] == fresh[name] for name in new), "a new tensor differs from a fresh init"
+EOF
+fails_cleanly "import --load of another dtype" "^initc: error: small.safetensors holds model.embed_tokens.weight as BF16 but --dtype is f32: import with --dtype bf16" \
+  "$INITC" import hf grown.json --load small.safetensors -o wrong.mlir
+no_output wrong.mlir
+fails_cleanly "import --load of another model" "has none of the model's parameters: its tensors are " \
+  "$INITC" import hf grown.json --dtype bf16 --load base.safetensors -o wrong.mlir
+fails_cleanly "import --load of nothing" "^initc: error: --load: absent.safetensors: no such file" \
+  "$INITC" import hf grown.json --load absent.safetensors -o wrong.mlir
+echo "ok import hf --load"
+
+# inspect marks loaded tensors and counts what the largest rank reads.
+"$INITC" inspect ft.mlir --mesh dp=2,tp=3 --shard rules.json >inspect.txt || fail "inspect"
+grep -qE '^wide +F32 .* loaded$' inspect.txt || fail "inspect does not mark wide loaded: $(cat inspect.txt)"
+grep -q "rank 0 reads .* of its shards from base checkpoints" inspect.txt ||
+  fail "inspect does not count the bytes read: $(cat inspect.txt)"
+"$INITC" inspect ft.mlir --json | "$PYTHON" -c '
+import json, sys
+params = {p["name"]: p for p in json.load(sys.stdin)["params"]}
+assert params["wide"]["load"] == {"file": "base.safetensors", "tensor": "wide"}, params["wide"]
+assert "load" not in params["head"]' || fail "inspect --json does not name the source"
+echo "ok inspect"
+
+# Mistakes, at compile time where the file is here.
+sed 's/tensor<7xf16>/tensor<7xf32>/g' ft.mlir >dtype.mlir
+fails_cleanly "dtype" '^dtype.mlir:11:8: error: tensor "bias" of base.safetensors is F16 \[7\] but parameter .bias. is F32 \[7\]: init.load copies the tensor as it is' \
+  "$INITC" compile dtype.mlir -o p-dtype
+no_output p-dtype
+sed 's/\["wide"\]/["wider"]/' ft.mlir >name.mlir
+fails_cleanly "tensor name" 'base.safetensors has no tensor "wider"; it has 3 \(' \
+  "$INITC" compile name.mlir -o p-name
+printf 'not safetensors' >junk.safetensors
+model junk.safetensors >junk.mlir
+fails_cleanly "not safetensors" '^junk.mlir:3:8: error: junk.safetensors: not a safetensors file' \
+  "$INITC" compile junk.mlir -o p-junk
+[[ $(grep -c "error:" "$WORK/err.txt") == 1 ]] || fail "a broken file is not said once: $(cat "$WORK/err.txt")"
+cat >feeds.mlir <<'EOF'
+init.seed 0
+init.param @twice : tensor<7xf16> {
+  %0 = init.load "base.safetensors" ["bias"] : tensor<7xf16>
+  %1 = init.add %0, %0 : tensor<7xf16>
+  init.yield %1 : tensor<7xf16>
+}
+EOF
+fails_cleanly "load feeding an op" "^feeds.mlir:3:8: error: cannot fuse: 'init.load' reads its values, it does not compute them" \
+  "$INITC" compile feeds.mlir -o p-feeds
+
+# A file that is not where the program runs: compile warns, prog/init says where it looked.
+model later.safetensors >later.mlir
+"$INITC" compile later.mlir -o p-later 2>later.txt >/dev/null || fail "compile with an absent base"
+grep -q "warning: 'later.safetensors' does not exist here: it is read when prog/init runs, from the directory it runs in" later.txt ||
+  fail "no warning for an absent base: $(cat later.txt)"
+[[ $(grep -c "warning:" later.txt) == 1 ]] || fail "the absent base is not warned about once: $(cat later.txt)"
+fails_cleanly "absent at run time" "^init: error: parameter 'emb' loads \"emb\" from later.safetensors, which is not in $WORK, the directory prog/init runs in: run it where the file is" \
+  p-later/init --out c-later
+no_output c-later
+# The base replaced by one whose tensor has another dtype: refused before anything is written.
+cp base.safetensors later.safetensors
+sed -i 's/tensor<7xf16>/tensor<7xf32>/g' later.mlir
+"$INITC" compile later.mlir -o p-later2 >/dev/null 2>&1 && fail "compile accepted a dtype mismatch"
+sed 's/tensor<7xf32>/tensor<7xf16>/g' later.mlir >later16.mlir
+rm later.safetensors
+"$INITC" compile later16.mlir -o p-later16 >/dev/null 2>&1 || fail "compile later16"
+"$PYTHON" - base.safetensors later.safetensors <<'EOF'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    size = struct.unpack("<Q", f.read(8))[0]
+    header = json.loads(f.read(size))
+    data = f.read()
+header["bias"]["dtype"] = "BF16"  # same size, another dtype
+text = json.dumps(header, separators=(",", ":")).encode()
+text += b" " * (-len(text) % 8)
+with open(sys.argv[2], "wb") as f:
+    f.write(struct.pack("<Q", len(text)) + text + data)
+EOF
+fails_cleanly "base changed after compile" "^init: error: parameter 'bias' loads \"bias\" from later.safetensors: tensor \"bias\" of later.safetensors is BF16 \[7\] but parameter 'bias' is F16 \[7\]" \
+  p-later16/init --out c-later16
+no_output c-later16
+echo "ok mistakes"
