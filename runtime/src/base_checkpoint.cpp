@@ -1,11 +1,10 @@
 #include "initrt/base_checkpoint.h"
 
+#include "initrt/files.h"
 #include "initrt/json_text.h"
 
 #include <algorithm>
 #include <cerrno>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,16 +28,13 @@ bool endsWith(const std::string &text, const std::string &suffix) {
 // The weight_map of a Hugging Face index: tensor name -> file name in the index's directory.
 bool readWeightMap(const std::string &path, std::map<std::string, std::string> &out,
                    std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = path + ": cannot open the index: " + (errno == ENOENT ? "no such file" : "unreadable");
+  std::string text, why;
+  if (readRegularFile(path, kMaxJsonFileBytes, text, why) != ReadFileStatus::Ok) {
+    error = path + ": cannot read the index: " + why;
     return false;
   }
-  std::stringstream text;
-  text << in.rdbuf();
   nlohmann::json root;
-  std::string why;
-  if (!parseJsonText(text.str(), root, why)) {
+  if (!parseJsonText(text, root, why)) {
     error = path + ": not valid JSON (" + why + ")";
     return false;
   }
@@ -49,7 +45,7 @@ bool readWeightMap(const std::string &path, std::map<std::string, std::string> &
   }
   for (const auto &[name, file] : root["weight_map"].items()) {
     if (!file.is_string() || file.get<std::string>().empty() ||
-        file.get<std::string>().find('/') != std::string::npos) {
+        file.get<std::string>().find_first_of(std::string("/\0", 2)) != std::string::npos) {
       error = path + ": weight_map[\"" + name + "\"] must be a file name next to the index";
       return false;
     }
@@ -216,7 +212,7 @@ void readBaseElements(const BaseTensor &tensor, const Param &param, const Slice 
   auto read = [&](int64_t global, void *into, int64_t elements) {
     if (!tensor.file->read(tensor.entry->begin + uint64_t(global * width), into,
                            uint64_t(elements * width), error))
-      throw std::runtime_error("reading parameter '" + param.name + "' (init.load): " + error);
+      throw BaseReadError("reading parameter '" + param.name + "' (init.load): " + error);
   };
   char *const bytes = static_cast<char *>(out);
   for (int64_t local = begin; local < end;) {

@@ -56,6 +56,8 @@ initrt_status guarded(char *err, size_t errlen, Body body) {
     return report(INITRT_OUT_OF_MEMORY, std::string("out of memory: ") + e.what(), err, errlen);
   } catch (const std::bad_alloc &) {
     return report(INITRT_OUT_OF_MEMORY, "out of memory", err, errlen);
+  } catch (const initrt::BaseReadError &e) {
+    return report(INITRT_BAD_BASE, e.what(), err, errlen);
   } catch (const std::exception &e) {
     return report(INITRT_INTERNAL, std::string("internal error: ") + e.what(), err, errlen);
   } catch (...) {
@@ -87,6 +89,8 @@ const char *initrt_status_name(initrt_status status) {
     return "INITRT_TOO_MANY_DIMS";
   case INITRT_INTERNAL:
     return "INITRT_INTERNAL";
+  case INITRT_BAD_BASE:
+    return "INITRT_BAD_BASE";
   }
   return "INITRT_UNKNOWN_STATUS";
 }
@@ -113,6 +117,8 @@ initrt_status initrt_program_open(const char *prog_dir, initrt_program **out, ch
     prog->kernels = initrt::KernelLibrary::load(prog_dir, prog->program, error);
     if (!prog->kernels)
       return report(INITRT_BAD_PROGRAM, error, err, errlen);
+    if (!prog->kernels->openBaseCheckpoints(prog->program, error))
+      return report(INITRT_BAD_BASE, error, err, errlen);
     for (size_t p = 0; p < prog->program.params.size(); ++p) {
       const initrt::Param &param = prog->program.params[p];
       prog->indexByName[param.name] = p;

@@ -378,8 +378,6 @@ std::unique_ptr<KernelLibrary> KernelLibrary::load(const std::string &progDir,
     }
     library->kernels.push_back(reinterpret_cast<KernelFn>(symbol));
   }
-  if (!library->bases.open(program, error))
-    return nullptr;
   return library;
 }
 
@@ -735,6 +733,9 @@ std::vector<ShardJob> planRank(const Program &program, const KernelLibrary &kern
     job.param = &param;
     job.kernel = kernels.kernel(p);
     job.base = kernels.baseTensor(p);
+    if (param.load && !job.base)
+      throw std::logic_error("planRank: the base checkpoints of " + param.name +
+                             " were not opened (KernelLibrary::openBaseCheckpoints)");
     job.slice = sliceForRank(program.mesh, param, rank);
     job.bytes = uint64_t(job.slice.numElements()) * uint64_t(dtypeBytes(param.dtype));
     jobs.push_back(std::move(job));

@@ -541,6 +541,8 @@ bool validateProgram(const Program &program, std::string &error) {
     if (param.load) {
       if (param.load->file.empty() || param.load->tensor.empty())
         return fail(where + ".load", "must name a file and a tensor");
+      if (param.load->file.find('\0') != std::string::npos)
+        return fail(where + ".load.file", "must not contain a NUL character");
       if (!param.kernel.empty() || !param.kernelArgs.empty() || !param.transform.empty())
         return fail(where + ".load", "is only allowed without a kernel, kernel_args or transform");
     } else if (param.kernel.empty()) {

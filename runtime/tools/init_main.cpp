@@ -361,6 +361,29 @@ void printSummary(const Program &program, const Options &options, const std::vec
                          ") vs largest rank's shards " + formatBytes(maxShardBytes));
 }
 
+// A base checkpoint inside --out would be replaced by the shards it fills, or removed with the
+// checkpoint of another program: refused, so that the base stays.
+// (A Hugging Face index names files next to it.)
+bool baseOutsideOutput(const Program &program, const Options &options, std::string &error) {
+  if (options.discard)
+    return true;
+  std::error_code ec;
+  const std::filesystem::path out = std::filesystem::weakly_canonical(options.out, ec);
+  for (const Param &param : program.params) {
+    if (!param.load)
+      continue;
+    std::filesystem::path dir =
+        std::filesystem::weakly_canonical(param.load->file, ec).parent_path();
+    if (!ec && dir == out) {
+      error = "the base checkpoint " + param.load->file + " (init.load of " + param.name +
+              ") is inside --out " + options.out +
+              ", which this run writes: copy it elsewhere, or choose another --out";
+      return false;
+    }
+  }
+  return true;
+}
+
 int run(World &world, const Options &options, int64_t myRank, bool launched) {
   Clock::time_point start = Clock::now();
   Agreement agreement(world, myRank);
@@ -436,7 +459,17 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
 
   std::unique_ptr<KernelLibrary> kernels =
       KernelLibrary::load(progDir, program, error, options.targetCpu);
-  if (int agreed = agreement.settle(kernels ? kExitOk : kExitFailure, error))
+  code = kernels && baseOutsideOutput(program, options, error) ? kExitOk : kExitFailure;
+  // The base checkpoints init.load reads. A rank whose shard is already complete needs none: a
+  // finished job reruns without them. Any other stops here, before --out is touched.
+  std::string baseError;
+  const bool basesOpen = code != kExitOk || kernels->openBaseCheckpoints(program, baseError);
+  std::vector<std::string> unused;
+  if (!basesOpen && (options.discard || !shardIsComplete(options.out, program, myRank, unused))) {
+    code = kExitFailure;
+    error = baseError;
+  }
+  if (int agreed = agreement.settle(code, error))
     return agreed;
 
   if (!options.discard) {
@@ -461,6 +494,12 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   std::vector<std::string> checksums(program.params.size());
   code = kExitOk;
   bool complete = !options.discard && shardIsComplete(options.out, program, myRank, checksums);
+  if (!complete && !basesOpen) { // complete when checked before --out was prepared, not now
+    code = kExitFailure;
+    error = baseError;
+  }
+  if (int agreed = agreement.settle(code, error))
+    return agreed;
   if (complete) {
     stats.skipped = 1;
     // A job's summary counts the complete ranks; a lone --rank run says it here.
@@ -491,31 +530,38 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
       stats.elements += double(job.slice.numElements());
       stats.loaded += job.base ? double(job.slice.numElements()) : 0;
     }
-    if (options.discard) {
-      auto drop = [](size_t, uint64_t, const void *, uint64_t, std::string &) { return true; };
-      if (!streamShardJobs(jobs, runOptions, drop, error))
-        code = kExitFailure;
-    } else {
-      std::vector<ShardTensor> layout;
-      for (const ShardJob &job : jobs) {
-        ShardTensor tensor;
-        tensor.param = job.param;
-        tensor.slice = job.slice;
-        tensor.bytes = job.bytes;
-        layout.push_back(std::move(tensor));
-      }
-      ShardFileStream stream;
-      std::vector<std::string> written;
-      auto sink = [&](size_t job, uint64_t offset, const void *data, uint64_t bytes,
-                      std::string &why) { return stream.writePiece(job, offset, data, bytes, why); };
-      if (!stream.open(options.out, program, myRank, layout, error) ||
-          !streamShardJobs(jobs, runOptions, sink, error) || !stream.finish(written, error)) {
-        code = kExitFailure;
+    try {
+      if (options.discard) {
+        auto drop = [](size_t, uint64_t, const void *, uint64_t, std::string &) { return true; };
+        if (!streamShardJobs(jobs, runOptions, drop, error))
+          code = kExitFailure;
       } else {
-        checksums.assign(program.params.size(), std::string());
-        for (size_t t = 0; t < jobs.size(); ++t)
-          checksums[size_t(jobs[t].param - program.params.data())] = written[t];
+        std::vector<ShardTensor> layout;
+        for (const ShardJob &job : jobs) {
+          ShardTensor tensor;
+          tensor.param = job.param;
+          tensor.slice = job.slice;
+          tensor.bytes = job.bytes;
+          layout.push_back(std::move(tensor));
+        }
+        ShardFileStream stream;
+        std::vector<std::string> written;
+        auto sink = [&](size_t job, uint64_t offset, const void *data, uint64_t bytes,
+                        std::string &why) {
+          return stream.writePiece(job, offset, data, bytes, why);
+        };
+        if (!stream.open(options.out, program, myRank, layout, error) ||
+            !streamShardJobs(jobs, runOptions, sink, error) || !stream.finish(written, error)) {
+          code = kExitFailure;
+        } else {
+          checksums.assign(program.params.size(), std::string());
+          for (size_t t = 0; t < jobs.size(); ++t)
+            checksums[size_t(jobs[t].param - program.params.data())] = written[t];
+        }
       }
+    } catch (const BaseReadError &e) { // the input changed under the run: not initc's fault
+      code = kExitFailure;
+      error = e.what();
     }
     if (bar && code == kExitOk)
       bar->finish();

@@ -6,7 +6,8 @@
 source "$(dirname "$0")/common.bash"
 
 cd "$WORK"
-# tensors(path): a safetensors file's tensors, name -> (dtype, shape, bytes), for the checks below.
+# tensors(path): a safetensors file's tensors, name -> (dtype, shape, bytes), for the checks below;
+# save(path, tensors) writes them.
 cat >tensors.py <<'EOF'
 import json, struct
 
@@ -18,6 +19,18 @@ def tensors(path):
     header.pop("__metadata__", None)
     return {name: (e["dtype"], e["shape"], data[e["data_offsets"][0]:e["data_offsets"][1]])
             for name, e in header.items()}
+
+
+def save(path, tensors):
+    header, blobs, offset = {}, [], 0
+    for name, (dtype, shape, blob) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(blob)]}
+        offset += len(blob)
+        blobs.append(blob)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 EOF
 cat >base.mlir <<'EOF'
 init.seed 7
@@ -102,33 +115,18 @@ echo "ok loaded tensors are the base's"
 
 # A Hugging Face sharded checkpoint: two files and model.safetensors.index.json.
 "$PYTHON" - base.safetensors hf <<'EOF' || fail "split the base checkpoint"
-import json, os, struct, sys
+import json, os, sys
+from tensors import save, tensors
 
-with open(sys.argv[1], "rb") as f:
-    size = struct.unpack("<Q", f.read(8))[0]
-    header = json.loads(f.read(size))
-    data = f.read()
-header.pop("__metadata__", None)
+base = tensors(sys.argv[1])
 os.makedirs(sys.argv[2])
 files = {"model-00001-of-00002.safetensors": ["emb", "bias"],
          "model-00002-of-00002.safetensors": ["wide"]}
-weight_map = {}
 for file, names in files.items():
-    out, blobs, offset = {}, [], 0
-    for name in names:
-        e = header[name]
-        blob = data[e["data_offsets"][0]:e["data_offsets"][1]]
-        out[name] = {"dtype": e["dtype"], "shape": e["shape"],
-                     "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-        weight_map[name] = file
-    text = json.dumps(out, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(os.path.join(sys.argv[2], file), "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+    save(os.path.join(sys.argv[2], file), {name: base[name] for name in names})
+weight_map = {name: file for file, names in files.items() for name in names}
 with open(os.path.join(sys.argv[2], "model.safetensors.index.json"), "w") as f:
-    json.dump({"metadata": {"total_size": len(data)}, "weight_map": weight_map}, f)
+    json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f)
 EOF
 model "$WORK/hf/model.safetensors.index.json" >hf.mlir
 "$INITC" compile hf.mlir --mesh dp=2,tp=3 --shard rules.json -o p-hf >/dev/null ||
@@ -173,13 +171,52 @@ assert new and all(name.startswith("model.layers.") for name in new), new
 assert all(grown[name] == small[name] for name in small), "a loaded tensor differs from the base"
 assert all(grown[name] == fresh[name] for name in new), "a new tensor differs from a fresh init"
 EOF
-fails_cleanly "import --load of another dtype" "^initc: error: small.safetensors holds model.embed_tokens.weight as BF16 but --dtype is f32: import with --dtype bf16" \
+fails_cleanly "import --load of another dtype" "^initc: error: small.safetensors holds the model's weights as BF16 but --dtype is f32: import with --dtype bf16" \
   "$INITC" import hf grown.json --load small.safetensors -o wrong.mlir
 no_output wrong.mlir
 fails_cleanly "import --load of another model" "has none of the model's parameters: its tensors are " \
   "$INITC" import hf grown.json --dtype bf16 --load base.safetensors -o wrong.mlir
 fails_cleanly "import --load of nothing" "^initc: error: --load: absent.safetensors: no such file" \
   "$INITC" import hf grown.json --load absent.safetensors -o wrong.mlir
+# Tied names: a tied model that loads an untied base says which of the base's tensors it drops;
+# a base that holds a tied tensor only under the tied name loads it through that name.
+"$PYTHON" -c 'import json, sys; c = json.load(open("grown.json")); c["tie_word_embeddings"] = False; json.dump(c, open("untied.json", "w"))'
+"$INITC" import hf untied.json --dtype bf16 --seed 5 -o untied.mlir || fail "import untied"
+"$INITC" compile untied.mlir -o p-untied >/dev/null || fail "compile untied"
+p-untied/init --quiet --out c-untied || fail "run untied"
+"$INITC" assemble c-untied -o untied.safetensors >/dev/null || fail "assemble untied"
+"$INITC" import hf grown.json --dtype bf16 --seed 5 --load untied.safetensors -o tied.mlir 2>tied.txt ||
+  fail "import a tied model from an untied base: $(cat tied.txt)"
+grep -q "warning: the model ties 'lm_head.weight' to 'model.embed_tokens.weight', so untied.safetensors's own 'lm_head.weight' is not loaded" tied.txt ||
+  fail "no warning for the base's dropped lm_head.weight: $(cat tied.txt)"
+"$PYTHON" - untied.safetensors <<'EOF' || fail "write a base with only lm_head.weight"
+import sys
+from tensors import save, tensors
+t = tensors(sys.argv[1])
+t["lm_head.weight"], t["model.embed_tokens.weight"] = t["model.embed_tokens.weight"], None
+del t["model.embed_tokens.weight"]
+save("headonly.safetensors", t)
+EOF
+"$INITC" import hf grown.json --dtype bf16 --seed 5 --load headonly.safetensors -o headonly.mlir ||
+  fail "import from a base that holds the tied tensor as lm_head.weight"
+grep -q 'init.load "headonly.safetensors"\["lm_head.weight"\] : tensor<1000x64xbf16>' headonly.mlir ||
+  fail "model.embed_tokens.weight does not load the base's lm_head.weight"
+# A base whose weights mix dtypes cannot be imported with one --dtype: said once, with both.
+"$PYTHON" - small.safetensors <<'EOF' || fail "write a mixed base"
+import sys
+from tensors import save, tensors
+t = tensors(sys.argv[1])
+dtype, shape, blob = t["model.norm.weight"]
+t["model.norm.weight"] = ("F32", shape, b"".join(b"\0\0" + blob[i:i + 2] for i in range(0, len(blob), 2)))
+save("mixed.safetensors", t)
+EOF
+fails_cleanly "import --load of a base of mixed dtypes" "^initc: error: mixed.safetensors holds its weights in several dtypes: [0-9]+ BF16 \('.*', \.\.\.\), 1 F32 \('model.norm.weight'\)" \
+  "$INITC" import hf grown.json --dtype bf16 --load mixed.safetensors -o wrong.mlir
+# initc-opt says a bad file in one line, without printing the module.
+fails_cleanly "initc-opt with a directory for a base" "error: $WORK: a directory, not a regular file" \
+  "$BUILD_DIR/bin/initc-opt" grown.mlir --init-load-from-base=file="$WORK"
+! grep -q "see current operation" "$WORK/err.txt" || fail "initc-opt prints the module: $(head -5 "$WORK/err.txt")"
+[[ $(wc -l <"$WORK/err.txt") -le 3 ]] || fail "initc-opt prints more than its error: $(head -5 "$WORK/err.txt")"
 echo "ok import hf --load"
 
 # inspect marks loaded tensors and counts what the largest rank reads.
@@ -235,18 +272,29 @@ sed 's/tensor<7xf32>/tensor<7xf16>/g' later.mlir >later16.mlir
 rm later.safetensors
 "$INITC" compile later16.mlir -o p-later16 >/dev/null 2>&1 || fail "compile later16"
 "$PYTHON" - base.safetensors later.safetensors <<'EOF'
-import json, struct, sys
-with open(sys.argv[1], "rb") as f:
-    size = struct.unpack("<Q", f.read(8))[0]
-    header = json.loads(f.read(size))
-    data = f.read()
-header["bias"]["dtype"] = "BF16"  # same size, another dtype
-text = json.dumps(header, separators=(",", ":")).encode()
-text += b" " * (-len(text) % 8)
-with open(sys.argv[2], "wb") as f:
-    f.write(struct.pack("<Q", len(text)) + text + data)
+import sys
+from tensors import save, tensors
+t = tensors(sys.argv[1])
+t["bias"] = ("BF16",) + t["bias"][1:]  # same size, another dtype
+save(sys.argv[2], t)
 EOF
 fails_cleanly "base changed after compile" "^init: error: parameter 'bias' loads \"bias\" from later.safetensors: tensor \"bias\" of later.safetensors is BF16 \[7\] but parameter 'bias' is F16 \[7\]" \
   p-later16/init --out c-later16
 no_output c-later16
+# A finished job reruns without its base (every rank is complete); a new one stops before
+# --out exists; a base inside --out is refused before anything there is touched.
+mv base.safetensors base.away
+p-dp_1/init --out c-dp_1-1 2>rerun.txt || fail "rerun of a complete checkpoint without its base: $(cat rerun.txt)"
+grep -q "already complete" rerun.txt || fail "the rerun did not keep the complete shards: $(cat rerun.txt)"
+fails_cleanly "no base for a new checkpoint" "loads \"emb\" from base.safetensors, which is not in $WORK" \
+  p-dp_1/init --out c-new
+no_output c-new
+mv base.away base.safetensors
+mkdir inside
+cp base.safetensors inside/base.safetensors
+model inside/base.safetensors >inside.mlir
+"$INITC" compile inside.mlir -o p-inside >/dev/null || fail "compile inside"
+fails_cleanly "base inside --out" "^init: error: the base checkpoint inside/base.safetensors \(init.load of emb\) is inside --out inside, which this run writes" \
+  p-inside/init --out inside --overwrite
+cmp base.safetensors inside/base.safetensors || fail "the base inside --out was changed"
 echo "ok mistakes"

@@ -51,6 +51,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <unistd.h>
 
 using namespace mlir;
@@ -176,21 +177,27 @@ int runImport(const ImportArgs &args) {
     std::string why;
     if (!files.tensorNames(args.base, why))
       return fail("--load: " + why);
+    std::map<std::string, std::vector<std::string>> byDtype; // the base's weights the model has
     for (auto param : module->getOps<initc::init::ParamOp>()) {
       std::optional<initrt::BaseTensor> tensor =
           files.find(args.base, param.getSymName().str(), why);
-      initrt::DType dtype;
-      RankedTensorType type = param.getTensorType();
-      if (tensor && !param.getBuffer() && initc::dtypeOf(type.getElementType(), dtype) &&
-          tensor->entry->dtype != initrt::dtypeName(dtype) &&
-          tensor->entry->shape == llvm::ArrayRef<int64_t>(type.getShape()).vec()) {
-        std::string lower = tensor->entry->dtype;
-        for (char &c : lower)
-          c = char(std::tolower(c));
-        return fail(args.base + " holds " + param.getSymName().str() + " as " +
-                    tensor->entry->dtype + " but --dtype is " + args.dtype +
-                    ": import with --dtype " + lower);
-      }
+      if (tensor && !param.getBuffer() &&
+          tensor->entry->shape == llvm::ArrayRef<int64_t>(param.getTensorType().getShape()).vec())
+        byDtype[tensor->entry->dtype].push_back(param.getSymName().str());
+    }
+    if (byDtype.size() > 1) {
+      std::string mix;
+      for (const auto &[dtype, names] : byDtype)
+        mix += (mix.empty() ? "" : ", ") + std::to_string(names.size()) + " " + dtype + " ('" +
+               names[0] + "'" + (names.size() > 1 ? ", ..." : "") + ")";
+      return fail(args.base + " holds its weights in several dtypes: " + mix +
+                  ". init.load copies tensors as they are, and import gives every weight the "
+                  "one --dtype: convert the base to one dtype");
+    }
+    if (byDtype.size() == 1 && byDtype.begin()->first != llvm::StringRef(args.dtype).upper()) {
+      std::string lower = llvm::StringRef(byDtype.begin()->first).lower();
+      return fail(args.base + " holds the model's weights as " + byDtype.begin()->first +
+                  " but --dtype is " + args.dtype + ": import with --dtype " + lower);
     }
     initc::BaseLoadSummary summary;
     if (failed(initc::loadFromBase(*module, args.base, summary)))
@@ -456,12 +463,15 @@ int runInspect(const InspectArgs &args) {
   for (size_t i = 0; i < program.params.size(); ++i) {
     const initrt::Param &p = program.params[i];
     std::string name = shownName(p);
-    std::printf("%-*s  %-5s  %-22s  %-18s  %12s%s\n", (int)nameWidth, name.c_str(),
+    std::vector<std::string> notes;
+    if (p.buffer)
+      notes.push_back(p.persistent ? "buffer" : "buffer, not saved");
+    if (p.load)
+      notes.push_back("loaded");
+    std::printf("%-*s  %-5s  %-22s  %-18s  %12s%s%s\n", (int)nameWidth, name.c_str(),
                 initrt::dtypeName(p.dtype), shapeText(p.shape).c_str(),
                 shardingText(program, p).c_str(), initrt::formatBytes(maxSliceBytes[i]).c_str(),
-                p.buffer ? (p.persistent ? "  buffer" : "  buffer, not saved")
-                : p.load ? "  loaded"
-                         : "");
+                notes.empty() ? "" : "  ", llvm::join(notes, ", ").c_str());
   }
   std::printf("\nmodel %s, seed %llu, mesh %s (%lld rank%s)\n", program.modelName.c_str(),
               (unsigned long long)program.seed, meshText.c_str(), (long long)ranks,

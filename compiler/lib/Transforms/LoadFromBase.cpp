@@ -28,45 +28,69 @@ std::string someOf(llvm::ArrayRef<std::string> names) {
 
 LogicalResult initc::loadFromBase(ModuleOp module, llvm::StringRef file, BaseLoadSummary &summary) {
   summary = BaseLoadSummary();
+  // Diagnostics at locations, not on ops: initc-opt would print the op (the whole module) too.
   if (file.empty())
-    return module.emitError() << "init-load-from-base: no file: pass file=BASE.safetensors";
+    return emitError(module.getLoc()) << "init-load-from-base: no file: pass file=BASE.safetensors";
   initrt::BaseFiles files;
   std::string error;
   std::optional<std::vector<std::string>> names = files.tensorNames(file.str(), error);
   if (!names)
-    return module.emitError() << error;
+    return emitError(module.getLoc()) << error;
   llvm::StringSet<> inBase;
   for (const std::string &name : *names)
     inBase.insert(name);
+  // The names tied to each parameter: a base may hold a tied tensor under any of them.
+  llvm::StringMap<SmallVector<ParamOp>> tiedTo;
+  for (ParamOp param : module.getOps<ParamOp>())
+    if (auto target = param.getTiedToAttr())
+      tiedTo[target.getValue()].push_back(param);
 
-  llvm::StringSet<> taken; // parameters and the tied names that share them
+  llvm::StringSet<> taken; // tensors of the base that a parameter loads, or that are said apart
   for (ParamOp param : llvm::to_vector(module.getOps<ParamOp>())) {
-    taken.insert(param.getSymName());
-    if (param.getTiedTo() || !inBase.contains(param.getSymName())) {
-      if (!param.getTiedTo())
-        summary.computed.push_back(param.getSymName().str());
+    if (param.getTiedTo())
+      continue;
+    StringRef name = param.getSymName();
+    // Its own name first, then a name tied to it (lm_head.weight for a tied embedding).
+    StringRef source = inBase.contains(name) ? name : StringRef();
+    for (ParamOp tied : tiedTo.lookup(name)) {
+      StringRef alias = tied.getSymName();
+      if (!inBase.contains(alias))
+        continue;
+      if (source.empty()) {
+        source = alias;
+        continue;
+      }
+      taken.insert(alias);
+      emitWarning(tied.getLoc()) << "the model ties '" << alias << "' to '" << name << "', so "
+                                 << file << "'s own '" << alias << "' is not loaded: '" << name
+                                 << "' takes the base's '" << source
+                                 << "' (untie them in the model to keep both)";
+    }
+    if (source.empty()) {
+      summary.computed.push_back(name.str());
       continue;
     }
+    taken.insert(source);
     if (param.getKernelAttr())
-      return param.emitError() << "init-load-from-base: the parameter is already partitioned; "
-                                  "load from the base before init-partition";
+      return emitError(param.getLoc())
+             << "init-load-from-base: the parameter is already partitioned; load from the base "
+                "before init-partition";
     RankedTensorType type = param.getTensorType();
-    std::optional<initrt::BaseTensor> tensor =
-        files.find(file.str(), param.getSymName().str(), error);
+    std::optional<initrt::BaseTensor> tensor = files.find(file.str(), source.str(), error);
     initrt::DType dtype;
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
     if (!tensor || !dtypeOf(type.getElementType(), dtype) ||
-        !initrt::checkBaseTensor(*tensor, param.getSymName().str(), dtype, shape, error))
-      return param.emitError() << error;
+        !initrt::checkBaseTensor(*tensor, name.str(), dtype, shape, error))
+      return emitError(param.getLoc()) << error;
     // The recipe goes; the parameter's name, type, axes and sharding stay.
     Block &body =
         param.getBody().empty() ? param.getBody().emplaceBlock() : param.getBody().front();
     body.dropAllReferences();
     body.clear();
     OpBuilder builder = OpBuilder::atBlockEnd(&body);
-    auto load = builder.create<LoadOp>(param.getLoc(), type, file, param.getSymName());
+    auto load = builder.create<LoadOp>(param.getLoc(), type, file, source);
     builder.create<YieldOp>(param.getLoc(), load.getResult());
-    summary.loaded.push_back(param.getSymName().str());
+    summary.loaded.push_back(name.str());
   }
   for (const std::string &name : *names)
     if (!taken.contains(name))

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -43,11 +44,19 @@ private:
 bool checkBaseTensor(const BaseTensor &tensor, const std::string &param, DType dtype,
                      const std::vector<int64_t> &shape, std::string &error);
 
+/// A base checkpoint that could not be read while a shard was filled from it (a file cut short
+/// or an I/O error after it was opened): the input's fault, not the program's.
+class BaseReadError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
 /// The tensor each parameter of a program loads, opened and checked.
 class BaseCheckpoints {
 public:
   /// Finds and checks the tensor of every parameter with a `load` source.
   bool open(const Program &program, std::string &error);
+
   /// The tensor params[p] loads, or null when it is computed.
   const BaseTensor *tensor(size_t p) const {
     return p < tensors.size() && tensors[p] ? &*tensors[p] : nullptr;
@@ -60,7 +69,7 @@ private:
 
 /// Reads elements [begin, end) of `slice` of `param`, in the slice's row-major order, into `out`
 /// (element i at out + i * dtype bytes, as a kernel writes them). Throws std::runtime_error when
-/// the file cannot be read.
+/// the file cannot be read (BaseReadError).
 void readBaseElements(const BaseTensor &tensor, const Param &param, const Slice &slice, void *out,
                       int64_t begin, int64_t end);
 

@@ -29,8 +29,8 @@ bool checkKernelVariant(const KernelVariant &variant, std::string &error);
 int selectKernelVariant(const Program &program, const std::string &requested,
                         std::string &error);
 
-/// A program's kernels.so, verified and loaded, with every parameter's kernel resolved; and the
-/// base checkpoint tensors its init.load parameters read, opened and checked.
+/// A program's kernels.so, verified and loaded, with every parameter's kernel resolved; and, once
+/// opened, the base checkpoint tensors its init.load parameters read.
 class KernelLibrary {
 public:
   ~KernelLibrary();
@@ -39,12 +39,17 @@ public:
 
   /// Picks the variant (selectKernelVariant with `requestedCpu`), checks that
   /// progDir/<kernels.file> has the checksum program.json records, dlopens it
-  /// (RTLD_NOW | RTLD_LOCAL) and looks up each parameter's kernel, then opens the base
-  /// checkpoints (BaseCheckpoints::open). Returns null and sets `error` on failure.
+  /// (RTLD_NOW | RTLD_LOCAL) and looks up each parameter's kernel. Returns null and sets `error`
+  /// on failure.
   static std::unique_ptr<KernelLibrary> load(const std::string &progDir, const Program &program,
                                              std::string &error,
                                              const std::string &requestedCpu = "");
 
+  /// Finds and checks the tensors the program's init.load parameters read (BaseCheckpoints::open):
+  /// needed before planRank, only by a process that computes shards.
+  bool openBaseCheckpoints(const Program &program, std::string &error) {
+    return bases.open(program, error);
+  }
   /// The kernel of program.params[paramIndex]; null for one that loads its values.
   KernelFn kernel(size_t paramIndex) const { return kernels[paramIndex]; }
   /// The tensor program.params[paramIndex] loads, or null when its kernel computes it.
@@ -163,6 +168,7 @@ struct RankShards {
 };
 
 /// The shards `rank` holds: every parameter, or only persistent ones (what a checkpoint stores).
+/// A program with init.load parameters needs `kernels.openBaseCheckpoints` first.
 std::vector<ShardJob> planRank(const Program &program, const KernelLibrary &kernels, int64_t rank,
                                bool persistentOnly);
 

@@ -31,8 +31,9 @@ typedef enum initrt_status {
   INITRT_NOT_FOUND = 4,        /* no parameter (or alias) of that name */
   INITRT_SIZE_MISMATCH = 5,    /* the buffer size differs from the rank's shard */
   INITRT_OUT_OF_MEMORY = 6,
-  INITRT_TOO_MANY_DIMS = 7,    /* a tensor with more than INITRT_MAX_DIMS dims */
-  INITRT_INTERNAL = 8
+  INITRT_TOO_MANY_DIMS = 7, /* a tensor with more than INITRT_MAX_DIMS dims */
+  INITRT_INTERNAL = 8,
+  INITRT_BAD_BASE = 9 /* a base checkpoint (init.load) missing, unreadable or mismatched */
 } initrt_status;
 
 /* Short name of a status ("INITRT_OK", ...). */
@@ -62,7 +63,9 @@ struct initrt_param_info {
  * INITRT_TARGET_CPU names one instead), checks the kernels' checksum, loads them. The values do
  * not depend on the variant. The bytes checked are the bytes loaded: a handle keeps running the
  * kernels.so it opened, and opening a directory again after another compile replaced it runs the
- * new kernels, while older handles stay open. On failure *out is NULL and err holds the reason. */
+ * new kernels, while older handles stay open. It also opens the base checkpoints the program's
+ * init.load parameters read and checks their dtypes and shapes (a relative path starts at the
+ * working directory). On failure *out is NULL and err holds the reason. */
 initrt_status initrt_program_open(const char *prog_dir, initrt_program **out, char *err,
                                   size_t errlen);
 

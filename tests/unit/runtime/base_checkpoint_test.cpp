@@ -164,7 +164,7 @@ TEST_F(BaseCheckpointTest, TheExecutorsReadLoadedShards) {
         {job}, options,
         [](size_t, uint64_t, const void *, uint64_t, std::string &) { return true; }, error);
     ADD_FAILURE() << "reading a truncated base checkpoint did not fail";
-  } catch (const std::runtime_error &e) {
+  } catch (const BaseReadError &e) { // the input's fault: prog/init says "error", not "internal"
     EXPECT_NE(std::string(e.what()).find("reading parameter 'w' (init.load): " + path +
                                          ": the file was truncated while reading"),
               std::string::npos)
@@ -195,6 +195,13 @@ TEST_F(BaseCheckpointTest, FindsTensorsThroughAHuggingFaceIndex) {
   EXPECT_FALSE(files.find(root + "/broken.json", "a", error));
   EXPECT_NE(error.find("missing.safetensors: no such file"), std::string::npos) << error;
   EXPECT_NE(error.find("broken.json names it for \"a\""), std::string::npos) << error;
+  // A NUL would end the path early: another file would be read than the one named.
+  std::ofstream(root + "/nul.json")
+      << R"({"weight_map": {"a": "model-00001-of-00002.safetensors\u0000evil"}})";
+  EXPECT_FALSE(files.find(root + "/nul.json", "a", error));
+  EXPECT_NE(error.find("weight_map[\"a\"] must be a file name next to the index"),
+            std::string::npos)
+      << error;
   std::ofstream(root + "/config.json") << R"({"model_type": "llama"})";
   EXPECT_FALSE(files.find(root + "/config.json", "a", error));
   EXPECT_NE(error.find("has no \"weight_map\" object"), std::string::npos) << error;

@@ -678,6 +678,15 @@ init.param @load_without_tensor_name : tensor<4xf32> {
 
 // -----
 
+// init.load, C2
+init.param @nul_in_path : tensor<4xf32> {
+  // expected-error @+1 {{'init.load' op file name contains a NUL character}}
+  %0 = init.load "base.safetensors\00.txt" ["w"] : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
 // elementwise ops, C1
 init.param @add_mixed_types : tensor<4xf32> {
   %a = init.fill 1.0 : tensor<4xf32>

@@ -464,6 +464,10 @@ LogicalResult LoadOp::verify() {
   // C1: a file and a tensor name.
   if (getFile().empty() || getTensor().empty())
     return emitOpError("needs a file and a tensor name");
+  // C2: a path ends at its first NUL for the system: another file would be read than the one
+  // named.
+  if (getFile().contains('\0'))
+    return emitOpError("file name contains a NUL character");
   return success();
 }
 
