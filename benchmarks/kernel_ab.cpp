@@ -165,6 +165,8 @@ int main(int argc, char **argv) {
   size_t largest = 0;
   for (size_t i = 0; i < a.params.size(); ++i) {
     const initrt::Param &p = a.params[i];
+    if (p.load)
+      continue; // read from a base checkpoint: no kernel to time
     // An orthogonal parameter's kernel writes its N(0, 1) matrix in F32.
     size_t elementBytes = p.transform.empty() ? size_t(initrt::dtypeBytes(p.dtype)) : 4;
     int64_t elements = std::min(p.numElements(), options.elements);

@@ -56,51 +56,72 @@ bool readWeightMap(const std::string &path, std::map<std::string, std::string> &
 
 } // namespace
 
-std::optional<BaseTensor> BaseFiles::find(const std::string &file, const std::string &tensor,
-                                          std::string &error) {
-  if (auto failed = failures.find(file); failed != failures.end()) {
+const std::map<std::string, std::string> *BaseFiles::weightMap(const std::string &index,
+                                                               std::string &error) {
+  if (auto failed = failures.find(index); failed != failures.end()) {
     error = failed->second;
+    return nullptr;
+  }
+  auto known = weightMaps.find(index);
+  if (known == weightMaps.end()) {
+    std::map<std::string, std::string> map;
+    if (!readWeightMap(index, map, error)) {
+      failures[index] = error;
+      return nullptr;
+    }
+    known = weightMaps.emplace(index, std::move(map)).first;
+  }
+  return &known->second;
+}
+
+std::optional<std::string> BaseFiles::locate(const std::string &file, const std::string &tensor,
+                                             std::string &error) {
+  if (!endsWith(file, ".json"))
+    return file;
+  const std::map<std::string, std::string> *map = weightMap(file, error);
+  if (!map)
+    return std::nullopt;
+  auto entry = map->find(tensor);
+  if (entry == map->end()) {
+    error = file + " lists no tensor \"" + tensor + "\" in its weight_map";
     return std::nullopt;
   }
-  std::string path = file;
-  if (endsWith(file, ".json")) {
-    auto index = weightMaps.find(file);
-    if (index == weightMaps.end()) {
-      std::map<std::string, std::string> weightMap;
-      if (!readWeightMap(file, weightMap, error)) {
-        failures[file] = error;
-        return std::nullopt;
-      }
-      index = weightMaps.emplace(file, std::move(weightMap)).first;
-    }
-    auto entry = index->second.find(tensor);
-    if (entry == index->second.end()) {
-      error = file + " lists no tensor \"" + tensor + "\" in its weight_map";
-      return std::nullopt;
-    }
-    size_t slash = file.rfind('/');
-    path = (slash == std::string::npos ? "" : file.substr(0, slash + 1)) + entry->second;
-  }
+  size_t slash = file.rfind('/');
+  return (slash == std::string::npos ? "" : file.substr(0, slash + 1)) + entry->second;
+}
+
+const SafetensorsReader *BaseFiles::open(const std::string &path, std::string &error) {
   if (auto failed = failures.find(path); failed != failures.end()) {
     error = failed->second;
-    return std::nullopt;
+    return nullptr;
   }
-  auto open = files.find(path);
-  if (open == files.end()) {
+  auto known = files.find(path);
+  if (known == files.end()) {
     auto reader = std::make_unique<SafetensorsReader>();
     if (!reader->open(path, error)) {
-      if (path != file)
-        error += " (" + file + " names it for \"" + tensor + "\")";
       failures[path] = error;
-      return std::nullopt;
+      return nullptr;
     }
-    open = files.emplace(path, std::move(reader)).first;
+    known = files.emplace(path, std::move(reader)).first;
   }
-  const SafetensorsReader &reader = *open->second;
-  const SafetensorsEntry *entry = reader.find(tensor);
+  return known->second.get();
+}
+
+std::optional<BaseTensor> BaseFiles::find(const std::string &file, const std::string &tensor,
+                                          std::string &error) {
+  std::optional<std::string> path = locate(file, tensor, error);
+  if (!path)
+    return std::nullopt;
+  const SafetensorsReader *reader = open(*path, error);
+  if (!reader) {
+    if (*path != file)
+      error += " (" + file + " names it for \"" + tensor + "\")";
+    return std::nullopt;
+  }
+  const SafetensorsEntry *entry = reader->find(tensor);
   if (!entry) {
-    error = path + " has no tensor \"" + tensor + "\"";
-    const auto &all = reader.tensors();
+    error = *path + " has no tensor \"" + tensor + "\"";
+    const auto &all = reader->tensors();
     if (all.empty()) {
       error += " (it has none)";
     } else {
@@ -111,30 +132,29 @@ std::optional<BaseTensor> BaseFiles::find(const std::string &file, const std::st
     }
     return std::nullopt;
   }
-  return BaseTensor{&reader, entry};
+  return BaseTensor{reader, entry};
 }
 
 std::optional<std::vector<std::string>> BaseFiles::tensorNames(const std::string &file,
                                                                std::string &error) {
   std::vector<std::string> names;
   if (endsWith(file, ".json")) {
-    // Through find: the index is read once, and each file it names must open.
-    std::map<std::string, std::string> weightMap;
-    if (!readWeightMap(file, weightMap, error))
+    // Each file the index names must open and hold the tensors it is named for.
+    const std::map<std::string, std::string> *map = weightMap(file, error);
+    if (!map)
       return std::nullopt;
-    for (const auto &entry : weightMap) {
+    for (const auto &entry : *map) {
       if (!find(file, entry.first, error))
         return std::nullopt;
       names.push_back(entry.first);
     }
     return names;
   }
-  auto reader = std::make_unique<SafetensorsReader>();
-  if (!reader->open(file, error))
+  const SafetensorsReader *reader = open(file, error);
+  if (!reader)
     return std::nullopt;
   for (const SafetensorsEntry &entry : reader->tensors())
     names.push_back(entry.name);
-  files.emplace(file, std::move(reader));
   return names;
 }
 
@@ -196,7 +216,7 @@ void readBaseElements(const BaseTensor &tensor, const Param &param, const Slice 
   // Runs close together in the file are read in one piece of at most kWindow bytes and copied
   // out, so that a slice of narrow runs (a split last dim) costs few system calls.
   constexpr int64_t kWindow = int64_t(4) << 20;
-  std::vector<char> window;
+  thread_local std::vector<char> window; // reused by the pieces a worker reads
   std::vector<int64_t> index(rank, 0);
   std::string error;
   auto globalOf = [&](int64_t local) {

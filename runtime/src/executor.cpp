@@ -668,8 +668,11 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
                                           std::max(options.progressIntervalSeconds, 0.01)));
           awaitedFrom = awaitedTo = 0;
         }
-        if (workerFailure)
+        if (workerFailure) { // the failed piece will never be ready: stop the others
+          stop = true;
+          slotFreed.notify_all();
           break;
+        }
       }
       const Piece &piece = pieces[p];
       const uint64_t width = uint64_t(dtypeBytes(jobs[piece.job].param->dtype));
@@ -679,7 +682,7 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
       progress(false);
       std::lock_guard<std::mutex> lock(mutex);
       released = p + 1;
-      stop = !ok;
+      stop = stop || !ok; // a worker may have stopped the run meanwhile
       slotFreed.notify_all();
     }
   } catch (...) {

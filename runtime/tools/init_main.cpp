@@ -361,8 +361,9 @@ void printSummary(const Program &program, const Options &options, const std::vec
                          ") vs largest rank's shards " + formatBytes(maxShardBytes));
 }
 
-// A base checkpoint inside --out would be replaced by the shards it fills, or removed with the
-// checkpoint of another program: refused, so that the base stays.
+// A base checkpoint inside --out is refused, whatever its name: stored as a shard or index.json
+// it would be replaced by the run (or removed with --overwrite), and even under another name
+// the checkpoint and its base are best kept apart.
 // (A Hugging Face index names files next to it.)
 bool baseOutsideOutput(const Program &program, const Options &options, std::string &error) {
   if (options.discard)

@@ -261,6 +261,16 @@ model later.safetensors >later.mlir
 grep -q "warning: 'later.safetensors' does not exist here: it is read when prog/init runs, from the directory it runs in" later.txt ||
   fail "no warning for an absent base: $(cat later.txt)"
 [[ $(grep -c "warning:" later.txt) == 1 ]] || fail "the absent base is not warned about once: $(cat later.txt)"
+"$INITC" inspect later.mlir 2>later.txt >/dev/null || fail "inspect with an absent base"
+[[ $(grep -c "warning:" later.txt) == 1 ]] || fail "inspect does not warn once: $(cat later.txt)"
+# An index that is here, naming a shard that is not: the shard may be where the program runs.
+mkdir partial
+cp hf/model.safetensors.index.json hf/model-00001-of-00002.safetensors partial/
+model partial/model.safetensors.index.json >partial.mlir
+"$INITC" compile partial.mlir -o p-partial 2>partial.txt >/dev/null ||
+  fail "compile with an index whose shard is elsewhere: $(cat partial.txt)"
+grep -q "^partial.mlir:7:8: warning: 'partial/model-00002-of-00002.safetensors' does not exist here: it is read when prog/init runs, from the directory it runs in" partial.txt ||
+  fail "no warning for the absent shard: $(cat partial.txt)"
 fails_cleanly "absent at run time" "^init: error: parameter 'emb' loads \"emb\" from later.safetensors, which is not in $WORK, the directory prog/init runs in: run it where the file is" \
   p-later/init --out c-later
 no_output c-later

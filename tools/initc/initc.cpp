@@ -196,12 +196,17 @@ int runImport(const ImportArgs &args) {
     }
     if (byDtype.size() == 1 && byDtype.begin()->first != llvm::StringRef(args.dtype).upper()) {
       std::string lower = llvm::StringRef(byDtype.begin()->first).lower();
+      bool importable = lower == "f32" || lower == "bf16" || lower == "f16";
       return fail(args.base + " holds the model's weights as " + byDtype.begin()->first +
-                  " but --dtype is " + args.dtype + ": import with --dtype " + lower);
+                  " but --dtype is " + args.dtype +
+                  (importable ? ": import with --dtype " + lower
+                              : ", and import makes f32, bf16 or f16 weights: convert the base"));
     }
     initc::BaseLoadSummary summary;
     if (failed(initc::loadFromBase(*module, args.base, summary)))
       return 1;
+    if (failed(mlir::verify(*module)))
+      return fail("the model does not verify after --load (a bug in initc: please report it)");
     std::string computed;
     for (size_t i = 0; i < summary.computed.size() && i < 3; ++i)
       computed += (i ? ", " : "") + summary.computed[i];
@@ -316,7 +321,9 @@ int runInspect(const InspectArgs &args) {
   // sharded model goes on through fusion, while the table and estimates read the ops as written.
   {
     OwningOpRef<ModuleOp> fused = module->clone();
-    if (failed(initc::runPipeline(*fused, initc::PipelineOptions{}, initc::Stage::Fused)))
+    initc::PipelineOptions rest;
+    rest.first = initc::Stage::Canonical;
+    if (failed(initc::runPipeline(*fused, rest, initc::Stage::Fused)))
       return 1;
   }
   initrt::Program program;

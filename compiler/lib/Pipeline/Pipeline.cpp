@@ -156,10 +156,14 @@ static LogicalResult checkBaseCheckpoints(ModuleOp module) {
   bool ok = true;
   module.walk([&](LoadOp load) {
     std::string file = load.getFile().str(), error;
-    if (!llvm::sys::fs::exists(file)) {
-      if (absent.insert(file).second)
-        load.emitWarning() << "'" << file << "' does not exist here: it is read when prog/init runs"
-                           << (llvm::sys::path::is_absolute(file)
+    // The file, or the file of an index that holds the tensor.
+    std::optional<std::string> path =
+        llvm::sys::fs::exists(file) ? files.locate(file, load.getTensor().str(), error) : file;
+    if (path && !llvm::sys::fs::exists(*path)) {
+      if (absent.insert(*path).second)
+        load.emitWarning() << "'" << *path
+                           << "' does not exist here: it is read when prog/init runs"
+                           << (llvm::sys::path::is_absolute(*path)
                                    ? ""
                                    : ", from the directory it runs in");
       return;
@@ -168,7 +172,8 @@ static LogicalResult checkBaseCheckpoints(ModuleOp module) {
     auto type = cast<RankedTensorType>(load.getType());
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
     initrt::DType dtype;
-    std::optional<initrt::BaseTensor> tensor = files.find(file, load.getTensor().str(), error);
+    std::optional<initrt::BaseTensor> tensor =
+        path ? files.find(file, load.getTensor().str(), error) : std::nullopt;
     if (tensor && (!param || !dtypeOf(type.getElementType(), dtype) ||
                    initrt::checkBaseTensor(*tensor, param.getSymName().str(), dtype, shape, error)))
       return; // the op verifiers report a load outside a parameter or of an unknown type
@@ -226,7 +231,7 @@ LogicalResult initc::runPipeline(ModuleOp module, const PipelineOptions &options
     }
     return pm.run(module);
   };
-  for (int s = 0; s <= (int)last; ++s)
+  for (int s = (int)options.first; s <= (int)last; ++s)
     if (failed(runStage((Stage)s)))
       return failure();
   return success();

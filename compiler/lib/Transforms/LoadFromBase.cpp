@@ -79,8 +79,11 @@ LogicalResult initc::loadFromBase(ModuleOp module, llvm::StringRef file, BaseLoa
     std::optional<initrt::BaseTensor> tensor = files.find(file.str(), source.str(), error);
     initrt::DType dtype;
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
-    if (!tensor || !dtypeOf(type.getElementType(), dtype) ||
-        !initrt::checkBaseTensor(*tensor, name.str(), dtype, shape, error))
+    if (tensor && !dtypeOf(type.getElementType(), dtype))
+      return emitError(param.getLoc())
+             << "parameter '" << name << "' has the element type " << type.getElementType()
+             << ", which no safetensors dtype init.load reads matches";
+    if (!tensor || !initrt::checkBaseTensor(*tensor, name.str(), dtype, shape, error))
       return emitError(param.getLoc()) << error;
     // The recipe goes; the parameter's name, type, axes and sharding stay.
     Block &body =

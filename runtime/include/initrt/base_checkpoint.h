@@ -32,8 +32,14 @@ public:
                                  std::string &error);
   /// The names of every tensor of `file` (of every file, for an index), or nullopt with `error`.
   std::optional<std::vector<std::string>> tensorNames(const std::string &file, std::string &error);
+  /// The safetensors file that holds `tensor`: `file` itself, or the one its index names.
+  std::optional<std::string> locate(const std::string &file, const std::string &tensor,
+                                    std::string &error);
 
 private:
+  const std::map<std::string, std::string> *weightMap(const std::string &index, std::string &error);
+  const SafetensorsReader *open(const std::string &path, std::string &error);
+
   std::map<std::string, std::unique_ptr<SafetensorsReader>> files;
   std::map<std::string, std::map<std::string, std::string>> weightMaps; // index -> tensor -> file
   std::map<std::string, std::string> failures; // file that cannot be opened -> why

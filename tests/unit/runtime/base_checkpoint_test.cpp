@@ -108,6 +108,16 @@ TEST_F(BaseCheckpointTest, EveryRankReadsItsBox) {
         << error;
     expectEveryRankReadsItsBox(*tensor, params[p], mesh, data[p]);
   }
+  // Close runs over more than one window (8 MiB of rows, half of each read).
+  path = writeFile("tall.safetensors", {{"tall", {1024, 2048}}});
+  Param tall = paramOf("tall", {1024, 2048}, {{}, {0}});
+  std::string error;
+  std::optional<BaseTensor> tensor = files.find(path, "tall", error);
+  ASSERT_TRUE(tensor) << error;
+  Mesh halves;
+  halves.axisNames = {"dp"};
+  halves.shape = {2};
+  expectEveryRankReadsItsBox(*tensor, tall, halves, data[0]);
 }
 
 // The executors fill loaded shards as they fill computed ones, on several threads.
@@ -150,18 +160,28 @@ TEST_F(BaseCheckpointTest, TheExecutorsReadLoadedShards) {
     EXPECT_EQ(std::memcmp(streamed.data(), expected.data(), job.bytes), 0)
         << "streamShardJobs, rank " << rank;
   }
-  // A file cut short after it was opened: the run stops with the reason, on the calling thread.
+  // A file cut short after it was opened: the run stops with the reason, on the calling thread,
+  // while it writes the pieces of a parameter before it and other workers compute more.
   ASSERT_EQ(truncate(path.c_str(), 4000), 0);
   ShardJob job;
   job.param = &param;
   job.base = &*tensor;
   job.slice = sliceForRank(mesh, param, 0);
   job.bytes = uint64_t(job.slice.numElements()) * 4;
+  Param big = paramOf("big", {int64_t(40) << 20}, {}); // 40 pieces of kPieceBytes
+  ShardJob computed;
+  computed.param = &big;
+  computed.kernel = [](void *out, const int64_t *, const int64_t *, const int64_t *, int64_t begin,
+                       int64_t end, const uint64_t *) {
+    std::memset(static_cast<float *>(out) + begin, 0, size_t(end - begin) * 4);
+  };
+  computed.slice = sliceForRank(mesh, big, 0);
+  computed.bytes = uint64_t(computed.slice.numElements()) * 4;
   RunOptions options;
-  options.threads = 2;
+  options.threads = 3;
   try {
     streamShardJobs(
-        {job}, options,
+        {computed, job}, options,
         [](size_t, uint64_t, const void *, uint64_t, std::string &) { return true; }, error);
     ADD_FAILURE() << "reading a truncated base checkpoint did not fail";
   } catch (const BaseReadError &e) { // the input's fault: prog/init says "error", not "internal"

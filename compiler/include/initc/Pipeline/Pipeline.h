@@ -30,6 +30,8 @@ bool parseStage(llvm::StringRef name, Stage &stage);
 struct PipelineOptions {
   std::string mesh;   // `dp=2,tp=2`; empty keeps the module's mesh
   std::string shard;  // preset or rules file; empty keeps the module's shardings
+  /// The first stage to run: the module holds the IR after the stage before it.
+  Stage first = Stage::Input;
   /// With a scope, each stage's passes are timed in a scope of it named after the stage.
   mlir::TimingScope *timing = nullptr;
   /// init-partition's targets: `CPU:GROUPSxBLOCKS` per CPU each kernel is built for, best first
@@ -58,7 +60,8 @@ mlir::LogicalResult kernelTargets(llvm::ArrayRef<std::string> cpus,
 mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &context, llvm::StringRef path,
                                             std::string &error);
 
-/// Runs the stages up to and including `last`.
+/// Runs the stages from options.first up to and including `last`. The input stage checks the
+/// tensors init.load reads, where their files are.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, const PipelineOptions &options,
                                 Stage last);
 
