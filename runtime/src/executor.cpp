@@ -43,6 +43,9 @@ const uint64_t *argsOf(const Param &param) {
 // Elements [begin, end) of the job's shard, element i at out + i * dtype bytes: computed by its
 // kernel, or read from its base checkpoint.
 void fillElements(const ShardJob &job, void *out, int64_t begin, int64_t end) {
+  if (!job.base && !job.kernel)
+    throw std::logic_error(job.param->name + " loads its values, and its base checkpoint was not "
+                                             "opened (KernelLibrary::openBaseCheckpoints)");
   if (job.base)
     readBaseElements(*job.base, *job.param, job.slice, out, begin, end);
   else
@@ -736,9 +739,6 @@ std::vector<ShardJob> planRank(const Program &program, const KernelLibrary &kern
     job.param = &param;
     job.kernel = kernels.kernel(p);
     job.base = kernels.baseTensor(p);
-    if (param.load && !job.base)
-      throw std::logic_error("planRank: the base checkpoints of " + param.name +
-                             " were not opened (KernelLibrary::openBaseCheckpoints)");
     job.slice = sliceForRank(program.mesh, param, rank);
     job.bytes = uint64_t(job.slice.numElements()) * uint64_t(dtypeBytes(param.dtype));
     jobs.push_back(std::move(job));

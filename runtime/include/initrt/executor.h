@@ -168,7 +168,7 @@ struct RankShards {
 };
 
 /// The shards `rank` holds: every parameter, or only persistent ones (what a checkpoint stores).
-/// A program with init.load parameters needs `kernels.openBaseCheckpoints` first.
+/// The jobs of init.load parameters have a base only after `kernels.openBaseCheckpoints`.
 std::vector<ShardJob> planRank(const Program &program, const KernelLibrary &kernels, int64_t rank,
                                bool persistentOnly);
 

@@ -65,7 +65,9 @@ struct initrt_param_info {
  * kernels.so it opened, and opening a directory again after another compile replaced it runs the
  * new kernels, while older handles stay open. It also opens the base checkpoints the program's
  * init.load parameters read and checks their dtypes and shapes (a relative path starts at the
- * working directory). On failure *out is NULL and err holds the reason. */
+ * working directory); when they cannot be, the program still opens, and filling a loaded
+ * parameter returns INITRT_BAD_BASE with the reason. On failure *out is NULL and err holds the
+ * reason. */
 initrt_status initrt_program_open(const char *prog_dir, initrt_program **out, char *err,
                                   size_t errlen);
 

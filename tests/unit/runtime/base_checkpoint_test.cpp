@@ -3,6 +3,9 @@
 // are found through a Hugging Face index too; what does not match says so.
 #include "initrt/base_checkpoint.h"
 #include "initrt/executor.h"
+#include "initrt/initrt.h"
+#include "initrt/program_io.h"
+#include "testprogram.h"
 
 #include <gtest/gtest.h>
 
@@ -262,6 +265,53 @@ TEST_F(BaseCheckpointTest, AProgramOpensItsBaseTensors) {
             std::string::npos)
       << error;
   EXPECT_NE(error.find("the directory prog/init runs in"), std::string::npos) << error;
+}
+
+// The C API fills a loaded parameter from its base; without the base the program still opens,
+// its computed parameters still fill, and a loaded one says why it cannot.
+TEST_F(BaseCheckpointTest, TheCApiFillsLoadedParameters) {
+  std::string base = writeFile("base.safetensors", {{"w", {6, 10}}});
+  std::vector<int32_t> global = data[0];
+  Mesh mesh;
+  ASSERT_TRUE(testprog::parseMesh("tp=2", mesh));
+  std::string kernels, error;
+  ASSERT_TRUE(testprog::readFile(INITRT_TESTKERNELS_PATH, kernels));
+  std::string dir = root + "/prog";
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  std::ofstream(dir + "/kernels.so", std::ios::binary) << kernels;
+  Program program = testprog::makeProgram(mesh, checksumHex(kernels.data(), kernels.size()));
+  program.params.push_back(paramOf("loaded.w", {6, 10}, {{}, {0}}));
+  program.params.back().load = Param::Load{base, "w"};
+  const int64_t loaded = int64_t(program.params.size()) - 1;
+  ASSERT_TRUE(writeProgramJson(dir + "/program.json", program, error)) << error;
+
+  char err[512] = "";
+  initrt_program *prog = nullptr;
+  ASSERT_EQ(initrt_program_open(dir.c_str(), &prog, err, sizeof err), INITRT_OK) << err;
+  std::vector<int32_t> buffer(30, -1); // rank 1's columns 5-9 of 6 rows
+  ASSERT_EQ(initrt_fill(prog, 1, "loaded.w", buffer.data(), 120, 2, err, sizeof err), INITRT_OK)
+      << err;
+  for (int64_t row = 0; row < 6; ++row)
+    for (int64_t col = 0; col < 5; ++col)
+      EXPECT_EQ(buffer[size_t(row * 5 + col)], global[size_t(row * 10 + 5 + col)]);
+  initrt_program_close(prog);
+
+  ASSERT_EQ(std::remove(base.c_str()), 0);
+  ASSERT_EQ(initrt_program_open(dir.c_str(), &prog, err, sizeof err), INITRT_OK) << err;
+  std::vector<float> embed(30); // embed.weight [10, 6] split over tp: 5 rows
+  EXPECT_EQ(initrt_fill(prog, 0, "embed.weight", embed.data(), 120, 1, err, sizeof err), INITRT_OK)
+      << err;
+  EXPECT_EQ(initrt_fill(prog, 1, "loaded.w", buffer.data(), 120, 1, err, sizeof err),
+            INITRT_BAD_BASE);
+  EXPECT_NE(std::string(err).find("initrt_fill: parameter 'loaded.w' loads \"w\" from " + base +
+                                  ": " + base + ": no such file"),
+            std::string::npos)
+      << err;
+  std::vector<void *> bufs(program.params.size(), nullptr);
+  bufs[size_t(loaded)] = buffer.data();
+  EXPECT_EQ(initrt_fill_all(prog, 1, bufs.data(), 1, err, sizeof err), INITRT_BAD_BASE);
+  EXPECT_STREQ(initrt_status_name(INITRT_BAD_BASE), "INITRT_BAD_BASE");
+  initrt_program_close(prog);
 }
 
 } // namespace
