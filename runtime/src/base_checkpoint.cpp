@@ -2,6 +2,7 @@
 
 #include "initrt/files.h"
 #include "initrt/json_text.h"
+#include "initrt/report.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -12,13 +13,6 @@
 namespace initrt {
 
 namespace {
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string text = "[";
-  for (size_t d = 0; d < shape.size(); ++d)
-    text += (d ? ", " : "") + std::to_string(shape[d]);
-  return text + "]";
-}
 
 bool endsWith(const std::string &text, const std::string &suffix) {
   return text.size() >= suffix.size() &&
@@ -158,6 +152,16 @@ std::optional<std::vector<std::string>> BaseFiles::tensorNames(const std::string
   return names;
 }
 
+std::string shardOfInitcCheckpoint(const SafetensorsReader &file) {
+  const std::string *rank = file.metadataValue("initc.rank");
+  const std::string *world = file.metadataValue("initc.world_size");
+  if (!rank || !world || *world == "1")
+    return "";
+  return file.path() + " is rank " + *rank + " of a " + *world +
+         "-rank initc checkpoint, which holds slices: load the file `initc assemble` makes of "
+         "its directory";
+}
+
 bool checkBaseTensor(const BaseTensor &tensor, const std::string &param, DType dtype,
                      const std::vector<int64_t> &shape, std::string &error) {
   const SafetensorsEntry &entry = *tensor.entry;
@@ -165,14 +169,18 @@ bool checkBaseTensor(const BaseTensor &tensor, const std::string &param, DType d
     return true;
   error = "tensor \"" + entry.name + "\" of " + tensor.file->path() + " is " + entry.dtype + " " +
           shapeText(entry.shape) + " but parameter '" + param + "' is " + dtypeName(dtype) + " " +
-          shapeText(shape) +
-          ": init.load copies the tensor as it is, so give the parameter its "
-          "dtype and shape (or load another tensor)";
+          shapeText(shape);
+  std::string shard = shardOfInitcCheckpoint(*tensor.file);
+  error += ": " + (shard.empty() ? "init.load copies the tensor as it is, so give the parameter "
+                                   "its dtype and shape (or load another tensor)"
+                                 : shard);
   return false;
 }
 
 bool BaseCheckpoints::open(const Program &program, std::string &error) {
   tensors.assign(program.params.size(), std::nullopt);
+  errors.assign(program.params.size(), std::string());
+  error.clear();
   for (size_t p = 0; p < program.params.size(); ++p) {
     const Param &param = program.params[p];
     if (!param.load)
@@ -181,21 +189,24 @@ bool BaseCheckpoints::open(const Program &program, std::string &error) {
     std::optional<BaseTensor> tensor = files.find(param.load->file, param.load->tensor, why);
     if (!tensor || !checkBaseTensor(*tensor, param.name, param.dtype, param.shape, why)) {
       const std::string &file = param.load->file;
-      error = "parameter '" + param.name + "' loads \"" + param.load->tensor + "\" from " + file;
+      std::string &said = errors[p];
+      said = "parameter '" + param.name + "' loads \"" + param.load->tensor + "\" from " + file;
       struct stat info;
       char cwd[4096];
       if (file[0] != '/' && ::stat(file.c_str(), &info) != 0 && errno == ENOENT &&
           ::getcwd(cwd, sizeof cwd))
-        error += ", which is not in " + std::string(cwd) +
-                 ", the directory prog/init runs in: run it where the file is, or give "
-                 "init.load an absolute path";
+        said += ", which is not in " + std::string(cwd) +
+                ", the working directory: run where the file is, or give init.load an "
+                "absolute path";
       else
-        error += ": " + why;
-      return false;
+        said += ": " + why;
+      if (error.empty())
+        error = said;
+      continue;
     }
     tensors[p] = tensor;
   }
-  return true;
+  return error.empty();
 }
 
 void readBaseElements(const BaseTensor &tensor, const Param &param, const Slice &slice, void *out,

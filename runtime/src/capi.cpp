@@ -13,7 +13,6 @@ struct initrt_program {
   initrt::Program program;
   std::unique_ptr<initrt::KernelLibrary> kernels;
   std::unordered_map<std::string, size_t> indexByName; // names and aliases
-  std::string baseError; // why the base checkpoints did not open: loaded parameters cannot fill
 };
 
 namespace {
@@ -118,10 +117,9 @@ initrt_status initrt_program_open(const char *prog_dir, initrt_program **out, ch
     prog->kernels = initrt::KernelLibrary::load(prog_dir, prog->program, error);
     if (!prog->kernels)
       return report(INITRT_BAD_PROGRAM, error, err, errlen);
-    // The parameters it computes stay available without the base checkpoints.
-    if (!prog->kernels->openBaseCheckpoints(prog->program, prog->baseError) &&
-        prog->baseError.empty())
-      prog->baseError = "the base checkpoints could not be opened";
+    // The parameters it computes stay available without the base checkpoints: a loaded one
+    // says why it cannot be filled when it is asked for.
+    (void)prog->kernels->openBaseCheckpoints(prog->program, error);
     for (size_t p = 0; p < prog->program.params.size(); ++p) {
       const initrt::Param &param = prog->program.params[p];
       prog->indexByName[param.name] = p;
@@ -190,7 +188,7 @@ initrt_status initrt_fill(const initrt_program *prog, int64_t rank, const char *
     job.kernel = prog->kernels->kernel(p);
     job.base = prog->kernels->baseTensor(p);
     if (param.load && !job.base)
-      return report(INITRT_BAD_BASE, "initrt_fill: " + prog->baseError, err, errlen);
+      return report(INITRT_BAD_BASE, "initrt_fill: " + prog->kernels->baseFailure(p), err, errlen);
     job.slice = initrt::sliceForRank(prog->program.mesh, param, rank);
     job.bytes = uint64_t(job.slice.numElements()) * uint64_t(initrt::dtypeBytes(param.dtype));
     if (job.bytes != buf_bytes)
@@ -229,7 +227,8 @@ initrt_status initrt_fill_all(const initrt_program *prog, int64_t rank, void *co
       if (!bufs[p])
         continue;
       if (jobs[p].param->load && !jobs[p].base)
-        return report(INITRT_BAD_BASE, "initrt_fill_all: " + prog->baseError, err, errlen);
+        return report(INITRT_BAD_BASE, "initrt_fill_all: " + prog->kernels->baseFailure(p), err,
+                      errlen);
       if (!alignedFor(bufs[p], *jobs[p].param))
         return report(INITRT_INVALID_ARGUMENT,
                       "initrt_fill_all: bufs[" + std::to_string(p) +

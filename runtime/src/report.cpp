@@ -18,6 +18,13 @@ std::string formatBytes(double bytes) {
   return text;
 }
 
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + "]";
+}
+
 std::string formatSeconds(double seconds) {
   char text[32];
   double ms = seconds * 1e3;

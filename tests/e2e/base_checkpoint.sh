@@ -217,6 +217,30 @@ fails_cleanly "initc-opt with a directory for a base" "error: $WORK: a directory
   "$BUILD_DIR/bin/initc-opt" grown.mlir --init-load-from-base=file="$WORK"
 ! grep -q "see current operation" "$WORK/err.txt" || fail "initc-opt prints the module: $(head -5 "$WORK/err.txt")"
 [[ $(wc -l <"$WORK/err.txt") -le 3 ]] || fail "initc-opt prints more than its error: $(head -5 "$WORK/err.txt")"
+"$PYTHON" -c 'import json; c = json.load(open("grown.json")); c["vocab_size"] += 1; json.dump(c, open("vocab.json", "w"))'
+fails_cleanly "import --load of another config" "^initc: error: small.safetensors holds model.embed_tokens.weight as \[1000, 64\] but vocab.json makes it \[1001, 64\]: small.safetensors is not a checkpoint of this config" \
+  "$INITC" import hf vocab.json --dtype bf16 --load small.safetensors -o wrong.mlir
+"$INITC" compile small.mlir --mesh dp=2 --shard fsdp -o p-small2 >/dev/null || fail "compile small on 2 ranks"
+"${MPIRUN[@]}" -np 2 p-small2/init --quiet --out c-small2 || fail "run small on 2 ranks"
+fails_cleanly "import --load of one rank's file" "^initc: error: --load: c-small2/rank-00000-of-00002.safetensors is rank 0 of a 2-rank initc checkpoint, which holds slices: load the file .initc assemble. makes of its directory" \
+  "$INITC" import hf grown.json --dtype bf16 --load c-small2/rank-00000-of-00002.safetensors -o wrong.mlir
+"$PYTHON" -c 'from tensors import save; save("empty.safetensors", {})'
+fails_cleanly "import --load of an empty base" "^initc: error: empty.safetensors holds no tensors" \
+  "$INITC" import hf grown.json --dtype bf16 --load empty.safetensors -o wrong.mlir
+# A non-persistent buffer is computed even where the base has it, as from_pretrained does.
+"$PYTHON" - small.safetensors <<'EOF' || fail "write a base with inv_freq"
+import struct, sys
+from tensors import save, tensors
+t = tensors(sys.argv[1])
+t["model.rotary_emb.inv_freq"] = ("F32", [8], struct.pack("<8f", *[1.0] * 8))
+save("withinv.safetensors", t)
+EOF
+"$INITC" import hf grown.json --dtype bf16 --seed 5 --load withinv.safetensors -o withinv.mlir 2>withinv.txt ||
+  fail "import --load of a base with inv_freq: $(cat withinv.txt)"
+grep -q "^initc: warning: withinv.safetensors's 'model.rotary_emb.inv_freq' is not loaded: the model computes its non-persistent buffers" withinv.txt ||
+  fail "no warning for the base's inv_freq: $(cat withinv.txt)"
+! grep -q 'init.load "withinv.safetensors"\["model.rotary_emb.inv_freq"\]' withinv.mlir ||
+  fail "inv_freq is loaded from the base"
 echo "ok import hf --load"
 
 # inspect marks loaded tensors and counts what the largest rank reads.
@@ -271,7 +295,7 @@ model partial/model.safetensors.index.json >partial.mlir
   fail "compile with an index whose shard is elsewhere: $(cat partial.txt)"
 grep -q "^partial.mlir:7:8: warning: 'partial/model-00002-of-00002.safetensors' does not exist here: it is read when prog/init runs, from the directory it runs in" partial.txt ||
   fail "no warning for the absent shard: $(cat partial.txt)"
-fails_cleanly "absent at run time" "^init: error: parameter 'emb' loads \"emb\" from later.safetensors, which is not in $WORK, the directory prog/init runs in: run it where the file is" \
+fails_cleanly "absent at run time" "^init: error: parameter 'emb' loads \"emb\" from later.safetensors, which is not in $WORK, the working directory: run where the file is" \
   p-later/init --out c-later
 no_output c-later
 # The base replaced by one whose tensor has another dtype: refused before anything is written.

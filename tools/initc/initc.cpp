@@ -124,13 +124,6 @@ std::string printableName(const std::string &name) {
   return os.str();
 }
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 /// `[dp, tp]`-style text of a parameter's sharding: the mesh axes of each dim, `-` for none.
 std::string shardingText(const initrt::Program &program, const initrt::Param &param) {
   if (param.splitAxes.empty())
@@ -181,9 +174,19 @@ int runImport(const ImportArgs &args) {
     for (auto param : module->getOps<initc::init::ParamOp>()) {
       std::optional<initrt::BaseTensor> tensor =
           files.find(args.base, param.getSymName().str(), why);
-      if (tensor && !param.getBuffer() &&
-          tensor->entry->shape == llvm::ArrayRef<int64_t>(param.getTensorType().getShape()).vec())
-        byDtype[tensor->entry->dtype].push_back(param.getSymName().str());
+      if (!tensor || param.getBuffer())
+        continue;
+      std::vector<int64_t> shape(param.getTensorType().getShape());
+      if (tensor->entry->shape != shape) {
+        std::string shard = initrt::shardOfInitcCheckpoint(*tensor->file);
+        if (!shard.empty())
+          return fail("--load: " + shard);
+        return fail(args.base + " holds " + param.getSymName().str() + " as " +
+                    initrt::shapeText(tensor->entry->shape) + " but " + args.config + " makes it " +
+                    initrt::shapeText(shape) + ": " + args.base +
+                    " is not a checkpoint of this config");
+      }
+      byDtype[tensor->entry->dtype].push_back(param.getSymName().str());
     }
     if (byDtype.size() > 1) {
       std::string mix;
@@ -203,6 +206,14 @@ int runImport(const ImportArgs &args) {
                               : ", and import makes f32, bf16 or f16 weights: convert the base"));
     }
     initc::BaseLoadSummary summary;
+    // Said of the base, not of a line of the config (every imported op is at its 1:1).
+    mlir::ScopedDiagnosticHandler plain(session.context.get(), [](mlir::Diagnostic &diag) {
+      const char *severity = diag.getSeverity() == mlir::DiagnosticSeverity::Error     ? "error"
+                             : diag.getSeverity() == mlir::DiagnosticSeverity::Warning ? "warning"
+                                                                                       : "note";
+      std::fprintf(stderr, "initc: %s: %s\n", severity, diag.str().c_str());
+      return mlir::success();
+    });
     if (failed(initc::loadFromBase(*module, args.base, summary)))
       return 1;
     if (failed(mlir::verify(*module)))
@@ -476,7 +487,7 @@ int runInspect(const InspectArgs &args) {
     if (p.load)
       notes.push_back("loaded");
     std::printf("%-*s  %-5s  %-22s  %-18s  %12s%s%s\n", (int)nameWidth, name.c_str(),
-                initrt::dtypeName(p.dtype), shapeText(p.shape).c_str(),
+                initrt::dtypeName(p.dtype), initrt::shapeText(p.shape).c_str(),
                 shardingText(program, p).c_str(), initrt::formatBytes(maxSliceBytes[i]).c_str(),
                 notes.empty() ? "" : "  ", llvm::join(notes, ", ").c_str());
   }

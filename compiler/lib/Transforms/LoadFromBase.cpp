@@ -36,6 +36,8 @@ LogicalResult initc::loadFromBase(ModuleOp module, llvm::StringRef file, BaseLoa
   std::optional<std::vector<std::string>> names = files.tensorNames(file.str(), error);
   if (!names)
     return emitError(module.getLoc()) << error;
+  if (names->empty())
+    return emitError(module.getLoc()) << file << " holds no tensors";
   llvm::StringSet<> inBase;
   for (const std::string &name : *names)
     inBase.insert(name);
@@ -50,6 +52,17 @@ LogicalResult initc::loadFromBase(ModuleOp module, llvm::StringRef file, BaseLoa
     if (param.getTiedTo())
       continue;
     StringRef name = param.getSymName();
+    // Not part of a checkpoint: computed, as transformers' from_pretrained does.
+    if (param.getNonpersistent()) {
+      summary.computed.push_back(name.str());
+      if (inBase.contains(name)) {
+        taken.insert(name);
+        emitWarning(param.getLoc()) << file << "'s '" << name
+                                    << "' is not loaded: the model computes its non-persistent "
+                                       "buffers";
+      }
+      continue;
+    }
     // Its own name first, then a name tied to it (lm_head.weight for a tied embedding).
     StringRef source = inBase.contains(name) ? name : StringRef();
     for (ParamOp tied : tiedTo.lookup(name)) {

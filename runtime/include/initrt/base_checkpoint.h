@@ -45,6 +45,10 @@ private:
   std::map<std::string, std::string> failures; // file that cannot be opened -> why
 };
 
+/// When `file` is one rank's file of a checkpoint initc wrote on several ranks (it holds slices,
+/// not tensors), says so and what to load instead; else "".
+std::string shardOfInitcCheckpoint(const SafetensorsReader &file);
+
 /// Checks that `tensor` has the dtype and shape of the parameter that loads it: init.load copies
 /// bytes and converts nothing. `param` names it in the error.
 bool checkBaseTensor(const BaseTensor &tensor, const std::string &param, DType dtype,
@@ -60,8 +64,14 @@ public:
 /// The tensor each parameter of a program loads, opened and checked.
 class BaseCheckpoints {
 public:
-  /// Finds and checks the tensor of every parameter with a `load` source.
+  /// Finds and checks the tensor of every parameter with a `load` source; false with the first
+  /// parameter's error when one cannot be (failure(p) says each one's).
   bool open(const Program &program, std::string &error);
+  /// Why params[p]'s tensor could not be opened, or "".
+  const std::string &failure(size_t p) const {
+    static const std::string none;
+    return p < errors.size() ? errors[p] : none;
+  }
 
   /// The tensor params[p] loads, or null when it is computed.
   const BaseTensor *tensor(size_t p) const {
@@ -71,6 +81,7 @@ public:
 private:
   BaseFiles files;
   std::vector<std::optional<BaseTensor>> tensors;
+  std::vector<std::string> errors;
 };
 
 /// Reads elements [begin, end) of `slice` of `param`, in the slice's row-major order, into `out`

@@ -52,6 +52,8 @@ public:
   }
   /// The kernel of program.params[paramIndex]; null for one that loads its values.
   KernelFn kernel(size_t paramIndex) const { return kernels[paramIndex]; }
+  /// Why the base checkpoint of program.params[paramIndex] did not open, or "".
+  const std::string &baseFailure(size_t paramIndex) const { return bases.failure(paramIndex); }
   /// The tensor program.params[paramIndex] loads, or null when its kernel computes it.
   const BaseTensor *baseTensor(size_t paramIndex) const { return bases.tensor(paramIndex); }
   /// The CPU the loaded kernels were compiled for.

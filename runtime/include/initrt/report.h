@@ -6,11 +6,15 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace initrt {
 
 /// `bytes` in binary units: "512 B", "94.53 MiB", "1.48 TiB" (two decimals from KiB up).
 std::string formatBytes(double bytes);
+
+/// A tensor shape as messages and tables show it: "[4096, 1024]", "[]" for a scalar.
+std::string shapeText(const std::vector<int64_t> &shape);
 
 /// A duration for people, three significant digits up to a minute: "0.42 ms", "27.0 ms",
 /// "3.52 s", "12 min 5 s", "3 h 12 min".

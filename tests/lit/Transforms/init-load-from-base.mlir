@@ -2,7 +2,8 @@
 
 // Each parameter the base has (norm.weight, w) loads it instead of computing its recipe; its
 // name, type, axes and sharding stay. The one the base lacks keeps its recipe, and a tied
-// parameter follows the one it is tied to. The base's tensor no parameter takes is warned about.
+// parameter follows the one it is tied to. A non-persistent buffer is computed even where the
+// base has it (as from_pretrained does), and said so.
 // CHECK-LABEL: init.param @norm.weight : tensor<4xf32> axes ["embed"] {
 // CHECK-NEXT:    %[[N:.+]] = init.load "{{.+}}/Inputs/base.safetensors"["norm.weight"] : tensor<4xf32>
 // CHECK-NEXT:    init.yield %[[N]] : tensor<4xf32>
@@ -12,8 +13,9 @@
 // CHECK-LABEL: init.param @head : tensor<2x3xbf16> {
 // CHECK-NEXT:    init.normal
 // CHECK-LABEL: init.param @extra_alias : tensor<2x3xbf16> tied_to @w{{$}}
+// CHECK-LABEL: init.param @extra : tensor<1xf32> buffer nonpersistent {
+// CHECK-NEXT:    init.fill
 init.seed 0
-// expected-warning @below {{has 1 tensor the model does not ('extra'): they are not loaded}}
 init.param @"norm.weight" : tensor<4xf32> axes ["embed"] {
   %0 = init.fill 1.0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
@@ -29,6 +31,21 @@ init.param @head : tensor<2x3xbf16> {
   init.yield %0 : tensor<2x3xbf16>
 }
 init.param @extra_alias : tensor<2x3xbf16> tied_to @w
+// expected-warning @below {{base.safetensors's 'extra' is not loaded: the model computes its non-persistent buffers}}
+init.param @extra : tensor<1xf32> buffer nonpersistent {
+  %0 = init.fill 3.0 : tensor<1xf32>
+  init.yield %0 : tensor<1xf32>
+}
+
+// -----
+
+// The base's tensors no parameter takes are warned about.
+init.seed 0
+// expected-warning @below {{has 2 tensors the model does not ('w', 'extra'): they are not loaded}}
+init.param @"norm.weight" : tensor<4xf32> {
+  %0 = init.fill 1.0 : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
 
 // -----
 

@@ -41,7 +41,8 @@ def LoadFromBase : Pass<"init-load-from-base", "mlir::ModuleOp"> {
     it instead of its recipe; the others keep their recipes. Tied parameters follow the
     parameter they are tied to. A tensor whose dtype or shape differs from its parameter's is
     an error, and so is a base that has none of the model's names (another model, or another
-    naming); tensors of the base the model lacks are warned about.
+    naming); tensors of the base the model lacks are warned about. Non-persistent buffers keep
+    their recipes: checkpoints do not hold them.
 
     Before (`--init-load-from-base=file=base.safetensors`, which has `norm.weight`):
     ```mlir
