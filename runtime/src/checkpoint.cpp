@@ -580,7 +580,7 @@ bool ShardFileStream::open(const std::string &dir, const Program &program, int64
     offsets[persistent[index]] = at;
     at += contents[index].bytes;
   }
-  return file.open(path, at, error);
+  return file.open(path, at, error, FileCaching::Bypass);
 }
 
 bool ShardFileStream::writePiece(size_t index, uint64_t offset, const void *data,

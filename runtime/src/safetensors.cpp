@@ -275,6 +275,7 @@ void AtomicFile::discard() {
     ::unlink(tempPath.c_str());
     tempPath.clear();
   }
+  bypass.reset();
   unregisterTemporary(signalSlot);
   if (fd >= 0) {
     ::close(fd);
@@ -300,10 +301,12 @@ bool removeAbandonedTemporary(const std::string &path) {
   return removed;
 }
 
-bool AtomicFile::open(const std::string &path, uint64_t expectedBytes, std::string &error) {
+bool AtomicFile::open(const std::string &path, uint64_t expectedBytes, std::string &error,
+                      FileCaching caching) {
   discard();
   writtenEnd = 0;
-  direct = false;
+  inPlace = false;
+  appendAt = 0;
   ignoreFileSizeSignal();
   finalPath = path;
   // A symbolic link stays a link: the file it names is the one replaced.
@@ -339,7 +342,7 @@ bool AtomicFile::open(const std::string &path, uint64_t expectedBytes, std::stri
       return false;
     }
     fd = handle;
-    direct = true;
+    inPlace = true;
     return true;
   }
   std::string dir = directoryOf(finalPath);
@@ -417,13 +420,57 @@ bool AtomicFile::open(const std::string &path, uint64_t expectedBytes, std::stri
       return false;
     }
   }
+  if (caching == FileCaching::Bypass)
+    bypassPageCache(expectedBytes);
   return true;
+}
+
+namespace {
+bool bypassWanted(uint64_t bytes) {
+  const char *setting = std::getenv("INITRT_DIRECT_IO");
+  if (setting && std::strcmp(setting, "0") == 0)
+    return false;
+  if (setting && std::strcmp(setting, "1") == 0)
+    return true;
+  return bytes >= kDirectMinFileBytes;
+}
+} // namespace
+
+void AtomicFile::bypassPageCache(uint64_t expectedBytes) {
+  if (!bypassWanted(expectedBytes))
+    return;
+  uint64_t block = 4096;
+#ifdef STATX_DIOALIGN
+  struct statx info;
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &info) == 0 &&
+      (info.stx_mask & STATX_DIOALIGN)) {
+    if (info.stx_dio_offset_align == 0) // this file takes no direct I/O
+      return;
+    block =
+        std::max({block, uint64_t(info.stx_dio_offset_align), uint64_t(info.stx_dio_mem_align)});
+  }
+#endif
+  // Where the kernel cannot tell, O_DIRECT is tried: DirectWriter falls back on EINVAL.
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_DIRECT) != 0)
+    return;
+  bypass = std::make_unique<DirectWriter>(fd, expectedBytes, block);
 }
 
 bool AtomicFile::write(const void *data, uint64_t bytes, std::string &error) {
   if (fd < 0) {
     error = "cannot write " + finalPath + ": the file is not open";
     return false;
+  }
+  if (bypass) {
+    if (int err = bypass->write(appendAt, data, bytes)) {
+      error = writeErrorText(err, finalPath, "write");
+      discard();
+      return false;
+    }
+    appendAt += bytes;
+    writtenEnd = std::max(writtenEnd, appendAt);
+    return true;
   }
   const char *src = static_cast<const char *>(data);
   while (bytes) {
@@ -452,8 +499,16 @@ bool AtomicFile::writeAt(uint64_t offset, const void *data, uint64_t bytes, std:
     error = "cannot write " + finalPath + ": the file is not open";
     return false;
   }
-  const char *src = static_cast<const char *>(data);
   writtenEnd = std::max(writtenEnd, offset + bytes);
+  if (bypass) {
+    if (int err = bypass->write(offset, data, bytes)) {
+      error = writeErrorText(err, finalPath, "write");
+      discard();
+      return false;
+    }
+    return true;
+  }
+  const char *src = static_cast<const char *>(data);
   while (bytes) {
     size_t piece = size_t(std::min(bytes, kMaxWriteChunk));
     ssize_t put = ::pwrite(fd, src, piece, off_t(offset));
@@ -478,7 +533,7 @@ bool AtomicFile::writeAt(uint64_t offset, const void *data, uint64_t bytes, std:
 
 void AtomicFile::startWriteback(uint64_t offset, uint64_t bytes) {
 #ifdef __linux__
-  if (fd >= 0)
+  if (fd >= 0 && !(bypass && bypass->direct())) // direct writes are on their way already
     ::sync_file_range(fd, off_t(offset), off_t(bytes), SYNC_FILE_RANGE_WRITE);
 #else
   (void)offset, (void)bytes;
@@ -490,7 +545,7 @@ bool AtomicFile::commit(std::string &error) {
     error = "cannot write " + finalPath + ": the file is not open";
     return false;
   }
-  if (direct) { // nothing to rename; a pipe or a device has nothing to flush either
+  if (inPlace) { // nothing to rename; a pipe or a device has nothing to flush either
     int rc = ::close(fd);
     fd = -1;
     if (rc != 0 && errno != EINTR) {
@@ -499,7 +554,15 @@ bool AtomicFile::commit(std::string &error) {
     }
     return true;
   }
-  // fallocate may have reserved more than was written (only if a caller miscounted): trim.
+  if (bypass) {
+    if (int err = bypass->finish()) {
+      error = writeErrorText(err, finalPath, "write");
+      discard();
+      return false;
+    }
+  }
+  // Direct writes end at a block boundary; fallocate may have reserved more than was written
+  // (only if a caller miscounted): trim.
   off_t end = std::max(::lseek(fd, 0, SEEK_CUR), off_t(writtenEnd));
   struct stat info;
   if (end >= 0 && ::fstat(fd, &info) == 0 && info.st_size != end && ::ftruncate(fd, end) != 0) {

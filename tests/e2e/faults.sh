@@ -115,6 +115,11 @@ if mount -t tmpfs -o size=500k tmpfs "$WORK/full" 2>/dev/null; then
   [[ -z $(ls -A "$WORK/full/ckpt" | grep tmp) ]] || fail "temporary files left on the full disk"
   [[ ! -e $WORK/full/ckpt/index.json ]] || fail "index.json written on a full disk"
   only_complete_files "$WORK/full/ckpt"
+  expect_error "init on a full disk, direct I/O" \
+    "init: error \(rank [0-9]\): no space left on .*full/ckpt while writing .*rank-0000[0-9]-of-00004.safetensors: free space" \
+    env INITRT_DIRECT_IO=1 "${MPIRUN[@]}" -x INITRT_DIRECT_IO -np 4 "$WORK/prog/init" --out "$WORK/full/ckpt"
+  [[ -z $(ls -A "$WORK/full/ckpt" | grep tmp) ]] || fail "temporary files left on the full disk (direct I/O)"
+  only_complete_files "$WORK/full/ckpt"
   expect_error "assemble to a full disk" "no space left on .* while writing .*full/model.safetensors" \
     "$INITC" assemble "$WORK/ref" -o "$WORK/full/model.safetensors"
   [[ ! -e $WORK/full/model.safetensors ]] || fail "partial model.safetensors left"
@@ -140,6 +145,9 @@ fi
 expect_error "ulimit -f" "rank-00001-of-00004.safetensors exceeds the file size limit .*ulimit -f" \
   bash -c "ulimit -f 100; exec '$WORK/prog/init' --rank 1 --out '$WORK/limited'"
 [[ -z $(ls -A "$WORK/limited") ]] || fail "files left under ulimit -f: $(ls -A "$WORK/limited")"
+expect_error "ulimit -f, direct I/O" "rank-00001-of-00004.safetensors exceeds the file size limit .*ulimit -f" \
+  bash -c "ulimit -f 100; INITRT_DIRECT_IO=1 exec '$WORK/prog/init' --rank 1 --out '$WORK/limited'"
+[[ -z $(ls -A "$WORK/limited") ]] || fail "files left under ulimit -f (direct I/O): $(ls -A "$WORK/limited")"
 # The compiler too: an error, not a kill, and nothing left behind.
 mkdir "$WORK/limited-tmp"
 expect_error "compile under ulimit -f" "generating native code failed: cannot write .*: File too large" \

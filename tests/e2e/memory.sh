@@ -45,12 +45,14 @@ import json, sys
 work = sys.argv[1]
 e = json.load(open(f"{work}/inspect.json"))["estimate"]
 threads = 2
+streaming = e["runtime_overhead_bytes"] + (threads + 1) * e["writing_memory_bytes_per_thread"]
 estimates = {
     "in memory": e["largest_rank_memory_bytes"],
-    "writing": e["runtime_overhead_bytes"] + (threads + 1) * e["writing_memory_bytes_per_thread"],
+    "writing": streaming + e["writing_staging_bytes"],
+    "--discard": streaming,
 }
 bad = False
-for name, tag in (("in memory", "fill"), ("writing", "write"), ("writing", "discard")):
+for name, tag in (("in memory", "fill"), ("writing", "write"), ("--discard", "discard")):
     measured = max(int(open(f"{work}/rss-{tag}-{r}").read().split()[-1]) * 1024 for r in (0, 1))
     ratio = estimates[name] / measured
     print(f"estimate {name}: {estimates[name] >> 20} MiB, measured {measured >> 20} MiB ({ratio:.2f}x)")

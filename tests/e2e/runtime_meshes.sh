@@ -68,6 +68,19 @@ for mesh in dp=1 dp=2 dp=3 dp=2,tp=2; do
   fi
 done
 
+# Past the page cache (INITRT_DIRECT_IO=1: direct I/O for files of any size, where the file system
+# takes it), the shard files and the assembled model are the same bytes.
+mesh=dp=2,tp=2
+INITRT_DIRECT_IO=1 "${MPIRUN[@]}" -x INITRT_DIRECT_IO -np 4 "$WORK/prog-$mesh/init" \
+  --out "$WORK/direct-$mesh" --threads 2 --quiet || fail "mpirun with INITRT_DIRECT_IO=1 failed"
+for file in index.json rank-0000{0,1,2,3}-of-00004.safetensors; do
+  cmp "$WORK/ckpt-$mesh/$file" "$WORK/direct-$mesh/$file" || fail "$file differs with INITRT_DIRECT_IO=1"
+done
+INITRT_DIRECT_IO=1 "$TESTPROG" assemble "$WORK/direct-$mesh" "$WORK/model-direct.safetensors" \
+  || fail "assemble with INITRT_DIRECT_IO=1 failed"
+cmp "$reference" "$WORK/model-direct.safetensors" || fail "the model assembled with direct I/O differs"
+[[ -z $(ls -A "$WORK/direct-$mesh" | grep tmp) ]] || fail "temporaries left with INITRT_DIRECT_IO=1"
+
 # Without --threads, a rank takes one thread per CPU it may run on: all of them alone, one when
 # taskset (or mpirun's binding to cores) gives it one.
 prog="$WORK/prog-dp=2,tp=2"

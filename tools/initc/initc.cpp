@@ -13,6 +13,7 @@
 #include "initc/Transforms/Passes.h"
 #include "initc/Transforms/Sharding.h"
 #include "initrt/checkpoint.h"
+#include "initrt/direct_writer.h"
 #include "initrt/executor.h"
 #include "initrt/orthogonal.h"
 #include "initrt/program_io.h"
@@ -398,6 +399,10 @@ int runInspect(const InspectArgs &args) {
     times.push_back(t);
   }
   double largestMemory = double(largest) + kRuntimeOverheadBytes + orthogonalScratch;
+  // Writing a shard file this large, prog/init stages it for direct I/O (initrt::DirectWriter).
+  double writingStaging = double(largest) >= double(initrt::kDirectMinFileBytes)
+                              ? double(initrt::kDirectStageBytes)
+                              : 0.0;
   std::string meshText = "single device";
   if (!program.mesh.shape.empty()) {
     meshText.clear();
@@ -437,7 +442,8 @@ int runInspect(const InspectArgs &args) {
     out["estimate"] = {
         {"note", "an estimate, not a measurement: in memory (the C API) shard bytes plus the "
                  "runtime's measured overhead; prog/init (writing, or --discard) the overhead "
-                 "plus the streaming buffers (and whole orthogonal shards); both plus the largest "
+                 "plus the streaming buffers (and whole orthogonal shards), and writing the "
+                 "direct I/O staging buffer; both plus the largest "
                  "orthogonal tensor's scratch (one is computed at a time); time at the kernel "
                  "benchmark's one-core rates and orthogonal factorizations at "
                  "orthogonal_flops_per_second, without page faults, reading base checkpoints "
@@ -448,6 +454,7 @@ int runInspect(const InspectArgs &args) {
         {"orthogonal_flops_per_second", kOrthogonalFlopsPerSecond},
         {"largest_rank_memory_bytes", uint64_t(largestMemory)},
         {"writing_memory_bytes_per_thread", uint64_t(kStreamBytesPerThread)},
+        {"writing_staging_bytes", uint64_t(writingStaging)},
         {"writing_memory_bytes_one_thread",
          uint64_t(kRuntimeOverheadBytes + 2 * kStreamBytesPerThread + orthogonalScratch)},
         {"time_one_core", nlohmann::json::array()}};
@@ -507,7 +514,8 @@ int runInspect(const InspectArgs &args) {
     timeText += text;
   }
   std::printf("estimate per rank (not measured): memory up to %s through the C API (shards + %s "
-              "runtime), %s + %s per thread in prog/init (streamed, writing or --discard); time "
+              "runtime), %s + %s per thread in prog/init (streamed, --discard; writing adds %s "
+              "of direct I/O staging); time "
               "on one core up to %s; divide by --threads; page faults and writing the "
               "checkpoint not included\n",
               initrt::formatBytes(uint64_t(largestMemory)).c_str(),
@@ -515,7 +523,8 @@ int runInspect(const InspectArgs &args) {
               initrt::formatBytes(
                   uint64_t(kRuntimeOverheadBytes + kStreamBytesPerThread + orthogonalScratch))
                   .c_str(),
-              initrt::formatBytes(uint64_t(kStreamBytesPerThread)).c_str(), timeText.c_str());
+              initrt::formatBytes(uint64_t(kStreamBytesPerThread)).c_str(),
+              initrt::formatBytes(uint64_t(writingStaging)).c_str(), timeText.c_str());
   if (loadedBytes > 0)
     std::printf("rank %lld reads %s of its shards from base checkpoints (init.load, marked "
                 "loaded): at the file system's speed, not in the time above\n",

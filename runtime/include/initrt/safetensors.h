@@ -6,9 +6,11 @@
 // and the reader preads into the caller's buffer.
 #pragma once
 
+#include "initrt/direct_writer.h"
 #include "initrt/report.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -51,6 +53,15 @@ bool writeSafetensors(const std::string &path, const std::vector<SafetensorsTens
                       const std::optional<SafetensorsMetadata> &metadata, std::string &error,
                       const ProgressFn &progress = {});
 
+/// How an AtomicFile's data reaches the disk.
+enum class FileCaching {
+  PageCache, // buffered writes: small files, files read back soon
+  /// Large files written once (checkpoints): past the page cache (DirectWriter) where the file
+  /// system allows it and the file is at least kDirectMinFileBytes. INITRT_DIRECT_IO=0 turns this
+  /// off, INITRT_DIRECT_IO=1 applies it to files of any size.
+  Bypass,
+};
+
 /// A file written under a temporary name in its final directory (".<name>.tmp-<pid>") and renamed
 /// into place by commit() after an fsync, then the directory is fsynced. Until commit() succeeds
 /// nothing exists under the final name; the destructor removes an uncommitted temporary.
@@ -68,7 +79,9 @@ public:
   AtomicFile &operator=(const AtomicFile &) = delete;
 
   /// `expectedBytes`, when known, is reserved up front so that a full disk fails before writing.
-  bool open(const std::string &path, uint64_t expectedBytes, std::string &error);
+  /// With FileCaching::Bypass it must be the file's final length, and each byte is written once.
+  bool open(const std::string &path, uint64_t expectedBytes, std::string &error,
+            FileCaching caching = FileCaching::PageCache);
   /// Writes all of `bytes`, in large pieces, retrying short writes and EINTR.
   bool write(const void *data, uint64_t bytes, std::string &error);
   /// Writes all of `bytes` at `offset` (pwrite), leaving the file position alone; safe to call
@@ -82,9 +95,13 @@ public:
   void discard();
 
 private:
+  void bypassPageCache(uint64_t expectedBytes);
+
   std::string finalPath, tempPath;
   int fd = -1;
-  bool direct = false;     // writing a pipe or device itself: no temporary, no rename
+  bool inPlace = false;                 // writing a pipe or device itself: no temporary, no rename
+  std::unique_ptr<DirectWriter> bypass; // FileCaching::Bypass, where the file system takes it
+  uint64_t appendAt = 0;                // where write() goes on, when `bypass` writes
   int signalSlot = -1;     // the temporary's entry in the table a cleanup signal clears
   uint64_t writtenEnd = 0; // end of the furthest writeAt
 };

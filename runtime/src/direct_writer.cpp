@@ -1,0 +1,176 @@
+#include "initrt/direct_writer.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace initrt {
+
+namespace {
+// One pwrite moves at most this much (Linux caps a single write a little below 2 GiB).
+constexpr uint64_t kMaxWrite = 1ull << 30;
+} // namespace
+
+DirectWriter::DirectWriter(int fd, uint64_t size, uint64_t blockBytes)
+    : fd(fd), size(size), blockBytes(blockBytes),
+      stageBytes(std::max(blockBytes, kDirectStageBytes / blockBytes * blockBytes)) {}
+
+DirectWriter::~DirectWriter() = default;
+
+DirectWriter::Buffer DirectWriter::allocate(uint64_t bytes) const {
+  Buffer buffer;
+  void *memory = nullptr;
+  if (::posix_memalign(&memory, size_t(std::max<uint64_t>(4096, blockBytes)), size_t(bytes)) == 0)
+    buffer.data = {static_cast<char *>(memory), std::free};
+  return buffer;
+}
+
+uint64_t DirectWriter::blockEnd(uint64_t block) const {
+  return size > block ? std::min(block + blockBytes, size) : block + blockBytes;
+}
+
+int DirectWriter::write(uint64_t offset, const void *data, uint64_t bytes) {
+  const char *source = static_cast<const char *>(data);
+  if (!directOn)
+    return writeBlocks(source, offset, bytes);
+  if (!bytes)
+    return 0;
+  if (runOpen && offset != runEnd)
+    if (int rc = closeRun())
+      return rc;
+  if (!directOn) // closing the run found that the file system refuses direct I/O
+    return writeBlocks(source, offset, bytes);
+  if (!stage.data && !(stage = allocate(stageBytes)).data)
+    return ENOMEM;
+  if (!runOpen) {
+    runOpen = true;
+    runStart = runEnd = offset;
+    stageBase = offset / blockBytes * blockBytes;
+  }
+  while (bytes) {
+    uint64_t piece = std::min(bytes, stageBase + stageBytes - runEnd);
+    std::memcpy(stage.data.get() + (runEnd - stageBase), source, size_t(piece));
+    runEnd += piece;
+    source += piece;
+    bytes -= piece;
+    if (runEnd == stageBase + stageBytes) {
+      if (int rc = emit())
+        return rc;
+      stageBase = runEnd;
+      if (!directOn) {
+        runOpen = false;
+        return writeBlocks(source, runEnd, bytes);
+      }
+    }
+  }
+  return 0;
+}
+
+int DirectWriter::closeRun() {
+  int rc = emit();
+  runOpen = false;
+  return rc;
+}
+
+// Writes the staged bytes [max(runStart, stageBase), runEnd): the blocks they cover whole, in as
+// few writes as possible; the others into the blocks waiting for the rest of their bytes.
+int DirectWriter::emit() {
+  const char *base = stage.data.get();
+  const uint64_t from = std::max(runStart, stageBase);
+  uint64_t wholeFrom = stageBase, wholeTo = stageBase;
+  auto writeWhole = [&] {
+    int rc = wholeTo > wholeFrom
+                 ? writeBlocks(base + (wholeFrom - stageBase), wholeFrom, wholeTo - wholeFrom)
+                 : 0;
+    wholeFrom = wholeTo;
+    return rc;
+  };
+  for (uint64_t block = stageBase; block < runEnd; block += blockBytes) {
+    uint64_t lo = std::max(block, from), hi = std::min(block + blockBytes, runEnd);
+    if (directOn && lo == block && hi >= blockEnd(block)) {
+      if (wholeTo != block) {
+        if (int rc = writeWhole())
+          return rc;
+        wholeFrom = block;
+      }
+      wholeTo = block + blockBytes; // past `size` the stage holds garbage; the caller truncates
+      continue;
+    }
+    if (int rc = writeWhole())
+      return rc;
+    int rc = directOn ? merge(block, lo, hi) : writeBlocks(base + (lo - stageBase), lo, hi - lo);
+    if (rc)
+      return rc;
+  }
+  return writeWhole();
+}
+
+int DirectWriter::merge(uint64_t block, uint64_t from, uint64_t to) {
+  auto found = waiting.find(block);
+  if (found == waiting.end()) {
+    Buffer buffer = allocate(blockBytes);
+    if (!buffer.data)
+      return ENOMEM;
+    std::memset(buffer.data.get(), 0, size_t(blockBytes));
+    found = waiting.emplace(block, std::move(buffer)).first;
+  }
+  std::memcpy(found->second.data.get() + (from - block), stage.data.get() + (from - stageBase),
+              size_t(to - from));
+  found->second.covered += to - from;
+  if (found->second.covered < blockEnd(block) - block)
+    return 0;
+  Buffer whole = std::move(found->second); // out of the map: a fallback writes what is left in it
+  waiting.erase(found);
+  return writeBlocks(whole.data.get(), block, blockBytes);
+}
+
+int DirectWriter::writeBlocks(const char *data, uint64_t offset, uint64_t bytes) {
+  while (bytes) {
+    ssize_t put = ::pwrite(fd, data, size_t(std::min(bytes, kMaxWrite)), off_t(offset));
+    if (put < 0 && errno == EINTR)
+      continue;
+    if (put < 0 && errno == EINVAL && directOn) {
+      if (int rc = fallBackToPageCache())
+        return rc;
+      continue;
+    }
+    if (put < 0)
+      return errno;
+    if (put == 0) // no progress and no error: treat as a full device
+      return ENOSPC;
+    data += put;
+    offset += uint64_t(put);
+    bytes -= uint64_t(put);
+  }
+  return 0;
+}
+
+// From here on every write goes through the page cache. The waiting blocks are written now,
+// whole, with zeros for their missing bytes: those bytes come later and overwrite them.
+int DirectWriter::fallBackToPageCache() {
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) != 0)
+    return EINVAL;
+  directOn = false;
+  std::unordered_map<uint64_t, Buffer> blocks = std::move(waiting);
+  waiting.clear();
+  for (auto &[block, buffer] : blocks)
+    if (int rc = writeBlocks(buffer.data.get(), block, blockBytes))
+      return rc;
+  return 0;
+}
+
+int DirectWriter::finish() {
+  int rc = runOpen ? closeRun() : 0;
+  std::unordered_map<uint64_t, Buffer> blocks = std::move(waiting);
+  waiting.clear();
+  for (auto &[block, buffer] : blocks)
+    if (!rc)
+      rc = writeBlocks(buffer.data.get(), block, blockBytes);
+  return rc;
+}
+
+} // namespace initrt
