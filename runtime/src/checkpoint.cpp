@@ -173,68 +173,6 @@ bool shardMetadataMatches(const SafetensorsReader &reader, const std::string &pr
   return true;
 }
 
-/// Copies a slice's bytes, arriving in the slice's row-major order, into the global tensor.
-/// Consecutive bytes contiguous in both (the trailing dims the slice covers fully) move as one run.
-class BoxScatter {
-public:
-  BoxScatter(char *global, const std::vector<int64_t> &globalShape,
-             const std::vector<int64_t> &offset, const std::vector<int64_t> &shape,
-             uint64_t elementBytes)
-      : base(global), boxOffset(offset), boxShape(shape) {
-    size_t rank = shape.size();
-    strides.assign(rank, 0);
-    uint64_t stride = elementBytes;
-    for (size_t d = rank; d-- > 0;) {
-      strides[d] = stride;
-      stride *= uint64_t(globalShape[d]);
-    }
-    runBytes = elementBytes;
-    runStart = rank;
-    // Extend the run inward while the inner dim is covered fully.
-    while (runStart > 0) {
-      runBytes *= uint64_t(shape[runStart - 1]);
-      --runStart;
-      if (shape[runStart] != globalShape[runStart])
-        break;
-    }
-    outer.assign(runStart, 0);
-    recomputeRunOffset();
-  }
-
-  void consume(const char *src, uint64_t bytes) {
-    while (bytes) {
-      uint64_t piece = std::min(bytes, runBytes - inRun);
-      std::memcpy(base + runOffset + inRun, src, size_t(piece));
-      inRun += piece;
-      src += piece;
-      bytes -= piece;
-      if (inRun == runBytes) {
-        inRun = 0;
-        for (size_t d = runStart; d-- > 0;) {
-          if (++outer[d] < boxShape[d])
-            break;
-          outer[d] = 0;
-        }
-        recomputeRunOffset();
-      }
-    }
-  }
-
-private:
-  void recomputeRunOffset() {
-    runOffset = 0;
-    for (size_t d = 0; d < boxShape.size(); ++d)
-      runOffset += uint64_t(boxOffset[d] + (d < runStart ? outer[d] : 0)) * strides[d];
-  }
-
-  char *base;
-  std::vector<int64_t> boxOffset, boxShape;
-  std::vector<uint64_t> strides;
-  std::vector<int64_t> outer;
-  size_t runStart = 0;
-  uint64_t runBytes = 0, runOffset = 0, inRun = 0;
-};
-
 //===----------------------------------------------------------------------===//
 // index.json, as read back
 //===----------------------------------------------------------------------===//
@@ -1096,23 +1034,215 @@ bool outputOutsideCheckpoint(const std::string &dir, const Index &index,
   return true;
 }
 
+/// One distinct slice of the tensor being assembled, as its owner's file holds it: read in its
+/// own row-major order, band after band, and checked against its checksum at the end.
+struct OwnedSlice {
+  int64_t rank = 0;
+  std::string where;                           // "NAME on rank R (FILE)"
+  std::vector<int64_t> offset, shape, strides; // strides in elements, of the slice's layout
+  uint64_t begin = 0, bytes = 0;               // its data in the file
+  std::string checksum;
+  StreamingChecksum sum;
+  uint64_t consumed = 0; // bytes read so far
+  // In the current band: where its part is in the band buffer, and the part's first element
+  // (slice-linear) and bounds along the band's dim.
+  uint64_t bandAt = 0, firstElement = 0;
+  int64_t lo = 0, hi = 0;
+};
+
+/// Writes one tensor of an assembled checkpoint to `file`, straight from its owners' slices: a
+/// band of its global rows (at most `bandBytes`) is read from the slices that cross it, then
+/// written in the global order by runs out of their parts. Memory stays at one band, whatever
+/// the model's size.
+bool assembleTensor(const std::string &dir, const Index &index, const IndexParam &item,
+                    uint64_t bandBytes, ShardCache &cache, AtomicFile &file,
+                    std::vector<char> &band, std::string &error,
+                    const std::function<void(uint64_t)> &bandDone) {
+  const Param &param = item.param;
+  const uint64_t elementBytes = uint64_t(safetensorsDTypeBits(item.dtype)) / 8;
+  // A scalar is a tensor of one element here.
+  const std::vector<int64_t> global = param.shape.empty() ? std::vector<int64_t>{1} : param.shape;
+  const size_t rank = global.size();
+  std::vector<std::unique_ptr<OwnedSlice>> slices;
+  for (int64_t owner = 0; owner < index.worldSize; ++owner) {
+    if (!isSliceOwner(index.mesh, param, owner))
+      continue;
+    Slice slice = sliceForRank(index.mesh, param, owner);
+    auto part = std::make_unique<OwnedSlice>();
+    part->rank = owner;
+    part->where =
+        param.name + " on rank " + std::to_string(owner) + " (" + index.files[size_t(owner)] + ")";
+    OpenShard *shard = cache.get(owner, error);
+    if (!shard) {
+      error = part->where + ": " + error + ": " + rerunHint(dir, owner);
+      return false;
+    }
+    const SafetensorsEntry *entry = shard->reader.find(param.name);
+    auto record = shard->records.find(param.name);
+    if (!entry || record == shard->records.end()) {
+      error = part->where + ": missing from the file: " + rerunHint(dir, owner);
+      return false;
+    }
+    std::string mismatch =
+        sliceMismatch(entry->dtype, entry->shape, record->second.offset, record->second.globalShape,
+                      item.dtype, slice.shape, slice.offset, param.shape);
+    if (!mismatch.empty()) {
+      error = part->where + ": " + mismatch + ": " + rerunHint(dir, owner);
+      return false;
+    }
+    part->offset = param.shape.empty() ? std::vector<int64_t>{0} : slice.offset;
+    part->shape = param.shape.empty() ? std::vector<int64_t>{1} : slice.shape;
+    part->strides.assign(rank, 1);
+    for (size_t d = rank - 1; d-- > 0;)
+      part->strides[d] = part->strides[d + 1] * part->shape[d + 1];
+    part->begin = entry->begin;
+    part->bytes = entry->bytes();
+    part->checksum = record->second.checksum;
+    slices.push_back(std::move(part));
+  }
+
+  // Bands: the outermost dim `k` whose rows (one index of it, every index of the dims after it)
+  // fit `bandBytes`, `perBand` of its indices at a time, under each index of the dims before it.
+  std::vector<uint64_t> rowBytes(rank);
+  for (size_t d = rank; d-- > 0;)
+    rowBytes[d] = d + 1 == rank ? elementBytes : rowBytes[d + 1] * uint64_t(global[d + 1]);
+  size_t k = 0;
+  while (k + 1 < rank && rowBytes[k] > bandBytes)
+    ++k;
+  const int64_t perBand = int64_t(std::max<uint64_t>(1, bandBytes / rowBytes[k]));
+  bool empty = elementCount(global) == 0;
+  band.resize(size_t(std::min(uint64_t(perBand), uint64_t(global[k])) * rowBytes[k]));
+
+  std::vector<int64_t> prefix(k, 0), row(rank, 0);
+  std::vector<OwnedSlice *> parts;
+  const char *pending = nullptr; // a run written when the next one does not continue it
+  uint64_t pendingBytes = 0;
+  auto append = [&](const char *data, uint64_t bytes) {
+    if (pending && pending + pendingBytes == data) {
+      pendingBytes += bytes;
+      return true;
+    }
+    bool ok = !pending || file.write(pending, pendingBytes, error);
+    pending = data;
+    pendingBytes = bytes;
+    return ok;
+  };
+  while (!empty) {
+    for (int64_t a = 0; a < global[k]; a += perBand) {
+      const int64_t b = std::min(global[k], a + perBand);
+      // The slices crossing this band, and their parts of it, read in their own order.
+      parts.clear();
+      uint64_t at = 0;
+      for (auto &slice : slices) {
+        bool crosses = true;
+        for (size_t d = 0; d < k && crosses; ++d)
+          crosses = slice->offset[d] <= prefix[d] && prefix[d] < slice->offset[d] + slice->shape[d];
+        slice->lo = std::max(a, slice->offset[k]);
+        slice->hi = std::min(b, slice->offset[k] + slice->shape[k]);
+        if (!crosses || slice->lo >= slice->hi)
+          continue;
+        uint64_t first = uint64_t(slice->lo - slice->offset[k]) * uint64_t(slice->strides[k]);
+        for (size_t d = 0; d < k; ++d)
+          first += uint64_t(prefix[d] - slice->offset[d]) * uint64_t(slice->strides[d]);
+        uint64_t bytes =
+            uint64_t(slice->hi - slice->lo) * uint64_t(slice->strides[k]) * elementBytes;
+        if (first * elementBytes != slice->consumed || slice->consumed + bytes > slice->bytes) {
+          error = slice->where + ": read out of order (internal error; run again)";
+          return false;
+        }
+        OpenShard *shard = cache.get(slice->rank, error);
+        if (!shard ||
+            !shard->reader.read(slice->begin + slice->consumed, band.data() + at, bytes, error)) {
+          error = slice->where + ": " + error;
+          return false;
+        }
+        slice->sum.update(band.data() + at, size_t(bytes));
+        slice->consumed += bytes;
+        slice->bandAt = at;
+        slice->firstElement = first;
+        at += bytes;
+        parts.push_back(slice.get());
+      }
+      // The band in the global order: its rows (every index but the last dim's), each made of
+      // the runs of the slices that cross it, left to right.
+      std::sort(parts.begin(), parts.end(), [&](const OwnedSlice *x, const OwnedSlice *y) {
+        return x->offset[rank - 1] < y->offset[rank - 1];
+      });
+      if (k + 1 == rank) { // the band lies within one row
+        for (OwnedSlice *part : parts)
+          if (!append(band.data() + part->bandAt, uint64_t(part->hi - part->lo) * elementBytes))
+            return false;
+      } else {
+        for (size_t d = 0; d < k; ++d)
+          row[d] = prefix[d];
+        for (size_t d = k; d + 1 < rank; ++d)
+          row[d] = d == k ? a : 0;
+        for (;;) {
+          for (OwnedSlice *part : parts) {
+            bool covers = true;
+            uint64_t element = 0;
+            for (size_t d = k; d + 1 < rank && covers; ++d) {
+              covers = part->offset[d] <= row[d] && row[d] < part->offset[d] + part->shape[d];
+              element += uint64_t(row[d] - part->offset[d]) * uint64_t(part->strides[d]);
+            }
+            for (size_t d = 0; d < k; ++d)
+              element += uint64_t(row[d] - part->offset[d]) * uint64_t(part->strides[d]);
+            if (covers &&
+                !append(band.data() + part->bandAt + (element - part->firstElement) * elementBytes,
+                        uint64_t(part->shape[rank - 1]) * elementBytes))
+              return false;
+          }
+          bool more = false; // the next row: an odometer over dims k .. rank-2
+          for (size_t d = rank - 1; d-- > k + 1 && !more;)
+            if (!(more = ++row[d] < global[d]))
+              row[d] = 0;
+          if (!more && !(++row[k] < b))
+            break;
+        }
+      }
+      if (pending && !file.write(pending, pendingBytes, error))
+        return false;
+      pending = nullptr;
+      bandDone(uint64_t(b - a) * rowBytes[k]);
+    }
+    bool more = false; // the next prefix: an odometer over dims 0 .. k-1
+    for (size_t d = k; d-- > 0 && !more;)
+      if (!(more = ++prefix[d] < global[d]))
+        prefix[d] = 0;
+    if (!more)
+      break;
+  }
+
+  for (auto &slice : slices) {
+    if (slice->consumed != slice->bytes) {
+      error = slice->where + ": " + std::to_string(slice->bytes - slice->consumed) +
+              " bytes never read (internal error; run again)";
+      return false;
+    }
+    if (slice->sum.hex() != slice->checksum) {
+      error =
+          slice->where + ": checksum mismatch, the file is corrupt: " + rerunHint(dir, slice->rank);
+      return false;
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std::string &error,
-                        const ProgressFn &progress) {
+                        const ProgressFn &progress, const AssembleOptions &options) {
   Index index;
   if (!readIndex(dir, index, error))
     return false;
   if (!outputOutsideCheckpoint(dir, index, outPath, error))
     return false;
-  uint64_t total = 0, bytesRead = 0; // the model's bytes, read once and written once
+  uint64_t total = 0; // the model's bytes
   for (const IndexParam &item : index.params)
     total += elementCount(item.param.shape) * uint64_t(safetensorsDTypeBits(item.dtype)) / 8;
   ShardCache cache(dir, index);
-  std::vector<std::unique_ptr<char[]>> buffers;
   std::vector<SafetensorsTensor> tensors;
   nlohmann::ordered_json aliases = nlohmann::ordered_json::object();
-  std::vector<char> scratch;
 
   // Every file of the checkpoint, not only those slices are read from: a rank that owns no
   // slice (replicas) missing or damaged is a broken checkpoint too. Headers only; the data
@@ -1149,83 +1279,43 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
     }
   }
 
+  // The output's layout first: its header, and the order in which the tensors follow it.
+  static const char noData = 0; // the bytes come from the shards below
   for (const IndexParam &item : index.params) {
-    const Param &param = item.param;
-    uint64_t elementBits = uint64_t(safetensorsDTypeBits(item.dtype));
-    uint64_t bytes = elementCount(param.shape) * elementBits / 8;
-    std::unique_ptr<char[]> global(new (std::nothrow) char[bytes ? bytes : 1]);
-    if (!global) {
-      error = param.name + ": cannot allocate " + std::to_string(bytes) +
-              " bytes: assemble is for models that fit in memory";
-      return false;
-    }
-    // Each distinct slice once, from its owner.
-    for (int64_t rank = 0; rank < index.worldSize; ++rank) {
-      if (!isSliceOwner(index.mesh, param, rank))
-        continue;
-      Slice slice = sliceForRank(index.mesh, param, rank);
-      std::string where = param.name + " on rank " + std::to_string(rank) + " (" +
-                          index.files[size_t(rank)] + ")";
-      OpenShard *shard = cache.get(rank, error);
-      if (!shard) {
-        error = where + ": " + error + ": " + rerunHint(dir, rank);
-        return false;
-      }
-      const SafetensorsEntry *entry = shard->reader.find(param.name);
-      auto record = shard->records.find(param.name);
-      if (!entry || record == shard->records.end()) {
-        error = where + ": missing from the file: " + rerunHint(dir, rank);
-        return false;
-      }
-      std::string mismatch =
-          sliceMismatch(entry->dtype, entry->shape, record->second.offset,
-                        record->second.globalShape, item.dtype, slice.shape, slice.offset,
-                        param.shape);
-      if (!mismatch.empty()) {
-        error = where + ": " + mismatch + ": " + rerunHint(dir, rank);
-        return false;
-      }
-      StreamingChecksum sum;
-      BoxScatter scatter(global.get(), param.shape, slice.offset, slice.shape, elementBits / 8);
-      scratch.resize(size_t(std::min<uint64_t>(std::max<uint64_t>(entry->bytes(), 1), kReadChunk)));
-      for (uint64_t done = 0; done < entry->bytes();) {
-        uint64_t piece = std::min<uint64_t>(entry->bytes() - done, scratch.size());
-        if (!shard->reader.read(entry->begin + done, scratch.data(), piece, error)) {
-          error = where + ": " + error;
-          return false;
-        }
-        sum.update(scratch.data(), size_t(piece));
-        scatter.consume(scratch.data(), piece);
-        done += piece;
-        if (progress)
-          progress((bytesRead += piece) / 2, total);
-      }
-      if (sum.hex() != record->second.checksum) {
-        error = where + ": checksum mismatch, the file is corrupt: " + rerunHint(dir, rank);
-        return false;
-      }
-    }
     SafetensorsTensor tensor;
-    tensor.name = param.name;
+    tensor.name = item.param.name;
     tensor.dtype = item.dtype;
-    tensor.shape = param.shape;
-    tensor.data = global.get();
-    tensor.bytes = bytes;
+    tensor.shape = item.param.shape;
+    tensor.data = &noData;
+    tensor.bytes = elementCount(item.param.shape) * uint64_t(safetensorsDTypeBits(item.dtype)) / 8;
     tensors.push_back(std::move(tensor));
-    buffers.push_back(std::move(global));
-    for (const std::string &alias : param.aliases)
-      aliases[alias] = param.name;
+    for (const std::string &alias : item.param.aliases)
+      aliases[alias] = item.param.name;
   }
-
   SafetensorsMetadata metadata = {{"format", "pt"}};
   if (!aliases.empty())
     metadata.emplace_back("initc.aliases", aliases.dump(-1, ' ', false,
                                                         Json::error_handler_t::replace));
-  // Reading the shards was the first half of the work, writing the file is the second.
-  ProgressFn writing;
-  if (progress)
-    writing = [&](uint64_t written, uint64_t) { progress((total + written) / 2, total); };
-  return writeSafetensors(outPath, tensors, metadata, error, writing);
+  std::string header;
+  std::vector<size_t> order;
+  AtomicFile file;
+  if (!buildSafetensorsHeader(tensors, metadata, header, order, error)) {
+    error = "cannot write " + outPath + ": " + error;
+    return false;
+  }
+  if (!file.open(outPath, header.size() + total, error, FileCaching::Bypass) ||
+      !file.write(header.data(), header.size(), error))
+    return false;
+  std::vector<char> band;
+  uint64_t done = 0;
+  for (size_t position : order)
+    if (!assembleTensor(dir, index, index.params[position], options.bandBytes, cache, file, band,
+                        error, [&](uint64_t bytes) {
+                          if (progress)
+                            progress(done += bytes, total);
+                        }))
+      return false;
+  return file.commit(error);
 }
 
 namespace {

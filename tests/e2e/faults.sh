@@ -148,6 +148,9 @@ expect_error "ulimit -f" "rank-00001-of-00004.safetensors exceeds the file size 
 expect_error "ulimit -f, direct I/O" "rank-00001-of-00004.safetensors exceeds the file size limit .*ulimit -f" \
   bash -c "ulimit -f 100; INITRT_DIRECT_IO=1 exec '$WORK/prog/init' --rank 1 --out '$WORK/limited'"
 [[ -z $(ls -A "$WORK/limited") ]] || fail "files left under ulimit -f (direct I/O): $(ls -A "$WORK/limited")"
+expect_error "assemble under ulimit -f, direct I/O" "model.safetensors exceeds the file size limit .*ulimit -f" \
+  bash -c "ulimit -f 8; INITRT_DIRECT_IO=1 exec '$INITC' assemble '$WORK/ref' -o '$WORK/limited/model.safetensors'"
+[[ -z $(ls -A "$WORK/limited") ]] || fail "files left by assemble under ulimit -f: $(ls -A "$WORK/limited")"
 # The compiler too: an error, not a kill, and nothing left behind.
 mkdir "$WORK/limited-tmp"
 expect_error "compile under ulimit -f" "generating native code failed: cannot write .*: File too large" \

@@ -124,11 +124,17 @@ bool checkOwnShard(const std::string &dir, const Program &program, int64_t rank,
 /// (removeAbandonedTemporary) is kept, wherever that writer runs. Returns how many were removed.
 int removeStaleTemporaries(const std::string &dir, const Program &program, int64_t rank);
 
-/// Reads a checkpoint and writes one standard safetensors file with the global tensors.
-/// `progress` (optional) hears how far it is, in the model's bytes: reading the shards is the
-/// first half, writing the file the second.
+struct AssembleOptions {
+  /// How much of a tensor is read from the shards before it is written out: the memory assemble
+  /// holds, whatever the model's size (tests make it small to cross every boundary).
+  uint64_t bandBytes = 32ull << 20;
+};
+
+/// Reads a checkpoint and writes one standard safetensors file with the global tensors, tensor by
+/// tensor and band by band, each slice's bytes checked against its checksum on the way.
+/// `progress` (optional) hears the model's bytes written.
 bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std::string &error,
-                        const ProgressFn &progress = {});
+                        const ProgressFn &progress = {}, const AssembleOptions &options = {});
 
 /// Re-reads every shard, recomputes each checksum and checks coverage; one line per problem in
 /// `problems`, naming the parameter and rank, in rank order. `threads` files are read at a time

@@ -378,6 +378,28 @@ TEST_F(CheckpointTest, AssemblesRaggedGridShardings) {
   }
 }
 
+// Bands of every size, from one element (a band inside a row of "cube", whose 7 columns are split
+// 3 ways) through one row, several rows and rows of several planes, to whole tensors: the file
+// is the same bytes every time.
+TEST_F(CheckpointTest, AssembledBytesDoNotDependOnTheBand) {
+  Program program = gridProgram();
+  writeAll(program);
+  std::string error;
+  std::string reference = root + "/whole.safetensors";
+  ASSERT_TRUE(assembleCheckpoint(dir, reference, error)) << error;
+  std::string expected, bytes;
+  ASSERT_TRUE(testprog::readFile(reference, expected));
+  ASSERT_FALSE(expected.empty());
+  for (uint64_t band : {1, 2, 4, 8, 12, 20, 28, 56, 84, 112, 140, 200, 560, 1000}) {
+    std::string out = root + "/band.safetensors";
+    ProgressLog assembling;
+    ASSERT_TRUE(assembleCheckpoint(dir, out, error, assembling.fn(), {band})) << error;
+    ASSERT_TRUE(testprog::readFile(out, bytes));
+    EXPECT_EQ(bytes, expected) << "band of " << band << " bytes";
+    assembling.expectSteadyTo(storedBytes(program, /*replicas=*/false));
+  }
+}
+
 /// Flips `mask`'s bits in byte `offset` of tensor `tensor`'s data in the shard file at `path`.
 void flipBits(const std::string &path, const std::string &tensor, uint64_t offset, char mask) {
   SafetensorsReader shard;
