@@ -11,6 +11,7 @@ rows=("initc prog/init --rank 0 --discard" "the same, --init-style torch"
   "memset, fresh huge pages (vs --discard)" "memset, fresh 4 KiB pages (vs --discard)"
   "PyTorch eager construction (1 thread)" "numpy default_rng normal f32 (resident)"
   "mpirun, 2 ranks (1 thread each), speedup" "dd of the same bytes (conv=fsync), vs initc"
+  "dd oflag=direct (past the cache), vs initc"
   "initc orthogonal 200x200 f32 --discard" "torch orthogonal_ (1 thread), vs initc")
 for row in "${rows[@]}"; do
   grep -qF "$row" "$WORK/compare.log" || fail "no row '$row': $(cat "$WORK/compare.log")"
@@ -18,7 +19,7 @@ done
 # A ratio row ends in a number with two decimals and an x.
 bad=$(grep -E 'x$' "$WORK/compare.log" | grep -vE ' [0-9]+\.[0-9]{2}x$' || true)
 [ -z "$bad" ] || fail "malformed ratios: $bad"
-(($(grep -cE ' [0-9]+\.[0-9]{2}x$' "$WORK/compare.log") >= 11)) || fail "too few ratios: $(cat "$WORK/compare.log")"
+(($(grep -cE ' [0-9]+\.[0-9]{2}x$' "$WORK/compare.log") >= 12)) || fail "too few ratios: $(cat "$WORK/compare.log")"
 # A config the script cannot compare stops it before anything runs, with what it needs.
 fails_cleanly "a gpt2 config" "gpt2_tiny.json is not a llama-style config \(no hidden_size" \
   env CONFIG="$ROOT/tests/e2e/configs/gpt2_tiny.json" BUILD_DIR="$BUILD_DIR" \
