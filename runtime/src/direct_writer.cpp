@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <system_error>
 #include <unistd.h>
 
 namespace initrt {
@@ -18,7 +19,15 @@ DirectWriter::DirectWriter(int fd, uint64_t size, uint64_t blockBytes)
     : fd(fd), size(size), blockBytes(blockBytes),
       stageBytes(std::max(blockBytes, kDirectStageBytes / blockBytes * blockBytes)) {}
 
-DirectWriter::~DirectWriter() = default;
+DirectWriter::~DirectWriter() {
+  { // Not finished (a failed write, a discarded file): drop what is still queued.
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = abandoning = true;
+  }
+  changed.notify_all();
+  if (writer.joinable())
+    writer.join();
+}
 
 DirectWriter::Buffer DirectWriter::allocate(uint64_t bytes) const {
   Buffer buffer;
@@ -34,6 +43,9 @@ uint64_t DirectWriter::blockEnd(uint64_t block) const {
 
 int DirectWriter::write(uint64_t offset, const void *data, uint64_t bytes) {
   const char *source = static_cast<const char *>(data);
+  if (refused && directOn) // the writing thread met a file system that takes no direct I/O
+    if (int rc = fallBackToPageCache())
+      return rc;
   if (!directOn)
     return writeBlocks(source, offset, bytes);
   if (!bytes)
@@ -43,8 +55,11 @@ int DirectWriter::write(uint64_t offset, const void *data, uint64_t bytes) {
       return rc;
   if (!directOn) // closing the run found that the file system refuses direct I/O
     return writeBlocks(source, offset, bytes);
-  if (!stage.data && !(stage = allocate(stageBytes)).data)
-    return ENOMEM;
+  if (!stage.data) {
+    if (!(stage = allocate(stageBytes)).data)
+      return ENOMEM;
+    stagesMade = 1;
+  }
   if (!runOpen) {
     runOpen = true;
     runStart = runEnd = offset;
@@ -75,37 +90,84 @@ int DirectWriter::closeRun() {
   return rc;
 }
 
-// Writes the staged bytes [max(runStart, stageBase), runEnd): the blocks they cover whole, in as
-// few writes as possible; the others into the blocks waiting for the rest of their bytes.
+// Stages out the bytes [max(runStart, stageBase), runEnd): the blocks they cover only in part into
+// the blocks waiting for the rest of their bytes, then the stage to the writing thread for the
+// blocks they cover whole, as few ranges as possible.
 int DirectWriter::emit() {
   const char *base = stage.data.get();
   const uint64_t from = std::max(runStart, stageBase);
-  uint64_t wholeFrom = stageBase, wholeTo = stageBase;
-  auto writeWhole = [&] {
-    int rc = wholeTo > wholeFrom
-                 ? writeBlocks(base + (wholeFrom - stageBase), wholeFrom, wholeTo - wholeFrom)
-                 : 0;
-    wholeFrom = wholeTo;
-    return rc;
-  };
+  std::vector<Range> whole;
   for (uint64_t block = stageBase; block < runEnd; block += blockBytes) {
     uint64_t lo = std::max(block, from), hi = std::min(block + blockBytes, runEnd);
     if (directOn && lo == block && hi >= blockEnd(block)) {
-      if (wholeTo != block) {
-        if (int rc = writeWhole())
-          return rc;
-        wholeFrom = block;
-      }
-      wholeTo = block + blockBytes; // past `size` the stage holds garbage; the caller truncates
+      // Past `size` the stage holds garbage; the caller truncates.
+      if (!whole.empty() && whole.back().first + whole.back().second == block)
+        whole.back().second += blockBytes;
+      else
+        whole.push_back({block, blockBytes});
       continue;
     }
-    if (int rc = writeWhole())
-      return rc;
     int rc = directOn ? merge(block, lo, hi) : writeBlocks(base + (lo - stageBase), lo, hi - lo);
     if (rc)
       return rc;
   }
-  return writeWhole();
+  return whole.empty() ? 0 : handOn(std::move(whole));
+}
+
+// Hands the stage to the writing thread (started on first use) and takes another: a spare one,
+// a new one while there are fewer than kDirectStages, or the next one written out.
+int DirectWriter::handOn(std::vector<Range> ranges) {
+  std::unique_lock<std::mutex> lock(mutex);
+  if (!writer.joinable()) {
+    try {
+      writer = std::thread([this] { writeBehind(); });
+    } catch (const std::system_error &) { // no thread to be had: write here
+      lock.unlock();
+      for (const Range &range : ranges)
+        if (int rc = writeBlocks(stage.data.get() + (range.first - stageBase), range.first,
+                                 range.second))
+          return rc;
+      return 0;
+    }
+  }
+  jobs.push_back({std::move(stage), stageBase, std::move(ranges)});
+  changed.notify_all();
+  if (spare.empty() && stagesMade < kDirectStages) {
+    lock.unlock();
+    if (!(stage = allocate(stageBytes)).data)
+      return ENOMEM;
+    ++stagesMade;
+    return 0;
+  }
+  changed.wait(lock, [&] { return !spare.empty() || writerError; });
+  if (writerError)
+    return writerError;
+  stage = std::move(spare.back());
+  spare.pop_back();
+  return 0;
+}
+
+// The writing thread: writes each staging buffer handed to it, in order, and gives it back.
+void DirectWriter::writeBehind() {
+  std::unique_lock<std::mutex> lock(mutex);
+  for (;;) {
+    changed.wait(lock, [&] { return stopping || !jobs.empty(); });
+    if (abandoning || jobs.empty())
+      return;
+    Job job = std::move(jobs.front());
+    jobs.pop_front();
+    lock.unlock();
+    int rc = 0;
+    for (const Range &range : job.ranges)
+      if (!rc)
+        rc = writeBlocks(job.buffer.data.get() + (range.first - job.base), range.first,
+                         range.second, /*onWriterThread=*/true);
+    lock.lock();
+    if (rc && !writerError)
+      writerError = rc;
+    spare.push_back(std::move(job.buffer));
+    changed.notify_all();
+  }
 }
 
 int DirectWriter::merge(uint64_t block, uint64_t from, uint64_t to) {
@@ -127,14 +189,26 @@ int DirectWriter::merge(uint64_t block, uint64_t from, uint64_t to) {
   return writeBlocks(whole.data.get(), block, blockBytes);
 }
 
-int DirectWriter::writeBlocks(const char *data, uint64_t offset, uint64_t bytes) {
+int DirectWriter::writeBlocks(const char *data, uint64_t offset, uint64_t bytes,
+                              bool onWriterThread) {
+  bool retried = false;
   while (bytes) {
     ssize_t put = ::pwrite(fd, data, size_t(std::min(bytes, kMaxWrite)), off_t(offset));
     if (put < 0 && errno == EINTR)
       continue;
-    if (put < 0 && errno == EINVAL && directOn) {
-      if (int rc = fallBackToPageCache())
-        return rc;
+    if (put < 0 && errno == EINVAL && !retried) {
+      // The file system refuses direct I/O: off for the file (once, by whichever thread meets it
+      // first), then this write again. The waiting blocks are the caller's to write: the writing
+      // thread leaves them to the caller's next call.
+      retried = true;
+      int flags = ::fcntl(fd, F_GETFL);
+      if (flags < 0 || ((flags & O_DIRECT) && ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) != 0))
+        return EINVAL;
+      if (onWriterThread)
+        refused = true;
+      else if (directOn)
+        if (int rc = fallBackToPageCache())
+          return rc;
       continue;
     }
     if (put < 0)
@@ -165,6 +239,18 @@ int DirectWriter::fallBackToPageCache() {
 
 int DirectWriter::finish() {
   int rc = runOpen ? closeRun() : 0;
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    stopping = true;
+    abandoning = rc != 0; // the file is lost anyway
+  }
+  changed.notify_all();
+  if (writer.joinable())
+    writer.join();
+  if (!rc)
+    rc = writerError;
+  if (!rc && refused && directOn)
+    rc = fallBackToPageCache();
   std::unordered_map<uint64_t, Buffer> blocks = std::move(waiting);
   waiting.clear();
   for (auto &[block, buffer] : blocks)

@@ -401,7 +401,7 @@ int runInspect(const InspectArgs &args) {
   double largestMemory = double(largest) + kRuntimeOverheadBytes + orthogonalScratch;
   // Writing a shard file this large, prog/init stages it for direct I/O (initrt::DirectWriter).
   double writingStaging = double(largest) >= double(initrt::kDirectMinFileBytes)
-                              ? double(initrt::kDirectStageBytes)
+                              ? double(initrt::kDirectStages * initrt::kDirectStageBytes)
                               : 0.0;
   std::string meshText = "single device";
   if (!program.mesh.shape.empty()) {

@@ -7,15 +7,24 @@
 // does not have: DirectWriter stages the ranges it is given into aligned buffers.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace initrt {
 
-/// The staging buffer: large enough that the device sees long requests, small enough to stay in
+/// A staging buffer: large enough that the device sees long requests, small enough to stay in
 /// the last-level cache while pieces are copied in.
 inline constexpr uint64_t kDirectStageBytes = 16ull << 20;
+/// Staging buffers per writer: one is filled while the other is written.
+inline constexpr uint64_t kDirectStages = 2;
 /// Files this large are written past the page cache (FileCaching::Bypass); smaller ones gain
 /// little.
 inline constexpr uint64_t kDirectMinFileBytes = 64ull << 20;
@@ -24,8 +33,10 @@ inline constexpr uint64_t kDirectMinFileBytes = 64ull << 20;
 /// aligned staging buffer and written in whole blocks as it grows; the ranges that continue each
 /// other (a tensor written piece by piece) form one run. The blocks a run covers only in part
 /// wait in memory until the runs sharing them have arrived, then are written whole. Each byte
-/// must be written at most once. Where the file system refuses direct I/O (EINVAL on a write),
-/// the writer turns O_DIRECT off and goes on through the page cache, losing nothing.
+/// must be written at most once. A full staging buffer is written by a thread of the writer's
+/// own while the caller fills the next, so that the device is busy while the caller computes or
+/// reads. Where the file system refuses direct I/O (EINVAL on a write), the writer turns O_DIRECT
+/// off and goes on through the page cache, losing nothing.
 class DirectWriter {
 public:
   /// `fd` is open for writing with O_DIRECT set; `size` is the file's final length (the blocks
@@ -36,10 +47,12 @@ public:
   DirectWriter(const DirectWriter &) = delete;
   DirectWriter &operator=(const DirectWriter &) = delete;
 
-  /// Writes `bytes` at `offset`. Returns 0, or the errno of a failed write.
+  /// Writes `bytes` at `offset` (or hands them on to be written). Returns 0, or the errno of a
+  /// failed write, this one's or an earlier one's.
   int write(uint64_t offset, const void *data, uint64_t bytes);
-  /// Writes every block still waiting, its unwritten bytes as zeros. The file may then end past
-  /// `size`, at a block boundary: the caller truncates it. Returns 0 or an errno.
+  /// Waits for every write handed on, then writes every block still waiting, its unwritten
+  /// bytes as zeros. The file may then end past `size`, at a block boundary: the caller
+  /// truncates it. Returns 0 or an errno.
   int finish();
   /// Whether writes still bypass the page cache (false once the file system refused them).
   bool direct() const { return directOn; }
@@ -49,22 +62,43 @@ private:
     std::unique_ptr<char, void (*)(void *)> data{nullptr, nullptr};
     uint64_t covered = 0; // for a waiting block: how many of its bytes have arrived
   };
+  using Range = std::pair<uint64_t, uint64_t>; // file offset, bytes
+  /// A staging buffer handed to the writing thread: `ranges` of it, whole blocks, its first byte
+  /// at file offset `base`.
+  struct Job {
+    Buffer buffer;
+    uint64_t base = 0;
+    std::vector<Range> ranges;
+  };
   Buffer allocate(uint64_t bytes) const;
   uint64_t blockEnd(uint64_t block) const;
   int closeRun();
   int emit();
   int merge(uint64_t block, uint64_t from, uint64_t to);
-  int writeBlocks(const char *data, uint64_t offset, uint64_t bytes);
+  int handOn(std::vector<Range> ranges);
+  void writeBehind();
+  int writeBlocks(const char *data, uint64_t offset, uint64_t bytes, bool onWriterThread = false);
   int fallBackToPageCache();
 
-  int fd;
-  uint64_t size, blockBytes, stageBytes;
+  const int fd;
+  const uint64_t size, blockBytes, stageBytes;
   Buffer stage;
   bool directOn = true;
   bool runOpen = false;
   uint64_t runStart = 0, runEnd = 0; // the run being staged
   uint64_t stageBase = 0;            // the file offset of stage's first byte, block-aligned
   std::unordered_map<uint64_t, Buffer> waiting; // blocks written in part, by offset
+
+  // The writing thread, and what it shares with the caller (under `mutex`).
+  std::thread writer;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<Job> jobs;
+  std::vector<Buffer> spare; // staging buffers written out, to fill again
+  uint64_t stagesMade = 0;
+  bool stopping = false, abandoning = false;
+  int writerError = 0;
+  std::atomic<bool> refused{false}; // the writing thread met EINVAL and turned O_DIRECT off
 };
 
 } // namespace initrt
