@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 namespace initrt {
@@ -426,18 +427,36 @@ bool AtomicFile::open(const std::string &path, uint64_t expectedBytes, std::stri
 }
 
 namespace {
-bool bypassWanted(uint64_t bytes) {
+// Network and FUSE file systems, where direct I/O turns each write into synchronous requests of
+// the server and its gain was not measured: they keep the page cache unless asked.
+bool networkFileSystem(int fd) {
+  struct statfs info;
+  if (::fstatfs(fd, &info) != 0)
+    return false;
+  switch (uint32_t(info.f_type)) {
+  case 0x6969:     // NFS
+  case 0xFF534D42: // CIFS
+  case 0xFE534D42: // SMB2
+  case 0x517B:     // SMB
+  case 0x65735546: // FUSE
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool bypassWanted(int fd, uint64_t bytes) {
   const char *setting = std::getenv("INITRT_DIRECT_IO");
   if (setting && std::strcmp(setting, "0") == 0)
     return false;
   if (setting && std::strcmp(setting, "1") == 0)
     return true;
-  return bytes >= kDirectMinFileBytes;
+  return bytes >= kDirectMinFileBytes && !networkFileSystem(fd);
 }
 } // namespace
 
 void AtomicFile::bypassPageCache(uint64_t expectedBytes) {
-  if (!bypassWanted(expectedBytes))
+  if (!bypassWanted(fd, expectedBytes))
     return;
   uint64_t block = 4096;
 #ifdef STATX_DIOALIGN

@@ -57,8 +57,8 @@ bool writeSafetensors(const std::string &path, const std::vector<SafetensorsTens
 enum class FileCaching {
   PageCache, // buffered writes: small files, files read back soon
   /// Large files written once (checkpoints): past the page cache (DirectWriter) where the file
-  /// system allows it and the file is at least kDirectMinFileBytes. INITRT_DIRECT_IO=0 turns this
-  /// off, INITRT_DIRECT_IO=1 applies it to files of any size.
+  /// system allows it and the file is at least kDirectMinFileBytes, except on network and FUSE
+  /// file systems. INITRT_DIRECT_IO=0 turns this off, INITRT_DIRECT_IO=1 applies it to any file.
   Bypass,
 };
 
