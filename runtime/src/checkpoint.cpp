@@ -1116,8 +1116,9 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
   std::vector<int64_t> prefix(k, 0), row(rank, 0);
   std::vector<OwnedSlice *> parts;
   const char *pending = nullptr; // a run written when the next one does not continue it
-  uint64_t pendingBytes = 0;
+  uint64_t pendingBytes = 0, bandWritten = 0;
   auto append = [&](const char *data, uint64_t bytes) {
+    bandWritten += bytes;
     if (pending && pending + pendingBytes == data) {
       pendingBytes += bytes;
       return true;
@@ -1146,7 +1147,8 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
           first += uint64_t(prefix[d] - slice->offset[d]) * uint64_t(slice->strides[d]);
         uint64_t bytes =
             uint64_t(slice->hi - slice->lo) * uint64_t(slice->strides[k]) * elementBytes;
-        if (first * elementBytes != slice->consumed || slice->consumed + bytes > slice->bytes) {
+        if (first * elementBytes != slice->consumed || slice->consumed + bytes > slice->bytes ||
+            at + bytes > band.size()) {
           error = slice->where + ": read out of order (internal error; run again)";
           return false;
         }
@@ -1203,6 +1205,13 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
       if (pending && !file.write(pending, pendingBytes, error))
         return false;
       pending = nullptr;
+      // The slices tile the tensor: a band is exactly its bytes, or the file would shift.
+      if (at != uint64_t(b - a) * rowBytes[k] || bandWritten != at) {
+        error = param.name + ": the slices do not tile rows " + std::to_string(a) + " to " +
+                std::to_string(b) + " of dim " + std::to_string(k) + " (internal error; run again)";
+        return false;
+      }
+      bandWritten = 0;
       bandDone(uint64_t(b - a) * rowBytes[k]);
     }
     bool more = false; // the next prefix: an odometer over dims 0 .. k-1
@@ -1296,6 +1305,42 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
   if (!aliases.empty())
     metadata.emplace_back("initc.aliases", aliases.dump(-1, ' ', false,
                                                         Json::error_handler_t::replace));
+  // A pipe or a device cannot take back what it was given: before writing to one, every slice is
+  // checked against its checksum (a regular file is a temporary until the end).
+  struct stat info;
+  const bool checkFirst = ::stat(outPath.c_str(), &info) == 0 && !S_ISREG(info.st_mode);
+  const uint64_t work = checkFirst ? 2 * total : total;
+  uint64_t done = 0;
+  for (const IndexParam &item : index.params) {
+    for (int64_t owner = 0; checkFirst && owner < index.worldSize; ++owner) {
+      if (!isSliceOwner(index.mesh, item.param, owner))
+        continue;
+      std::string where = item.param.name + " on rank " + std::to_string(owner) + " (" +
+                          index.files[size_t(owner)] + ")";
+      OpenShard *shard = cache.get(owner, error);
+      if (!shard) {
+        error = where + ": " + error + ": " + rerunHint(dir, owner);
+        return false;
+      }
+      const SafetensorsEntry *entry = shard->reader.find(item.param.name);
+      auto record = shard->records.find(item.param.name);
+      if (!entry || record == shard->records.end()) {
+        error = where + ": missing from the file: " + rerunHint(dir, owner);
+        return false;
+      }
+      std::string hex;
+      if (!shard->reader.checksum(*entry, hex, error)) {
+        error = where + ": " + error;
+        return false;
+      }
+      if (hex != record->second.checksum) {
+        error = where + ": checksum mismatch, the file is corrupt: " + rerunHint(dir, owner);
+        return false;
+      }
+      if (progress)
+        progress(done += entry->bytes(), work);
+    }
+  }
   std::string header;
   std::vector<size_t> order;
   AtomicFile file;
@@ -1307,12 +1352,11 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
       !file.write(header.data(), header.size(), error))
     return false;
   std::vector<char> band;
-  uint64_t done = 0;
   for (size_t position : order)
     if (!assembleTensor(dir, index, index.params[position], options.bandBytes, cache, file, band,
                         error, [&](uint64_t bytes) {
                           if (progress)
-                            progress(done += bytes, total);
+                            progress(done += bytes, work);
                         }))
       return false;
   return file.commit(error);

@@ -37,8 +37,12 @@ DirectWriter::Buffer DirectWriter::allocate(uint64_t bytes) const {
   return buffer;
 }
 
-uint64_t DirectWriter::blockEnd(uint64_t block) const {
-  return size > block ? std::min(block + blockBytes, size) : block + blockBytes;
+bool DirectWriter::isTail(uint64_t block) const {
+  return size % blockBytes && block == size / blockBytes * blockBytes;
+}
+
+uint64_t DirectWriter::lengthOf(uint64_t block) const {
+  return isTail(block) ? size - block : blockBytes;
 }
 
 int DirectWriter::write(uint64_t offset, const void *data, uint64_t bytes) {
@@ -99,8 +103,7 @@ int DirectWriter::emit() {
   std::vector<Range> whole;
   for (uint64_t block = stageBase; block < runEnd; block += blockBytes) {
     uint64_t lo = std::max(block, from), hi = std::min(block + blockBytes, runEnd);
-    if (directOn && lo == block && hi >= blockEnd(block)) {
-      // Past `size` the stage holds garbage; the caller truncates.
+    if (directOn && lo == block && hi == block + blockBytes && !isTail(block)) {
       if (!whole.empty() && whole.back().first + whole.back().second == block)
         whole.back().second += blockBytes;
       else
@@ -182,7 +185,8 @@ int DirectWriter::merge(uint64_t block, uint64_t from, uint64_t to) {
   std::memcpy(found->second.data.get() + (from - block), stage.data.get() + (from - stageBase),
               size_t(to - from));
   found->second.covered += to - from;
-  if (found->second.covered < blockEnd(block) - block)
+  // The tail waits for finish(), which writes it to `size` exactly.
+  if (found->second.covered < lengthOf(block) || isTail(block))
     return 0;
   Buffer whole = std::move(found->second); // out of the map: a fallback writes what is left in it
   waiting.erase(found);
@@ -229,10 +233,11 @@ int DirectWriter::fallBackToPageCache() {
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) != 0)
     return EINVAL;
   directOn = false;
+  refusedByFileSystem = true;
   std::unordered_map<uint64_t, Buffer> blocks = std::move(waiting);
   waiting.clear();
   for (auto &[block, buffer] : blocks)
-    if (int rc = writeBlocks(buffer.data.get(), block, blockBytes))
+    if (int rc = writeBlocks(buffer.data.get(), block, lengthOf(block)))
       return rc;
   return 0;
 }
@@ -254,8 +259,18 @@ int DirectWriter::finish() {
   std::unordered_map<uint64_t, Buffer> blocks = std::move(waiting);
   waiting.clear();
   for (auto &[block, buffer] : blocks)
-    if (!rc)
+    if (!rc && !isTail(block))
       rc = writeBlocks(buffer.data.get(), block, blockBytes);
+  // The last block, to `size` and no further (a file-size limit or the space reserved may end
+  // there): through the page cache, since direct I/O writes whole blocks only.
+  auto tail = blocks.find(size / blockBytes * blockBytes);
+  if (!rc && tail != blocks.end() && isTail(tail->first)) {
+    int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ((flags & O_DIRECT) && ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) != 0))
+      return EINVAL;
+    directOn = false;
+    rc = writeBlocks(tail->second.data.get(), tail->first, lengthOf(tail->first));
+  }
   return rc;
 }
 

@@ -455,6 +455,16 @@ bool bypassWanted(int fd, uint64_t bytes) {
 }
 } // namespace
 
+bool checkDirectIoSetting(std::string &error) {
+  const char *setting = std::getenv("INITRT_DIRECT_IO");
+  if (!setting || !*setting || !std::strcmp(setting, "0") || !std::strcmp(setting, "1"))
+    return true;
+  error = std::string("INITRT_DIRECT_IO=") + setting +
+          ": use 0 (write through the page cache) or 1 (past it, for every file), or unset it "
+          "(past it for files of 64 MiB or more on local file systems)";
+  return false;
+}
+
 void AtomicFile::bypassPageCache(uint64_t expectedBytes) {
   if (!bypassWanted(fd, expectedBytes))
     return;
@@ -580,8 +590,7 @@ bool AtomicFile::commit(std::string &error) {
       return false;
     }
   }
-  // Direct writes end at a block boundary; fallocate may have reserved more than was written
-  // (only if a caller miscounted): trim.
+  // fallocate may have reserved more than was written (only if a caller miscounted): trim.
   off_t end = std::max(::lseek(fd, 0, SEEK_CUR), off_t(writtenEnd));
   struct stat info;
   if (end >= 0 && ::fstat(fd, &info) == 0 && info.st_size != end && ::ftruncate(fd, end) != 0) {

@@ -687,6 +687,11 @@ int main(int argc, char **argv) {
     stop = true;
     code = app.exit(e, help, usage) == 0 ? kExitOk : kExitUsage;
   }
+  if (std::string why; !stop && !initrt::checkDirectIoSetting(why)) {
+    stop = true;
+    code = kExitUsage;
+    usage << why << "\n";
+  }
   if (!stop && options.out.empty() && !options.discard) {
     stop = true;
     code = kExitUsage;

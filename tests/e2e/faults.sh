@@ -145,6 +145,16 @@ fi
 expect_error "ulimit -f" "rank-00001-of-00004.safetensors exceeds the file size limit .*ulimit -f" \
   bash -c "ulimit -f 100; exec '$WORK/prog/init' --rank 1 --out '$WORK/limited'"
 [[ -z $(ls -A "$WORK/limited") ]] || fail "files left under ulimit -f: $(ls -A "$WORK/limited")"
+# A limit the file fits under, though not the block its last byte is in: no direct write goes
+# past the file's end.
+"$WORK/prog/init" --rank 1 --out "$WORK/unlimited" --quiet || fail "--rank 1 without a limit"
+shard=$(stat -c %s "$WORK/unlimited/rank-00001-of-00004.safetensors")
+((shard % 4096)) || fail "the shard file is a whole number of blocks: the next case tests nothing"
+bash -c "ulimit -f $(((shard + 1023) / 1024)); INITRT_DIRECT_IO=1 exec '$WORK/prog/init' --rank 1 --out '$WORK/fits' --quiet" ||
+  fail "a shard that fits under ulimit -f failed with INITRT_DIRECT_IO=1"
+cmp "$WORK/unlimited/rank-00001-of-00004.safetensors" "$WORK/fits/rank-00001-of-00004.safetensors" ||
+  fail "the shard written under ulimit -f with direct I/O differs"
+rm -rf "$WORK/unlimited" "$WORK/fits"
 expect_error "ulimit -f, direct I/O" "rank-00001-of-00004.safetensors exceeds the file size limit .*ulimit -f" \
   bash -c "ulimit -f 100; INITRT_DIRECT_IO=1 exec '$WORK/prog/init' --rank 1 --out '$WORK/limited'"
 [[ -z $(ls -A "$WORK/limited") ]] || fail "files left under ulimit -f (direct I/O): $(ls -A "$WORK/limited")"
@@ -207,8 +217,14 @@ expect_error "--target-cpu not compiled" \
 expect_error "INITRT_TARGET_CPU not compiled" \
   "no kernels were compiled for x86-64-v2 \(from INITRT_TARGET_CPU\)" \
   env INITRT_TARGET_CPU=x86-64-v2 "$WORK/prog/init" --rank 0 --out "$WORK/rank"
-[[ ! -e $WORK/rank ]] || fail "files written for a bad --rank or --target-cpu"
-echo "ok launcher, rank and kernel variant"
+expect_error "INITRT_DIRECT_IO mistyped" \
+  "INITRT_DIRECT_IO=off: use 0 \(write through the page cache\) or 1 \(past it, for every file\)" \
+  env INITRT_DIRECT_IO=off "$WORK/prog/init" --rank 0 --out "$WORK/rank"
+expect_error "INITRT_DIRECT_IO mistyped, assemble" "INITRT_DIRECT_IO=yes: use 0" \
+  env INITRT_DIRECT_IO=yes "$INITC" assemble "$WORK/ref" -o "$WORK/rank.safetensors"
+[[ ! -e $WORK/rank && ! -e $WORK/rank.safetensors ]] ||
+  fail "files written for a bad --rank, --target-cpu or INITRT_DIRECT_IO"
+echo "ok launcher, rank, kernel variant and environment"
 
 #===------------------------------------------------------------------------===#
 # A damaged program directory

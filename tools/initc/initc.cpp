@@ -796,8 +796,8 @@ static int runInitc(int argc, char **argv) {
       ->check(nonEmpty)
       ->check(CLI::Validator(
           [](std::string &value) {
-            return value == "-" ? std::string("the safetensors file is written out of order, "
-                                              "not to a stream: name a file")
+            return value == "-" ? std::string("standard output is not written: name a file (a "
+                                              "named pipe is one)")
                                 : std::string();
           },
           ""));
@@ -866,6 +866,8 @@ static int runInitc(int argc, char **argv) {
     return std::string(text);
   };
   if (*assemble) {
+    if (!initrt::checkDirectIoSetting(error))
+      return fail(error);
     bool ok = initrt::assembleCheckpoint(ckptDir, assembleOut, error, progress);
     bar.finish();
     if (!ok)

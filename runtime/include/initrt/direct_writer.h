@@ -39,9 +39,8 @@ inline constexpr uint64_t kDirectMinFileBytes = 64ull << 20;
 /// off and goes on through the page cache, losing nothing.
 class DirectWriter {
 public:
-  /// `fd` is open for writing with O_DIRECT set; `size` is the file's final length (the blocks
-  /// that reach it are whole when written up to it); `blockBytes` is a power of two that the
-  /// file system's direct I/O alignment divides.
+  /// `fd` is open for writing with O_DIRECT set; `size` is the file's final length;
+  /// `blockBytes` is a power of two that the file system's direct I/O alignment divides.
   DirectWriter(int fd, uint64_t size, uint64_t blockBytes);
   ~DirectWriter();
   DirectWriter(const DirectWriter &) = delete;
@@ -51,11 +50,14 @@ public:
   /// failed write, this one's or an earlier one's.
   int write(uint64_t offset, const void *data, uint64_t bytes);
   /// Waits for every write handed on, then writes every block still waiting, its unwritten
-  /// bytes as zeros. The file may then end past `size`, at a block boundary: the caller
-  /// truncates it. Returns 0 or an errno.
+  /// bytes as zeros, and the last block through the page cache up to `size`: no write goes
+  /// past it. Returns 0 or an errno.
   int finish();
-  /// Whether writes still bypass the page cache (false once the file system refused them).
+  /// Whether writes still bypass the page cache (false once the file system refused them, and
+  /// after finish()).
   bool direct() const { return directOn; }
+  /// Whether the file system refused direct I/O and the writer went on through the page cache.
+  bool fellBack() const { return refusedByFileSystem; }
 
 private:
   struct Buffer {
@@ -71,7 +73,8 @@ private:
     std::vector<Range> ranges;
   };
   Buffer allocate(uint64_t bytes) const;
-  uint64_t blockEnd(uint64_t block) const;
+  bool isTail(uint64_t block) const;       // the block `size` ends inside
+  uint64_t lengthOf(uint64_t block) const; // its bytes up to `size`
   int closeRun();
   int emit();
   int merge(uint64_t block, uint64_t from, uint64_t to);
@@ -84,6 +87,7 @@ private:
   const uint64_t size, blockBytes, stageBytes;
   Buffer stage;
   bool directOn = true;
+  bool refusedByFileSystem = false;
   bool runOpen = false;
   uint64_t runStart = 0, runEnd = 0; // the run being staged
   uint64_t stageBase = 0;            // the file offset of stage's first byte, block-aligned

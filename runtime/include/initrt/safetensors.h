@@ -62,6 +62,10 @@ enum class FileCaching {
   Bypass,
 };
 
+/// False, with a message saying what it takes, when INITRT_DIRECT_IO holds anything but 0 or 1:
+/// checked before a run, so that a mistyped setting is not silently the default.
+bool checkDirectIoSetting(std::string &error);
+
 /// A file written under a temporary name in its final directory (".<name>.tmp-<pid>") and renamed
 /// into place by commit() after an fsync, then the directory is fsynced. Until commit() succeeds
 /// nothing exists under the final name; the destructor removes an uncommitted temporary.

@@ -10,9 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <fcntl.h>
 #include <fstream>
-#include <iterator>
 #include <functional>
+#include <iterator>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -435,6 +436,27 @@ TEST_F(CheckpointTest, FlippedByteIsReportedWithParamAndRank) {
       << error;
   EXPECT_EQ(access((root + "/model.safetensors").c_str(), F_OK), -1);
   EXPECT_FALSE(anyHiddenFile(root));
+}
+
+// A pipe cannot take back what it was given: a corrupt slice is found before anything is
+// written to one, not after the tensors before it went out.
+TEST_F(CheckpointTest, AssembleToAPipeWritesNothingFromACorruptCheckpoint) {
+  Program program = gridProgram();
+  writeAll(program);
+  std::string error, fifo = root + "/model.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // Held open for reading, so that assemble's open for writing does not wait; the model is far
+  // below the pipe's buffer, so that its writes do not either.
+  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  flipBits(shardPath(3, 6), "rows", 0, 0x01); // rank 3 owns the last row of "rows"
+  EXPECT_FALSE(assembleCheckpoint(dir, fifo, error));
+  EXPECT_NE(error.find("rows on rank 3 (rank-00003-of-00006.safetensors): checksum mismatch"),
+            std::string::npos)
+      << error;
+  char byte;
+  EXPECT_LE(::read(reader, &byte, 1), 0) << "the pipe got bytes of a corrupt checkpoint";
+  ::close(reader);
 }
 
 TEST_F(CheckpointTest, VerifyReportsTheSameInRankOrderOnAnyThreads) {
