@@ -1109,9 +1109,11 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
   size_t k = 0;
   while (k + 1 < rank && rowBytes[k] > bandBytes)
     ++k;
-  const int64_t perBand = int64_t(std::max<uint64_t>(1, bandBytes / rowBytes[k]));
-  bool empty = elementCount(global) == 0;
-  band.resize(size_t(std::min(uint64_t(perBand), uint64_t(global[k])) * rowBytes[k]));
+  // A tensor with a dim of 0 has no bands (and rows of 0 bytes); its slices are checked below.
+  const bool empty = elementCount(global) == 0;
+  const int64_t perBand = empty ? 1 : int64_t(std::max<uint64_t>(1, bandBytes / rowBytes[k]));
+  if (!empty)
+    band.resize(size_t(std::min(uint64_t(perBand), uint64_t(global[k])) * rowBytes[k]));
 
   std::vector<int64_t> prefix(k, 0), row(rank, 0);
   std::vector<OwnedSlice *> parts;

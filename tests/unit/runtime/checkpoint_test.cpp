@@ -129,6 +129,8 @@ protected:
     program.params.push_back(makeParam("cube", DType::F32, {5, 4, 7}, {{0}, {}, {1}}));
     program.params.push_back(makeParam("flat", DType::F16, {3, 13}, {{}, {1, 0}}));
     program.params.push_back(makeParam("rows", DType::I64, {7, 2}, {{0, 1}}));
+    // A dim of 0 before a sharded one: no bytes, and rows of 0 bytes.
+    program.params.push_back(makeParam("none", DType::F32, {4, 0, 3}, {{0}, {}, {1}}));
     return program;
   }
 
