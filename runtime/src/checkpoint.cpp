@@ -1396,48 +1396,45 @@ RankCheck checkRankFile(const std::string &dir, const Index &index, int64_t rank
     return result;
   }
 
-  std::vector<uint64_t> sums(index.params.size(), 0);
-  bool intact = true; // every listed tensor is there as the index expects it
+  // Each parameter's problem, if any: its entry first, then its bytes. The bytes are read in
+  // the order they lie in the file, front to back, which is what lets the kernel read ahead.
+  std::vector<std::string> trouble(index.params.size());
+  std::vector<std::pair<const SafetensorsEntry *, size_t>> toRead; // entry, p
   for (size_t p = 0; p < index.params.size(); ++p) {
     const IndexParam &item = index.params[p];
-    const Param &param = item.param;
-    std::string at = param.name + " on " + where;
-    const SafetensorsEntry *entry = reader.find(param.name);
-    auto record = records.find(param.name);
+    const SafetensorsEntry *entry = reader.find(item.param.name);
+    auto record = records.find(item.param.name);
     if (!entry) {
-      problems.push_back(at + ": missing from the file: " + rerunHint(dir, rank));
-      intact = false;
-      continue;
+      trouble[p] = "missing from the file";
+    } else if (record == records.end()) {
+      trouble[p] = "no initc.tensors entry";
+    } else {
+      Slice slice = sliceForRank(index.mesh, item.param, rank);
+      trouble[p] = sliceMismatch(entry->dtype, entry->shape, record->second.offset,
+                                 record->second.globalShape, item.dtype, slice.shape, slice.offset,
+                                 item.param.shape);
+      if (trouble[p].empty())
+        toRead.push_back({entry, p});
     }
-    if (record == records.end()) {
-      problems.push_back(at + ": no initc.tensors entry: " + rerunHint(dir, rank));
-      intact = false;
-      continue;
-    }
-    Slice slice = sliceForRank(index.mesh, param, rank);
-    std::string mismatch =
-        sliceMismatch(entry->dtype, entry->shape, record->second.offset,
-                      record->second.globalShape, item.dtype, slice.shape, slice.offset,
-                      param.shape);
-    if (!mismatch.empty()) {
-      problems.push_back(at + ": " + mismatch + ": " + rerunHint(dir, rank));
-      intact = false;
-      continue;
-    }
+  }
+  std::sort(toRead.begin(), toRead.end(),
+            [](const auto &a, const auto &b) { return a.first->begin < b.first->begin; });
+  std::vector<uint64_t> sums(index.params.size(), 0);
+  for (const auto &[entry, p] : toRead) {
     std::string actual;
-    bool readable = reader.checksum(*entry, actual, readError);
+    bool readable = reader.checksum(*entry, actual, trouble[p]);
     checked(entry->bytes());
-    if (!readable) {
-      problems.push_back(at + ": " + readError + ": " + rerunHint(dir, rank));
-      intact = false;
-      continue;
-    }
-    if (actual != record->second.checksum || !parseChecksumHex(actual, sums[p])) {
-      problems.push_back(at + ": checksum mismatch, the file is corrupt: " +
+    if (readable && (actual != records.at(index.params[p].param.name).checksum ||
+                     !parseChecksumHex(actual, sums[p])))
+      trouble[p] = "checksum mismatch, the file is corrupt";
+  }
+  bool intact = true; // every listed tensor is there as the index expects it
+  for (size_t p = 0; p < index.params.size(); ++p)
+    if (!trouble[p].empty()) {
+      problems.push_back(index.params[p].param.name + " on " + where + ": " + trouble[p] + ": " +
                          rerunHint(dir, rank));
       intact = false;
     }
-  }
   for (const SafetensorsEntry &entry : reader.tensors())
     if (!listed.count(entry.name))
       problems.push_back(entry.name + " on " + where + ": not listed in index.json: " +

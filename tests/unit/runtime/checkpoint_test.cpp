@@ -485,6 +485,24 @@ TEST_F(CheckpointTest, VerifyReportsTheSameInRankOrderOnAnyThreads) {
   }
 }
 
+// verify reads a file's tensors in the order they lie in it (by alignment, then name: rows
+// before cube here) but reports them in the index's.
+TEST_F(CheckpointTest, VerifyReportsTensorsInTheIndexOrder) {
+  Program program = gridProgram();
+  writeAll(program);
+  SafetensorsReader shard;
+  std::string error;
+  ASSERT_TRUE(shard.open(shardPath(0, 6), error)) << error;
+  ASSERT_LT(shard.find("rows")->begin, shard.find("cube")->begin);
+  flipBits(shardPath(0, 6), "rows", 0, 0x01);
+  flipBits(shardPath(0, 6), "cube", 0, 0x01);
+  std::vector<std::string> problems;
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].rfind("cube on rank 0 ", 0), 0u) << problems[0];
+  EXPECT_EQ(problems[1].rfind("rows on rank 0 ", 0), 0u) << problems[1];
+}
+
 TEST_F(CheckpointTest, CorruptReplicaIsReported) {
   Program program = tinyProgram();
   writeAll(program);
