@@ -101,6 +101,16 @@ const SafetensorsReader *BaseFiles::open(const std::string &path, std::string &e
   return known->second.get();
 }
 
+std::string BaseFiles::stamps() const {
+  if (files.empty())
+    return "";
+  nlohmann::ordered_json all = nlohmann::ordered_json::object();
+  for (const auto &[path, reader] : files)
+    all[path] = {{"bytes", reader->stamp().bytes}, {"modified_ns", reader->stamp().modifiedNs}};
+  // Paths are bytes, not always UTF-8: those that are not are written escaped, never refused.
+  return all.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 std::optional<BaseTensor> BaseFiles::find(const std::string &file, const std::string &tensor,
                                           std::string &error) {
   std::optional<std::string> path = locate(file, tensor, error);

@@ -37,6 +37,8 @@ constexpr const char *kIndexFormat = "initc-checkpoint";
 constexpr int kIndexVersion = 3;
 // Bounded scratch for streaming tensor bytes out of shard files.
 constexpr uint64_t kReadChunk = 8ull << 20;
+// The shard metadata key of the base checkpoints' versions (BaseCheckpoints::stamps()).
+constexpr const char *kBaseStampsKey = "initc.base";
 // A shard file whose tensors match their own checksums, but not the digest index.json recorded
 // for the rank: the file was replaced or edited after the job wrote it.
 constexpr const char *kNotThisJobsFile =
@@ -493,16 +495,28 @@ bool writeShardFile(const std::string &dir, const Program &program, int64_t rank
 ShardFileStream::ShardFileStream() = default;
 ShardFileStream::~ShardFileStream() = default;
 
+// The file's tensors and metadata; the data of tensors not computed yet is a placeholder.
+bool ShardFileStream::fileContents(std::vector<SafetensorsTensor> &contents,
+                                   SafetensorsMetadata &metadata, std::string &error) const {
+  if (!shardFileContents(path, *program, rank, tensors, true, contents, metadata, error))
+    return false;
+  if (!baseStamps.empty())
+    metadata.emplace_back(kBaseStampsKey, baseStamps);
+  return true;
+}
+
 bool ShardFileStream::open(const std::string &dir, const Program &program, int64_t rank,
-                           const std::vector<ShardTensor> &layout, std::string &error) {
+                           const std::vector<ShardTensor> &layout, std::string &error,
+                           const std::string &baseStamps) {
   this->program = &program;
   this->rank = rank;
+  this->baseStamps = baseStamps;
   tensors = layout;
   path = joinPath(dir, shardFileName(rank, program.mesh.size()));
   std::vector<SafetensorsTensor> contents;
   SafetensorsMetadata metadata;
   std::vector<size_t> order;
-  if (!shardFileContents(path, program, rank, tensors, true, contents, metadata, error) ||
+  if (!fileContents(contents, metadata, error) ||
       !buildSafetensorsHeader(contents, metadata, header, order, error)) {
     error = error.rfind("cannot write", 0) == 0 ? error : "cannot write " + path + ": " + error;
     return false;
@@ -558,7 +572,7 @@ bool ShardFileStream::finish(std::vector<std::string> &checksums, std::string &e
   std::vector<size_t> order;
   std::string final;
   // Placeholders stand in for the data (written already); every checksum is real by now.
-  if (!shardFileContents(path, *program, rank, tensors, true, contents, metadata, error) ||
+  if (!fileContents(contents, metadata, error) ||
       !buildSafetensorsHeader(contents, metadata, final, order, error)) {
     file.discard();
     return false;
@@ -576,21 +590,49 @@ bool ShardFileStream::finish(std::vector<std::string> &checksums, std::string &e
   return true;
 }
 
-bool shardIsComplete(const std::string &dir, const Program &program, int64_t rank,
-                     std::vector<std::string> &checksums, std::string &reason) {
+namespace {
+/// The first base file whose version differs between two BaseCheckpoints::stamps() texts, or ""
+/// when neither names one (such as a text that is not an object).
+std::string changedBaseFile(const std::string &recorded, const std::string &now) {
+  Json before, after;
+  std::string why;
+  if (!parseJsonText(recorded.empty() ? "{}" : recorded, before, why) || !before.is_object() ||
+      !parseJsonText(now.empty() ? "{}" : now, after, why) || !after.is_object())
+    return "";
+  for (const auto &[path, stamp] : after.items())
+    if (!before.contains(path) || before[path] != stamp)
+      return path;
+  for (const auto &[path, stamp] : before.items())
+    if (!after.contains(path))
+      return path;
+  return "";
+}
+} // namespace
+
+ShardState shardState(const std::string &dir, const Program &program, int64_t rank,
+                      std::vector<std::string> &checksums, std::string &reason,
+                      const std::string *baseStamps) {
   int64_t worldSize = program.mesh.size();
   checksums.assign(program.params.size(), std::string());
   SafetensorsReader reader;
   if (!reader.open(joinPath(dir, shardFileName(rank, worldSize)), reason))
-    return false;
+    return ShardState::Incomplete;
   std::string why;
   if (!shardMetadataMatches(reader, program.programId, rank, worldSize, why)) {
     reason = reader.path() + ": " + why;
-    return false;
+    return ShardState::Incomplete;
+  }
+  // Before reading any bytes: a shard of another version of the base is rewritten anyway.
+  const std::string *recorded = reader.metadataValue(kBaseStampsKey);
+  if (baseStamps && (recorded ? *recorded : "") != *baseStamps) {
+    std::string file = changedBaseFile(recorded ? *recorded : "", *baseStamps);
+    reason = reader.path() + ": computed from another version of " +
+             (file.empty() ? "its base checkpoints" : file);
+    return ShardState::BaseChanged;
   }
   std::map<std::string, ShardTensorRecord> records;
   if (!parseShardTensors(reader, records, reason))
-    return false;
+    return ShardState::Incomplete;
   size_t expected = 0;
   for (size_t i = 0; i < program.params.size(); ++i) {
     const Param &param = program.params[i];
@@ -602,27 +644,32 @@ bool shardIsComplete(const std::string &dir, const Program &program, int64_t ran
     auto record = records.find(param.name);
     if (!entry || record == records.end()) {
       reason = reader.path() + ": " + param.name + " is missing";
-      return false;
+      return ShardState::Incomplete;
     }
     if (entry->dtype != dtypeName(param.dtype) || entry->shape != slice.shape ||
         record->second.globalShape != param.shape || record->second.offset != slice.offset) {
       reason = reader.path() + ": " + param.name + " has another dtype, shape or offset";
-      return false;
+      return ShardState::Incomplete;
     }
     std::string actual;
     if (!reader.checksum(*entry, actual, reason))
-      return false;
+      return ShardState::Incomplete;
     if (actual != record->second.checksum) {
       reason = reader.path() + ": " + param.name + ": checksum mismatch";
-      return false;
+      return ShardState::Incomplete;
     }
     checksums[i] = actual;
   }
   if (reader.tensors().size() != expected || records.size() != expected) {
     reason = reader.path() + ": holds tensors this program does not store";
-    return false;
+    return ShardState::Incomplete;
   }
-  return true;
+  return ShardState::Complete;
+}
+
+bool shardIsComplete(const std::string &dir, const Program &program, int64_t rank,
+                     std::vector<std::string> &checksums, std::string &reason) {
+  return shardState(dir, program, rank, checksums, reason) == ShardState::Complete;
 }
 
 bool shardIsComplete(const std::string &dir, const Program &program, int64_t rank,

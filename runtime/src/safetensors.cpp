@@ -681,6 +681,7 @@ SafetensorsReader &SafetensorsReader::operator=(SafetensorsReader &&other) noexc
     if (fd >= 0)
       ::close(fd);
     filePath = std::move(other.filePath);
+    fileStamp = other.fileStamp;
     fd = other.fd;
     other.fd = -1;
     dataOffset = other.dataOffset;
@@ -719,6 +720,7 @@ bool SafetensorsReader::open(const std::string &path, std::string &error) {
   if (!S_ISREG(info.st_mode))
     return fail(fileKindText(info.st_mode) + ", not a regular file");
   uint64_t fileSize = uint64_t(info.st_size);
+  fileStamp = {fileSize, int64_t(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
   if (fileSize < 8)
     return fail("not a safetensors file: " + std::to_string(fileSize) +
                 " bytes, shorter than the 8-byte header length (truncated?)");

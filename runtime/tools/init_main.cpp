@@ -47,7 +47,8 @@ struct RankStats {
   double peakRssBytes = 0;
   double skipped = 0;        // 1 if the rank's file was already complete
   double loaded = 0;         // elements read from base checkpoints (init.load)
-  static constexpr int kFields = 6;
+  double rebased = 0;        // 1 if a whole shard was rewritten: its base checkpoint changed
+  static constexpr int kFields = 7;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -95,8 +96,8 @@ public:
     return words;
   }
   std::vector<double> gatherStats(const RankStats &stats) override {
-    return {stats.bytes,        stats.elements, stats.seconds,
-            stats.peakRssBytes, stats.skipped,  stats.loaded};
+    return {stats.bytes,   stats.elements, stats.seconds, stats.peakRssBytes,
+            stats.skipped, stats.loaded,   stats.rebased};
   }
   void broadcast(std::string &) override {}
 };
@@ -132,7 +133,8 @@ public:
   }
   std::vector<double> gatherStats(const RankStats &stats) override {
     double mine[RankStats::kFields] = {stats.bytes,        stats.elements, stats.seconds,
-                                       stats.peakRssBytes, stats.skipped,  stats.loaded};
+                                       stats.peakRssBytes, stats.skipped,  stats.loaded,
+                                       stats.rebased};
     std::vector<double> all(myRank == 0 ? size_t(worldSize) * RankStats::kFields : 0);
     MPI_Gather(mine, RankStats::kFields, MPI_DOUBLE, all.data(), RankStats::kFields, MPI_DOUBLE, 0,
                MPI_COMM_WORLD);
@@ -265,12 +267,32 @@ double peakRssBytes() {
   return double(usage.ru_maxrss) * 1024.0; // Linux reports KiB
 }
 
+// The ranks whose stats field `field` is set, as ranges ("0-1, 3"), the first few of them.
+std::string rankRanges(const std::vector<double> &stats, int ranks, int field) {
+  auto set = [&](int r) { return stats[size_t(r) * RankStats::kFields + size_t(field)] != 0; };
+  std::string list;
+  int shown = 0;
+  for (int r = 0; r < ranks; ++r) {
+    if (!set(r))
+      continue;
+    int last = r;
+    while (last + 1 < ranks && set(last + 1))
+      ++last;
+    if (shown++ == 8)
+      return list + ", ...";
+    list += (list.empty() ? "" : ", ") + std::to_string(r) +
+            (last > r ? "-" + std::to_string(last) : "");
+    r = last;
+  }
+  return list;
+}
+
 void printSummary(const Program &program, const Options &options, const std::vector<double> &stats,
                   int ranks, int threads, const CpuShare &cpuShare, double wallSeconds,
                   const std::string &kernelCpu) {
   double bytes = 0, written = 0, elements = 0, loaded = 0, slowest = 0, maxRss = 0;
   double maxShardBytes = 0;
-  int slowestRank = 0, maxRssRank = 0, skipped = 0;
+  int slowestRank = 0, maxRssRank = 0, skipped = 0, rebased = 0;
   // stats are indexed by the job's ranks; a lone --rank run is that one rank.
   auto rankName = [&](int r) { return std::to_string(options.rank >= 0 ? options.rank : r); };
   for (int r = 0; r < ranks; ++r) {
@@ -289,6 +311,7 @@ void printSummary(const Program &program, const Options &options, const std::vec
     }
     maxShardBytes = std::max(maxShardBytes, s[0]);
     skipped += s[4] != 0;
+    rebased += s[6] != 0;
   }
   double modelElements = 0;
   for (const Param &param : program.params)
@@ -303,29 +326,13 @@ void printSummary(const Program &program, const Options &options, const std::vec
   if (options.rank >= 0)
     rankText = "1 (rank " + std::to_string(options.rank) + " of " +
                std::to_string(program.mesh.size()) + ")";
-  if (skipped) {
-    rankText += ", " + std::to_string(skipped) + " already complete";
-    // Which, as ranges ("0-1, 3"), the first few of them: a rerun's record of what it kept.
-    if (options.rank < 0) {
-      std::string list;
-      int shown = 0;
-      for (int r = 0; r < ranks; ++r) {
-        if (stats[size_t(r) * RankStats::kFields + 4] == 0)
-          continue;
-        int last = r;
-        while (last + 1 < ranks && stats[size_t(last + 1) * RankStats::kFields + 4] != 0)
-          ++last;
-        if (shown++ == 8) {
-          list += ", ...";
-          break;
-        }
-        list += (list.empty() ? "" : ", ") + std::to_string(r) +
-                (last > r ? "-" + std::to_string(last) : "");
-        r = last;
-      }
-      rankText += " (" + list + ")";
-    }
-  }
+  // Which, in a job: a rerun's record of what it kept and what it computed again.
+  if (skipped)
+    rankText += ", " + std::to_string(skipped) + " already complete" +
+                (options.rank < 0 ? " (" + rankRanges(stats, ranks, 4) + ")" : "");
+  if (rebased)
+    rankText += ", " + std::to_string(rebased) + " computed again, their base checkpoint changed" +
+                (options.rank < 0 ? " (" + rankRanges(stats, ranks, 6) + ")" : "");
   row("ranks", rankText);
   row("parameters", std::to_string(program.params.size()));
   row("kernels", "compiled for " + kernelCpu + " (rank " + rankName(0) + ")");
@@ -494,7 +501,18 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   RankStats stats;
   std::vector<std::string> checksums(program.params.size());
   code = kExitOk;
-  bool complete = !options.discard && shardIsComplete(options.out, program, myRank, checksums);
+  // A whole shard computed from other versions of the base checkpoints is computed again; one
+  // whose bases cannot be opened now is kept, whatever it was computed from.
+  const std::string baseStamps = basesOpen ? kernels->baseStamps() : "";
+  std::string notComplete;
+  ShardState state = options.discard ? ShardState::Incomplete
+                                     : shardState(options.out, program, myRank, checksums,
+                                                  notComplete, basesOpen ? &baseStamps : nullptr);
+  bool complete = state == ShardState::Complete;
+  stats.rebased = state == ShardState::BaseChanged;
+  if (stats.rebased && !options.quiet && singleRank)
+    std::fprintf(stderr, "%s: rank %lld: %s: computing it again\n", programName.c_str(),
+                 (long long)myRank, notComplete.c_str());
   if (!complete && !basesOpen) { // complete when checked before --out was prepared, not now
     code = kExitFailure;
     error = baseError;
@@ -551,7 +569,7 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
                         std::string &why) {
           return stream.writePiece(job, offset, data, bytes, why);
         };
-        if (!stream.open(options.out, program, myRank, layout, error) ||
+        if (!stream.open(options.out, program, myRank, layout, error, baseStamps) ||
             !streamShardJobs(jobs, runOptions, sink, error) || !stream.finish(written, error)) {
           code = kExitFailure;
         } else {
@@ -634,7 +652,8 @@ int main(int argc, char **argv) {
       "(or srun); each rank computes only its own shards, with the same bits on any mesh. A mesh\n"
       "of one device runs without mpirun. `--rank K` computes rank K alone, without MPI, and\n"
       "writes only its file (to regenerate a lost or corrupt shard). A rank whose file is already\n"
-      "complete and verified is skipped, so a rerun resumes.\n\n"
+      "complete and verified is skipped, so a rerun resumes; one computed from another version\n"
+      "of a base checkpoint (init.load) than the one there now is computed again.\n\n"
       "The program (program.json + kernels.so) is read from the directory holding this\n"
       "executable unless --program is given.",
       programName};

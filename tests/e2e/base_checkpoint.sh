@@ -332,3 +332,45 @@ fails_cleanly "base inside --out" "^init: error: the base checkpoint inside/base
   p-inside/init --out inside --overwrite
 cmp base.safetensors inside/base.safetensors || fail "the base inside --out was changed"
 echo "ok mistakes"
+
+# A rerun recomputes the shards an earlier run computed from another version of the base (its
+# size or modification time changed), and keeps them while the base is as it was.
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --out c-dp_2_tp_3-1 2>same.txt ||
+  fail "rerun, base unchanged: $(cat same.txt)"
+grep -q "ranks *6, 6 already complete (0-5)$" same.txt ||
+  fail "a rerun with the same base did not keep every shard: $(cat same.txt)"
+mv base.safetensors base.before
+"$PYTHON" - base.before base.safetensors <<'EOF' || fail "write a fine-tuned base"
+import sys
+from tensors import save, tensors
+t = tensors(sys.argv[1])
+dtype, shape, blob = t["wide"]
+t["wide"] = (dtype, shape, bytes(b ^ 0x80 if i % 4 == 3 else b for i, b in enumerate(blob)))  # -w
+save(sys.argv[2], t)
+EOF
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --out c-dp_2_tp_3-1 2>changed.txt ||
+  fail "rerun, base changed: $(cat changed.txt)"
+grep -q "ranks *6, 6 computed again, their base checkpoint changed (0-5)$" changed.txt ||
+  fail "the rerun kept shards of the old base: $(cat changed.txt)"
+"$INITC" verify c-dp_2_tp_3-1 >/dev/null || fail "verify after the base changed"
+"$INITC" assemble c-dp_2_tp_3-1 -o rebased.safetensors >/dev/null || fail "assemble after the base changed"
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --quiet --out c-new-base || fail "run from the new base"
+"$INITC" assemble c-new-base -o fresh.safetensors >/dev/null || fail "assemble the fresh run"
+cmp rebased.safetensors fresh.safetensors || fail "the rerun differs from a fresh run from the new base"
+"$PYTHON" - base.safetensors rebased.safetensors "$reference" <<'EOF' || fail "the rerun does not hold the new base"
+import sys
+from tensors import tensors
+base, rebased, before = (tensors(p) for p in sys.argv[1:])
+assert rebased["wide"] == base["wide"] != before["wide"]
+assert rebased["head"] == before["head"]
+EOF
+# One rank run alone says it; only touching the base is a change too, with the same bytes.
+touch base.safetensors
+p-dp_2_tp_3/init --rank 4 --out c-dp_2_tp_3-1 2>one.txt || fail "rerun of rank 4: $(cat one.txt)"
+grep -q "^init: rank 4: c-dp_2_tp_3-1/rank-00004-of-00006.safetensors: computed from another version of base.safetensors: computing it again$" one.txt ||
+  fail "rank 4 alone did not say why it computed its shard again: $(cat one.txt)"
+"$INITC" verify c-dp_2_tp_3-1 >/dev/null || fail "verify after rank 4 was computed again"
+"$INITC" assemble c-dp_2_tp_3-1 -o touched.safetensors >/dev/null || fail "assemble after rank 4"
+cmp touched.safetensors fresh.safetensors || fail "rank 4 computed again from a touched base differs"
+mv base.before base.safetensors
+echo "ok base changed"

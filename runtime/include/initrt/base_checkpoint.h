@@ -35,6 +35,9 @@ public:
   /// The safetensors file that holds `tensor`: `file` itself, or the one its index names.
   std::optional<std::string> locate(const std::string &file, const std::string &tensor,
                                     std::string &error);
+  /// Every safetensors file opened, as opened: {path: {"bytes": N, "modified_ns": T}} as
+  /// compact JSON, paths in byte order; "" when none was.
+  std::string stamps() const;
 
 private:
   const std::map<std::string, std::string> *weightMap(const std::string &index, std::string &error);
@@ -77,6 +80,9 @@ public:
   const BaseTensor *tensor(size_t p) const {
     return p < tensors.size() && tensors[p] ? &*tensors[p] : nullptr;
   }
+  /// Which versions of the files were opened (BaseFiles::stamps): a shard records them, and a
+  /// rerun recomputes a shard that records others.
+  std::string stamps() const { return files.stamps(); }
 
 private:
   BaseFiles files;

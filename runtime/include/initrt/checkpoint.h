@@ -51,9 +51,11 @@ public:
   ShardFileStream &operator=(const ShardFileStream &) = delete;
 
   /// `layout`: the rank's tensors (param, slice, bytes; no data yet), indexed as writePiece's
-  /// `index`.
+  /// `index`. `baseStamps`: the versions of the base checkpoints the tensors are read from
+  /// (BaseCheckpoints::stamps()), recorded in the file; "" when none is.
   bool open(const std::string &dir, const Program &program, int64_t rank,
-            const std::vector<ShardTensor> &layout, std::string &error);
+            const std::vector<ShardTensor> &layout, std::string &error,
+            const std::string &baseStamps = "");
   /// Bytes [offset, offset + bytes) of layout tensor `index`. A tensor's pieces come in order,
   /// starting at 0; tensors one after another. One thread at a time.
   bool writePiece(size_t index, uint64_t offset, const void *data, uint64_t bytes,
@@ -63,9 +65,12 @@ public:
   bool finish(std::vector<std::string> &checksums, std::string &error);
 
 private:
+  bool fileContents(std::vector<SafetensorsTensor> &contents, SafetensorsMetadata &metadata,
+                    std::string &error) const;
+
   const Program *program = nullptr;
   int64_t rank = 0;
-  std::string path, header;
+  std::string path, header, baseStamps;
   std::vector<ShardTensor> tensors;
   std::vector<uint64_t> offsets; // in the file, per layout tensor
   AtomicFile file;
@@ -82,6 +87,19 @@ bool shardIsComplete(const std::string &dir, const Program &program, int64_t ran
 /// The same, saying in `reason` why the shard is not complete (to log before rewriting it).
 bool shardIsComplete(const std::string &dir, const Program &program, int64_t rank,
                      std::vector<std::string> &checksums, std::string &reason);
+
+/// What a rerun finds of a rank's shard file.
+enum class ShardState {
+  Complete,
+  Incomplete,  // missing, unfinished, damaged or another program's
+  BaseChanged, // whole, but computed from other versions of the base checkpoints
+};
+/// shardIsComplete's check, which also compares the base checkpoints' versions the shard records
+/// with `baseStamps` (BaseCheckpoints::stamps() of the files as they are now; "" when the program
+/// loads none). `reason` says why the shard is not complete.
+ShardState shardState(const std::string &dir, const Program &program, int64_t rank,
+                      std::vector<std::string> &checksums, std::string &reason,
+                      const std::string *baseStamps = nullptr);
 
 /// The persistent params some ranks hold copies of (a mesh axis of size > 1 splits none of their
 /// dims), in program order: the ones whose replicas index.json's writer compares.

@@ -56,6 +56,8 @@ public:
   const std::string &baseFailure(size_t paramIndex) const { return bases.failure(paramIndex); }
   /// The tensor program.params[paramIndex] loads, or null when its kernel computes it.
   const BaseTensor *baseTensor(size_t paramIndex) const { return bases.tensor(paramIndex); }
+  /// Which versions of the base checkpoints were opened (BaseCheckpoints::stamps).
+  std::string baseStamps() const { return bases.stamps(); }
   /// The CPU the loaded kernels were compiled for.
   const std::string &targetCpu() const { return cpu; }
 

@@ -128,6 +128,13 @@ struct SafetensorsEntry {
   uint64_t bytes() const { return end - begin; }
 };
 
+/// Which version of a file was read, told apart without reading it again (as make and rsync
+/// do): its size and its modification time, in nanoseconds since the epoch.
+struct FileStamp {
+  uint64_t bytes = 0;
+  int64_t modifiedNs = 0;
+};
+
 /// An open safetensors file whose header has been validated. Tensor bytes are read on demand.
 class SafetensorsReader {
 public:
@@ -144,6 +151,8 @@ public:
   bool open(const std::string &path, std::string &error);
 
   const std::string &path() const { return filePath; }
+  /// The file as it was opened.
+  const FileStamp &stamp() const { return fileStamp; }
   /// Tensors in data-offset order.
   const std::vector<SafetensorsEntry> &tensors() const { return entries; }
   const SafetensorsEntry *find(const std::string &name) const;
@@ -161,6 +170,7 @@ public:
 
 private:
   std::string filePath;
+  FileStamp fileStamp;
   int fd = -1;
   uint64_t dataOffset = 0;
   bool metadataPresent = false;

@@ -525,6 +525,43 @@ TEST_F(CheckpointTest, CorruptReplicaIsReported) {
   EXPECT_TRUE(assembleCheckpoint(dir, root + "/model.safetensors", error)) << error;
 }
 
+// A shard records the versions of the base checkpoints it was computed from: a rerun that finds
+// others computes it again, and one that cannot open them (no stamps to compare) keeps it.
+TEST_F(CheckpointTest, ShardOfAnotherBaseVersionIsComputedAgain) {
+  Program program = tinyProgram();
+  std::string error;
+  ASSERT_TRUE(checkOutputDir(dir, program, false, error)) << error;
+  std::vector<std::vector<char>> globals;
+  for (size_t i = 0; i < program.params.size(); ++i)
+    globals.push_back(globalBytes(program.params[i], i));
+  std::vector<ShardTensor> tensors = writeShard(program, 0, globals); // the bytes to stream
+  const std::string stamps = R"({"base.safetensors":{"bytes":100,"modified_ns":7}})";
+  ShardFileStream stream;
+  ASSERT_TRUE(stream.open(dir, program, 0, tensors, error, stamps)) << error;
+  for (size_t t = 0; t < tensors.size(); ++t)
+    ASSERT_TRUE(stream.writePiece(t, 0, tensors[t].data, tensors[t].bytes, error)) << error;
+  std::vector<std::string> written, checksums;
+  ASSERT_TRUE(stream.finish(written, error)) << error;
+
+  std::string reason;
+  EXPECT_EQ(shardState(dir, program, 0, checksums, reason, &stamps), ShardState::Complete)
+      << reason;
+  EXPECT_EQ(checksums[0], tensors[0].checksum);
+  EXPECT_EQ(shardState(dir, program, 0, checksums, reason), ShardState::Complete) << reason;
+  for (std::string now : {R"({"base.safetensors":{"bytes":100,"modified_ns":8}})",
+                          R"({"base.safetensors":{"bytes":101,"modified_ns":7}})",
+                          R"({"other.safetensors":{"bytes":100,"modified_ns":7}})"}) {
+    EXPECT_EQ(shardState(dir, program, 0, checksums, reason, &now), ShardState::BaseChanged) << now;
+    std::string file = now.substr(2, now.find('"', 2) - 2);
+    EXPECT_EQ(reason, shardPath(0, 2) + ": computed from another version of " + file);
+  }
+  // A shard that records none (written by a run that loaded nothing) is of another base too.
+  writeShard(program, 0, globals);
+  EXPECT_EQ(shardState(dir, program, 0, checksums, reason, &stamps), ShardState::BaseChanged);
+  const std::string none;
+  EXPECT_EQ(shardState(dir, program, 0, checksums, reason, &none), ShardState::Complete) << reason;
+}
+
 TEST_F(CheckpointTest, TruncatedOrMissingShardIsIncomplete) {
   Program program = tinyProgram();
   writeAll(program);
