@@ -71,26 +71,6 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return text + "]";
 }
 
-/// What a shard's entry for a parameter holds against what the index expects, when they differ:
-/// "the file holds F32 [2, 3] at [2, 0], the index expects ..."; the global shape is named when
-/// it is what differs. Empty when they agree.
-std::string sliceMismatch(const std::string &dtype, const std::vector<int64_t> &shape,
-                          const std::vector<int64_t> &offset,
-                          const std::vector<int64_t> &globalShape, const std::string &wantDtype,
-                          const std::vector<int64_t> &wantShape,
-                          const std::vector<int64_t> &wantOffset,
-                          const std::vector<int64_t> &wantGlobalShape) {
-  if (dtype == wantDtype && shape == wantShape && offset == wantOffset &&
-      globalShape == wantGlobalShape)
-    return "";
-  bool global = globalShape != wantGlobalShape;
-  return "the file holds " + dtype + " " + shapeText(shape) + " at " + shapeText(offset) +
-         (global ? " of a tensor of shape " + shapeText(globalShape) : "") +
-         ", the index expects " + wantDtype + " " + shapeText(wantShape) + " at " +
-         shapeText(wantOffset) +
-         (global ? " of a tensor of shape " + shapeText(wantGlobalShape) : "");
-}
-
 /// Parses "rank-00003-of-00004.safetensors" (5 or more digits each).
 bool parseShardFileName(const std::string &name, int64_t &rank, int64_t &worldSize) {
   auto digitsAt = [&](size_t &pos, int64_t &value) {
@@ -192,6 +172,35 @@ struct Index {
   std::vector<uint64_t> digests; // shardDigest per rank
   std::vector<IndexParam> params;
 };
+
+/// Rank `rank`'s entry for `item`, checked against its initc.tensors record and the index; null
+/// with `why` saying what is wrong: missing, or what the file holds against what the index
+/// expects ("the file holds F32 [2, 3] at [2, 0], the index expects ..."; the global shape is
+/// named when it is what differs).
+const SafetensorsEntry *indexedEntry(const SafetensorsReader &reader,
+                                     const std::map<std::string, ShardTensorRecord> &records,
+                                     const Index &index, const IndexParam &item, int64_t rank,
+                                     std::string &why) {
+  const SafetensorsEntry *entry = reader.find(item.param.name);
+  auto record = records.find(item.param.name);
+  if (!entry || record == records.end()) {
+    why = entry ? "no initc.tensors entry" : "missing from the file";
+    return nullptr;
+  }
+  Slice want = sliceForRank(index.mesh, item.param, rank);
+  const ShardTensorRecord &has = record->second;
+  if (entry->dtype == item.dtype && entry->shape == want.shape && has.offset == want.offset &&
+      has.globalShape == item.param.shape)
+    return entry;
+  bool global = has.globalShape != item.param.shape;
+  why = "the file holds " + entry->dtype + " " + shapeText(entry->shape) + " at " +
+        shapeText(has.offset) +
+        (global ? " of a tensor of shape " + shapeText(has.globalShape) : "") +
+        ", the index expects " + item.dtype + " " + shapeText(want.shape) + " at " +
+        shapeText(want.offset) +
+        (global ? " of a tensor of shape " + shapeText(item.param.shape) : "");
+  return nullptr;
+}
 
 /// index.json's text; `error` names the file and what it is instead when it cannot be read.
 bool readTextFile(const std::string &path, std::string &text, std::string &error) {
@@ -1120,21 +1129,10 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
     part->where =
         param.name + " on rank " + std::to_string(owner) + " (" + index.files[size_t(owner)] + ")";
     OpenShard *shard = cache.get(owner, error);
-    if (!shard) {
+    const SafetensorsEntry *entry =
+        shard ? indexedEntry(shard->reader, shard->records, index, item, owner, error) : nullptr;
+    if (!entry) {
       error = part->where + ": " + error + ": " + rerunHint(dir, owner);
-      return false;
-    }
-    const SafetensorsEntry *entry = shard->reader.find(param.name);
-    auto record = shard->records.find(param.name);
-    if (!entry || record == shard->records.end()) {
-      error = part->where + ": missing from the file: " + rerunHint(dir, owner);
-      return false;
-    }
-    std::string mismatch =
-        sliceMismatch(entry->dtype, entry->shape, record->second.offset, record->second.globalShape,
-                      item.dtype, slice.shape, slice.offset, param.shape);
-    if (!mismatch.empty()) {
-      error = part->where + ": " + mismatch + ": " + rerunHint(dir, owner);
       return false;
     }
     part->offset = param.shape.empty() ? std::vector<int64_t>{0} : slice.offset;
@@ -1144,7 +1142,7 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
       part->strides[d] = part->strides[d + 1] * part->shape[d + 1];
     part->begin = entry->begin;
     part->bytes = entry->bytes();
-    part->checksum = record->second.checksum;
+    part->checksum = shard->records.at(param.name).checksum;
     slices.push_back(std::move(part));
   }
 
@@ -1313,24 +1311,11 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
       error = where + ": " + error + ": " + rerunHint(dir, rank, !otherId.empty());
       return false;
     }
-    for (const IndexParam &item : index.params) {
-      const SafetensorsEntry *entry = shard->reader.find(item.param.name);
-      auto record = shard->records.find(item.param.name);
-      if (!entry || record == shard->records.end()) {
-        error = item.param.name + " on " + where + ": missing from the file: " +
-                rerunHint(dir, rank);
+    for (const IndexParam &item : index.params)
+      if (!indexedEntry(shard->reader, shard->records, index, item, rank, error)) {
+        error = item.param.name + " on " + where + ": " + error + ": " + rerunHint(dir, rank);
         return false;
       }
-      Slice slice = sliceForRank(index.mesh, item.param, rank);
-      std::string mismatch =
-          sliceMismatch(entry->dtype, entry->shape, record->second.offset,
-                        record->second.globalShape, item.dtype, slice.shape, slice.offset,
-                        item.param.shape);
-      if (!mismatch.empty()) {
-        error = item.param.name + " on " + where + ": " + mismatch + ": " + rerunHint(dir, rank);
-        return false;
-      }
-    }
     if (shard->reader.tensors().size() != index.params.size()) {
       error = where + ": holds tensors index.json does not list: " + rerunHint(dir, rank);
       return false;
@@ -1367,14 +1352,10 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
       std::string where = item.param.name + " on rank " + std::to_string(owner) + " (" +
                           index.files[size_t(owner)] + ")";
       OpenShard *shard = cache.get(owner, error);
-      if (!shard) {
+      const SafetensorsEntry *entry =
+          shard ? indexedEntry(shard->reader, shard->records, index, item, owner, error) : nullptr;
+      if (!entry) {
         error = where + ": " + error + ": " + rerunHint(dir, owner);
-        return false;
-      }
-      const SafetensorsEntry *entry = shard->reader.find(item.param.name);
-      auto record = shard->records.find(item.param.name);
-      if (!entry || record == shard->records.end()) {
-        error = where + ": missing from the file: " + rerunHint(dir, owner);
         return false;
       }
       std::string hex;
@@ -1382,7 +1363,7 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
         error = where + ": " + error;
         return false;
       }
-      if (hex != record->second.checksum) {
+      if (hex != shard->records.at(item.param.name).checksum) {
         error = where + ": checksum mismatch, the file is corrupt: " + rerunHint(dir, owner);
         return false;
       }
@@ -1447,23 +1428,10 @@ RankCheck checkRankFile(const std::string &dir, const Index &index, int64_t rank
   // the order they lie in the file, front to back, which is what lets the kernel read ahead.
   std::vector<std::string> trouble(index.params.size());
   std::vector<std::pair<const SafetensorsEntry *, size_t>> toRead; // entry, p
-  for (size_t p = 0; p < index.params.size(); ++p) {
-    const IndexParam &item = index.params[p];
-    const SafetensorsEntry *entry = reader.find(item.param.name);
-    auto record = records.find(item.param.name);
-    if (!entry) {
-      trouble[p] = "missing from the file";
-    } else if (record == records.end()) {
-      trouble[p] = "no initc.tensors entry";
-    } else {
-      Slice slice = sliceForRank(index.mesh, item.param, rank);
-      trouble[p] = sliceMismatch(entry->dtype, entry->shape, record->second.offset,
-                                 record->second.globalShape, item.dtype, slice.shape, slice.offset,
-                                 item.param.shape);
-      if (trouble[p].empty())
-        toRead.push_back({entry, p});
-    }
-  }
+  for (size_t p = 0; p < index.params.size(); ++p)
+    if (const SafetensorsEntry *entry =
+            indexedEntry(reader, records, index, index.params[p], rank, trouble[p]))
+      toRead.push_back({entry, p});
   std::sort(toRead.begin(), toRead.end(),
             [](const auto &a, const auto &b) { return a.first->begin < b.first->begin; });
   std::vector<uint64_t> sums(index.params.size(), 0);
