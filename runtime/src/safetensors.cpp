@@ -38,8 +38,6 @@ const DTypeInfo kDTypes[] = {
 
 // One write() moves at most this much; Linux caps a single write a little below 2 GiB.
 constexpr uint64_t kMaxWriteChunk = 1ull << 30;
-// Bounded scratch for reading tensor bytes back.
-constexpr uint64_t kReadChunk = 8ull << 20;
 
 std::string errnoText(int err) { return std::strerror(err); }
 
@@ -426,59 +424,12 @@ bool AtomicFile::open(const std::string &path, uint64_t expectedBytes, std::stri
   return true;
 }
 
-namespace {
-// Network and FUSE file systems, where direct I/O turns each write into synchronous requests of
-// the server and its gain was not measured: they keep the page cache unless asked.
-bool networkFileSystem(int fd) {
-  struct statfs info;
-  if (::fstatfs(fd, &info) != 0)
-    return false;
-  switch (uint32_t(info.f_type)) {
-  case 0x6969:     // NFS
-  case 0xFF534D42: // CIFS
-  case 0xFE534D42: // SMB2
-  case 0x517B:     // SMB
-  case 0x65735546: // FUSE
-    return true;
-  default:
-    return false;
-  }
-}
-
-bool bypassWanted(int fd, uint64_t bytes) {
-  const char *setting = std::getenv("INITRT_DIRECT_IO");
-  if (setting && std::strcmp(setting, "0") == 0)
-    return false;
-  if (setting && std::strcmp(setting, "1") == 0)
-    return true;
-  return bytes >= kDirectMinFileBytes && !networkFileSystem(fd);
-}
-} // namespace
-
-bool checkDirectIoSetting(std::string &error) {
-  const char *setting = std::getenv("INITRT_DIRECT_IO");
-  if (!setting || !*setting || !std::strcmp(setting, "0") || !std::strcmp(setting, "1"))
-    return true;
-  error = std::string("INITRT_DIRECT_IO=") + setting +
-          ": use 0 (write through the page cache) or 1 (past it, for every file), or unset it "
-          "(past it for files of 64 MiB or more on local file systems)";
-  return false;
-}
-
 void AtomicFile::bypassPageCache(uint64_t expectedBytes) {
-  if (!bypassWanted(fd, expectedBytes))
+  if (!directIoWanted(fd, expectedBytes))
     return;
-  uint64_t block = 4096;
-#ifdef STATX_DIOALIGN
-  struct statx info;
-  if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &info) == 0 &&
-      (info.stx_mask & STATX_DIOALIGN)) {
-    if (info.stx_dio_offset_align == 0) // this file takes no direct I/O
-      return;
-    block =
-        std::max({block, uint64_t(info.stx_dio_offset_align), uint64_t(info.stx_dio_mem_align)});
-  }
-#endif
+  uint64_t block = directIoBlock(fd);
+  if (block == 0)
+    return;
   // Where the kernel cannot tell, O_DIRECT is tried: DirectWriter falls back on EINVAL.
   int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_DIRECT) != 0)
@@ -851,17 +802,37 @@ bool SafetensorsReader::read(uint64_t offset, void *out, uint64_t bytes,
   return true;
 }
 
+bool SafetensorsReader::readEach(uint64_t offset, uint64_t bytes,
+                                 const std::function<void(const char *, uint64_t)> &take,
+                                 std::string &error) const {
+  if (fd < 0) {
+    error = filePath + ": not open";
+    return false;
+  }
+  int err = readFileRange(fd, dataOffset + offset, bytes,
+                          directIoWanted(fd, fileStamp.bytes, bytes), take);
+  if (err) {
+    error = filePath + ": " + (err > 0 ? errnoText(err) : "the file was truncated while reading");
+    return false;
+  }
+  return true;
+}
+
+bool SafetensorsReader::readOnce(uint64_t offset, void *out, uint64_t bytes,
+                                 std::string &error) const {
+  char *into = static_cast<char *>(out);
+  return readEach(
+      offset, bytes,
+      [&](const char *data, uint64_t piece) { into = std::copy_n(data, piece, into); }, error);
+}
+
 bool SafetensorsReader::checksum(const SafetensorsEntry &entry, std::string &hex,
                                  std::string &error) const {
   StreamingChecksum sum;
-  std::vector<char> buffer(size_t(std::min(entry.bytes(), kReadChunk)));
-  for (uint64_t done = 0; done < entry.bytes();) {
-    uint64_t piece = std::min<uint64_t>(entry.bytes() - done, buffer.size());
-    if (!read(entry.begin + done, buffer.data(), piece, error))
-      return false;
-    sum.update(buffer.data(), size_t(piece));
-    done += piece;
-  }
+  if (!readEach(
+          entry.begin, entry.bytes(),
+          [&](const char *data, uint64_t bytes) { sum.update(data, size_t(bytes)); }, error))
+    return false;
   hex = sum.hex();
   return true;
 }

@@ -218,7 +218,7 @@ expect_error "INITRT_TARGET_CPU not compiled" \
   "no kernels were compiled for x86-64-v2 \(from INITRT_TARGET_CPU\)" \
   env INITRT_TARGET_CPU=x86-64-v2 "$WORK/prog/init" --rank 0 --out "$WORK/rank"
 expect_error "INITRT_DIRECT_IO mistyped" \
-  "INITRT_DIRECT_IO=off: use 0 \(write through the page cache\) or 1 \(past it, for every file\)" \
+  "INITRT_DIRECT_IO=off: use 0 \(through the page cache\) or 1 \(past it, for every file\)" \
   env INITRT_DIRECT_IO=off "$WORK/prog/init" --rank 0 --out "$WORK/rank"
 expect_error "INITRT_DIRECT_IO mistyped, assemble" "INITRT_DIRECT_IO=yes: use 0" \
   env INITRT_DIRECT_IO=yes "$INITC" assemble "$WORK/ref" -o "$WORK/rank.safetensors"

@@ -13,7 +13,7 @@
 #include "initc/Transforms/Passes.h"
 #include "initc/Transforms/Sharding.h"
 #include "initrt/checkpoint.h"
-#include "initrt/direct_writer.h"
+#include "initrt/direct_io.h"
 #include "initrt/executor.h"
 #include "initrt/orthogonal.h"
 #include "initrt/program_io.h"

@@ -6,10 +6,11 @@
 // and the reader preads into the caller's buffer.
 #pragma once
 
-#include "initrt/direct_writer.h"
+#include "initrt/direct_io.h"
 #include "initrt/report.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,10 +62,6 @@ enum class FileCaching {
   /// file systems. INITRT_DIRECT_IO=0 turns this off, INITRT_DIRECT_IO=1 applies it to any file.
   Bypass,
 };
-
-/// False, with a message saying what it takes, when INITRT_DIRECT_IO holds anything but 0 or 1:
-/// checked before a run, so that a mistyped setting is not silently the default.
-bool checkDirectIoSetting(std::string &error);
 
 /// A file written under a temporary name in its final directory (".<name>.tmp-<pid>") and renamed
 /// into place by commit() after an fsync, then the directory is fsynced. Until commit() succeeds
@@ -165,10 +162,18 @@ public:
 
   /// Reads `bytes` bytes starting `offset` bytes into the data section.
   bool read(uint64_t offset, void *out, uint64_t bytes, std::string &error) const;
-  /// XXH3-64 hex of a tensor's bytes, reading the file in bounded chunks.
+  /// The same, for bytes read once (assembling, checking): past the page cache when the file is
+  /// large (directIoWanted), so that they do not fill it.
+  bool readOnce(uint64_t offset, void *out, uint64_t bytes, std::string &error) const;
+  /// XXH3-64 hex of a tensor's bytes, read once, in bounded pieces.
   bool checksum(const SafetensorsEntry &entry, std::string &hex, std::string &error) const;
 
 private:
+  /// Hands bytes [offset, offset + bytes) of the data section to `take`, piece by piece, as
+  /// readOnce reads them.
+  bool readEach(uint64_t offset, uint64_t bytes,
+                const std::function<void(const char *, uint64_t)> &take, std::string &error) const;
+
   std::string filePath;
   FileStamp fileStamp;
   int fd = -1;

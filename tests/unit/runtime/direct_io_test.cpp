@@ -1,6 +1,7 @@
 // DirectWriter: ranges written in any order, through aligned blocks past the page cache, give the
 // file exactly the bytes written; a file system that refuses direct I/O midway loses nothing.
-#include "initrt/direct_writer.h"
+// readFileRange: any range read past the page cache gives the file's bytes and leaves no page.
+#include "initrt/direct_io.h"
 #include "initrt/safetensors.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,7 +21,7 @@ using namespace initrt;
 
 namespace {
 
-class DirectWriterTest : public ::testing::Test {
+class DirectIoTest : public ::testing::Test {
 protected:
   void SetUp() override {
     char pattern[] = "/tmp/initrt-direct-XXXXXX";
@@ -131,7 +133,7 @@ uint64_t directAlignment(const std::string &dir) {
   return alignment;
 }
 
-TEST_F(DirectWriterTest, RangesInAnyOrderGiveTheBytesWritten) {
+TEST_F(DirectIoTest, RangesInAnyOrderGiveTheBytesWritten) {
   std::mt19937_64 rng(20261127);
   const uint64_t alignment = directAlignment(dir); // 0: no direct I/O, or the kernel does not say
   // Sizes around a block and around the 16 MiB staging buffer, ranges far below and above both.
@@ -159,7 +161,7 @@ TEST_F(DirectWriterTest, RangesInAnyOrderGiveTheBytesWritten) {
 
 // Blocks of half the file system's alignment: the first write the kernel refuses turns direct I/O
 // off, with blocks already written directly and others waiting for their missing bytes.
-TEST_F(DirectWriterTest, RefusedDirectWritesFallBackWithoutLosingBytes) {
+TEST_F(DirectIoTest, RefusedDirectWritesFallBackWithoutLosingBytes) {
   uint64_t alignment = directAlignment(dir);
   if (alignment < 2)
     GTEST_SKIP() << "the file system of " << dir << " reports no direct I/O alignment";
@@ -177,7 +179,7 @@ TEST_F(DirectWriterTest, RefusedDirectWritesFallBackWithoutLosingBytes) {
   EXPECT_GE(fellBack, 3);
 }
 
-TEST_F(DirectWriterTest, WriteErrorsAreReturned) {
+TEST_F(DirectIoTest, WriteErrorsAreReturned) {
   DirectWriter writer(-1, 8192, 4096);
   char data[4096] = {};
   EXPECT_EQ(writer.write(0, data, sizeof data), 0); // staged: nothing written yet
@@ -186,7 +188,7 @@ TEST_F(DirectWriterTest, WriteErrorsAreReturned) {
 
 // AtomicFile's FileCaching::Bypass, forced on for a small file, as shard files use it: pieces
 // in any order, then the header, committed to the bytes written and nothing else.
-TEST_F(DirectWriterTest, AtomicFileBypassingThePageCacheWritesTheSameFile) {
+TEST_F(DirectIoTest, AtomicFileBypassingThePageCacheWritesTheSameFile) {
   std::mt19937_64 rng(11);
   const uint64_t size = (3 << 20) + 1001;
   std::string bytes = randomBytes(size, rng);
@@ -215,3 +217,82 @@ TEST_F(DirectWriterTest, AtomicFileBypassingThePageCacheWritesTheSameFile) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// readFileRange
+//===----------------------------------------------------------------------===//
+
+/// Whether any page of `bytes` bytes at `offset` of `fd`'s file is in the page cache.
+bool anyPageCached(int fd, uint64_t offset, uint64_t bytes) {
+  void *map = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, off_t(offset));
+  EXPECT_NE(map, MAP_FAILED);
+  std::vector<unsigned char> pages((bytes + 4095) / 4096);
+  EXPECT_EQ(mincore(map, bytes, pages.data()), 0);
+  munmap(map, bytes);
+  return std::any_of(pages.begin(), pages.end(), [](unsigned char page) { return page & 1; });
+}
+
+TEST_F(DirectIoTest, ReadRangesGiveTheFileBytesInOrder) {
+  std::mt19937_64 rng(11);
+  const uint64_t size = 2 * kDirectStageBytes + 12345; // three pieces at most, the last ragged
+  const std::string bytes = randomBytes(size, rng), path = dir + "/file";
+  std::ofstream(path, std::ios::binary) << bytes;
+  int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  const std::vector<Range> ranges = {{0, size},
+                                     {0, 0},
+                                     {1, 1},
+                                     {4095, 2},
+                                     {4096, 4096},
+                                     {5000, (1 << 20) + 17},
+                                     {size - 1, 1},
+                                     {size - 4097, 4097},
+                                     {kDirectStageBytes - 3, kDirectStageBytes + 6}};
+  for (bool pastCache : {true, false})
+    for (const Range &range : ranges) {
+      std::string got;
+      uint64_t pieces = 0;
+      int err = readFileRange(fd, range.first, range.second, pastCache,
+                              [&](const char *data, uint64_t length) {
+                                EXPECT_LE(length, kDirectStageBytes);
+                                EXPECT_GT(length, 0u);
+                                got.append(data, length);
+                                ++pieces;
+                              });
+      EXPECT_EQ(err, 0);
+      EXPECT_TRUE(got == bytes.substr(range.first, range.second))
+          << range.first << " + " << range.second << (pastCache ? " past the cache" : "");
+      EXPECT_LE(pieces, (range.second + kDirectStageBytes - 1) / kDirectStageBytes + 1);
+    }
+  // Past the end of the file: -1, whatever was handed over before it.
+  std::string got;
+  EXPECT_EQ(readFileRange(fd, size - 10, 20, true,
+                          [&](const char *data, uint64_t length) { got.append(data, length); }),
+            -1);
+  EXPECT_EQ(got, bytes.substr(size - 10));
+  EXPECT_EQ(readFileRange(fd, size + 4096, 1, false, [](const char *, uint64_t) {}), -1);
+  ::close(fd);
+}
+
+// The point of reading past the cache: the pages read are not left in it. Where the file system
+// takes no direct I/O (tmpfs), the bytes still come, through the cache.
+TEST_F(DirectIoTest, ReadingPastTheCacheLeavesNoPageInIt) {
+  std::mt19937_64 rng(12);
+  const uint64_t size = 4 << 20;
+  const std::string path = dir + "/file";
+  std::ofstream(path, std::ios::binary) << randomBytes(size, rng);
+  int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(fdatasync(fd), 0);
+  ASSERT_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  if (directIoBlock(fd) == 0 || anyPageCached(fd, 0, size)) {
+    ::close(fd);
+    GTEST_SKIP() << "this file system takes no direct I/O, or keeps its pages";
+  }
+  auto nothing = [](const char *, uint64_t) {};
+  ASSERT_EQ(readFileRange(fd, 1, size - 2, true, nothing), 0);
+  EXPECT_FALSE(anyPageCached(fd, 0, size));
+  ASSERT_EQ(readFileRange(fd, 1, size - 2, false, nothing), 0);
+  EXPECT_TRUE(anyPageCached(fd, 0, size));
+  ::close(fd);
+}
