@@ -21,9 +21,9 @@ bool endsWith(const std::string &text, const std::string &suffix) {
 
 // The weight_map of a Hugging Face index: tensor name -> file name in the index's directory.
 bool readWeightMap(const std::string &path, std::map<std::string, std::string> &out,
-                   std::string &error) {
+                   FileStamp &stamp, std::string &error) {
   std::string text, why;
-  if (readRegularFile(path, kMaxJsonFileBytes, text, why) != ReadFileStatus::Ok) {
+  if (readRegularFile(path, kMaxJsonFileBytes, text, why, &stamp) != ReadFileStatus::Ok) {
     error = path + ": cannot read the index: " + why;
     return false;
   }
@@ -59,7 +59,8 @@ const std::map<std::string, std::string> *BaseFiles::weightMap(const std::string
   auto known = weightMaps.find(index);
   if (known == weightMaps.end()) {
     std::map<std::string, std::string> map;
-    if (!readWeightMap(index, map, error)) {
+    if (!readWeightMap(index, map, indexStamps[index], error)) {
+      indexStamps.erase(index);
       failures[index] = error;
       return nullptr;
     }
@@ -102,13 +103,31 @@ const SafetensorsReader *BaseFiles::open(const std::string &path, std::string &e
 }
 
 std::string BaseFiles::stamps() const {
-  if (files.empty())
-    return "";
-  nlohmann::ordered_json all = nlohmann::ordered_json::object();
+  std::map<std::string, FileStamp> all = indexStamps;
   for (const auto &[path, reader] : files)
-    all[path] = {{"bytes", reader->stamp().bytes}, {"modified_ns", reader->stamp().modifiedNs}};
+    all[path] = reader->stamp();
+  if (all.empty())
+    return "";
+  // Written as each JSON library reads it back: keys in byte order, numbers as integers.
+  nlohmann::json text = nlohmann::json::object();
+  for (const auto &[path, stamp] : all)
+    text[path] = {{"bytes", stamp.bytes},
+                  {"mtime", {stamp.modified[0], stamp.modified[1]}},
+                  {"ctime", {stamp.changed[0], stamp.changed[1]}}};
   // Paths are bytes, not always UTF-8: those that are not are written escaped, never refused.
-  return all.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  return text.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string BaseFiles::changedSinceOpened() const {
+  for (const auto &[path, reader] : files)
+    if (!reader->unchanged())
+      return path;
+  for (const auto &[path, stamp] : indexStamps) {
+    struct stat info;
+    if (::stat(path.c_str(), &info) != 0 || FileStamp::of(info) != stamp)
+      return path;
+  }
+  return "";
 }
 
 std::optional<BaseTensor> BaseFiles::find(const std::string &file, const std::string &tensor,
@@ -191,6 +210,11 @@ bool BaseCheckpoints::open(const Program &program, std::string &error) {
   tensors.assign(program.params.size(), std::nullopt);
   errors.assign(program.params.size(), std::string());
   error.clear();
+  failedOnlyAbsent = true;
+  auto absent = [](const std::string &path) {
+    struct stat info;
+    return ::stat(path.c_str(), &info) != 0 && errno == ENOENT;
+  };
   for (size_t p = 0; p < program.params.size(); ++p) {
     const Param &param = program.params[p];
     if (!param.load)
@@ -199,6 +223,10 @@ bool BaseCheckpoints::open(const Program &program, std::string &error) {
     std::optional<BaseTensor> tensor = files.find(param.load->file, param.load->tensor, why);
     if (!tensor || !checkBaseTensor(*tensor, param.name, param.dtype, param.shape, why)) {
       const std::string &file = param.load->file;
+      // Absent: the file named, or the one its index names for the tensor.
+      std::string unused;
+      std::optional<std::string> located = files.locate(file, param.load->tensor, unused);
+      failedOnlyAbsent = failedOnlyAbsent && (absent(file) || (located && absent(*located)));
       std::string &said = errors[p];
       said = "parameter '" + param.name + "' loads \"" + param.load->tensor + "\" from " + file;
       struct stat info;

@@ -217,11 +217,17 @@ bool readTextFile(const std::string &path, std::string &text, std::string &error
   return false;
 }
 
+/// `loadedFrom`: the base checkpoint the parameter is read from (init.load), or "".
 std::string replicaMismatch(const std::string &name, int64_t root, int64_t rank, uint64_t a,
-                            uint64_t b) {
-  return name + ": ranks " + std::to_string(root) + " and " + std::to_string(rank) +
-         " hold the same slice with different bytes (checksums " + checksumToHex(a) + ", " +
-         checksumToHex(b) + "): the result depends on the rank, which is a bug; report it";
+                            uint64_t b, const std::string &loadedFrom = "") {
+  std::string what = name + ": ranks " + std::to_string(root) + " and " + std::to_string(rank) +
+                     " hold the same slice with different bytes (checksums " + checksumToHex(a) +
+                     ", " + checksumToHex(b) + "): ";
+  if (!loadedFrom.empty())
+    return what + "they read it from different versions of " + loadedFrom +
+           " (init.load), changed during the run or not the same file where they ran: give "
+           "every rank the same file, then rerun the job with --overwrite";
+  return what + "the result depends on the rank, which is a bug; report it";
 }
 
 /// XXH3-64 (16 hex digits) of the index as written without its "checksum": compact JSON, keys in
@@ -600,27 +606,38 @@ bool ShardFileStream::finish(std::vector<std::string> &checksums, std::string &e
 }
 
 namespace {
-/// The first base file whose version differs between two BaseCheckpoints::stamps() texts, or ""
-/// when neither names one (such as a text that is not an object).
-std::string changedBaseFile(const std::string &recorded, const std::string &now) {
+/// How the base checkpoint versions a shard records (`recorded`, null for none) differ from
+/// those of the files now (`now`, BaseCheckpoints::stamps()), or "" when they do not. With
+/// `someMissing`, files absent now are not compared: only those there must be as recorded.
+std::string baseDifference(const std::string *recorded, const std::string &now, bool someMissing) {
+  if (!someMissing && recorded && *recorded == now)
+    return "";
   Json before, after;
   std::string why;
-  if (!parseJsonText(recorded.empty() ? "{}" : recorded, before, why) || !before.is_object() ||
-      !parseJsonText(now.empty() ? "{}" : now, after, why) || !after.is_object())
-    return "";
-  for (const auto &[path, stamp] : after.items())
-    if (!before.contains(path) || before[path] != stamp)
-      return path;
-  for (const auto &[path, stamp] : before.items())
-    if (!after.contains(path))
-      return path;
+  if (!recorded)
+    return "records no version of its base checkpoints";
+  if (!parseJsonText(recorded->empty() ? "{}" : *recorded, before, why) || !before.is_object())
+    return "records no readable version of its base checkpoints";
+  if (!parseJsonText(now.empty() ? "{}" : now, after, why) || !after.is_object())
+    return "its base checkpoints cannot be compared (internal error; run again)";
+  for (const auto &[path, stamp] : after.items()) {
+    auto was = before.find(path);
+    if (was == before.end())
+      return "computed from other base checkpoint files (not " + path + ")";
+    if (*was != stamp)
+      return "computed from another version of " + path;
+  }
+  if (!someMissing)
+    for (const auto &[path, stamp] : before.items())
+      if (!after.contains(path))
+        return "computed from other base checkpoint files (" + path + " among them)";
   return "";
 }
 } // namespace
 
 ShardState shardState(const std::string &dir, const Program &program, int64_t rank,
                       std::vector<std::string> &checksums, std::string &reason,
-                      const std::string *baseStamps) {
+                      const std::string *baseStamps, bool someBasesMissing) {
   int64_t worldSize = program.mesh.size();
   checksums.assign(program.params.size(), std::string());
   SafetensorsReader reader;
@@ -632,12 +649,16 @@ ShardState shardState(const std::string &dir, const Program &program, int64_t ra
     return ShardState::Incomplete;
   }
   // Before reading any bytes: a shard of another version of the base is rewritten anyway.
-  const std::string *recorded = reader.metadataValue(kBaseStampsKey);
-  if (baseStamps && (recorded ? *recorded : "") != *baseStamps) {
-    std::string file = changedBaseFile(recorded ? *recorded : "", *baseStamps);
-    reason = reader.path() + ": computed from another version of " +
-             (file.empty() ? "its base checkpoints" : file);
-    return ShardState::BaseChanged;
+  if (baseStamps) {
+    const std::string *recorded = reader.metadataValue(kBaseStampsKey);
+    // A program that loads nothing records nothing.
+    std::string difference = baseStamps->empty() && !recorded
+                                 ? ""
+                                 : baseDifference(recorded, *baseStamps, someBasesMissing);
+    if (!difference.empty()) {
+      reason = reader.path() + ": " + difference;
+      return ShardState::BaseChanged;
+    }
   }
   std::map<std::string, ShardTensorRecord> records;
   if (!parseShardTensors(reader, records, reason))
@@ -748,7 +769,8 @@ bool writeIndex(const std::string &dir, const Program &program,
       uint64_t actual = reports[size_t(rank)].replicated[j];
       if (actual != expected) {
         error = "cannot write " + path + ": " +
-                replicaMismatch(param.name, root, rank, expected, actual);
+                replicaMismatch(param.name, root, rank, expected, actual,
+                                param.load ? param.load->file : "");
         return false;
       }
     }

@@ -9,6 +9,22 @@
 
 namespace initrt {
 
+FileStamp FileStamp::of(const struct stat &info) {
+  FileStamp stamp;
+  stamp.bytes = uint64_t(info.st_size);
+  stamp.modified[0] = int64_t(info.st_mtim.tv_sec);
+  stamp.modified[1] = int64_t(info.st_mtim.tv_nsec);
+  stamp.changed[0] = int64_t(info.st_ctim.tv_sec);
+  stamp.changed[1] = int64_t(info.st_ctim.tv_nsec);
+  return stamp;
+}
+
+bool FileStamp::operator==(const FileStamp &other) const {
+  return bytes == other.bytes && modified[0] == other.modified[0] &&
+         modified[1] == other.modified[1] && changed[0] == other.changed[0] &&
+         changed[1] == other.changed[1];
+}
+
 std::string fileKindText(unsigned mode) {
   if (S_ISDIR(mode))
     return "a directory";
@@ -24,7 +40,7 @@ std::string fileKindText(unsigned mode) {
 }
 
 ReadFileStatus readRegularFile(const std::string &path, uint64_t maxBytes, std::string &text,
-                               std::string &why) {
+                               std::string &why, FileStamp *stamp) {
   text.clear();
   int fd;
   do {
@@ -45,6 +61,8 @@ ReadFileStatus readRegularFile(const std::string &path, uint64_t maxBytes, std::
     ::close(fd);
     return ReadFileStatus::NotRegular;
   }
+  if (stamp)
+    *stamp = FileStamp::of(info);
   if (uint64_t(info.st_size) > maxBytes) {
     why = std::to_string(info.st_size) + " bytes, more than the " +
           std::to_string(maxBytes >> 20) + " MiB such a file can have";

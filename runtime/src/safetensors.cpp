@@ -671,7 +671,7 @@ bool SafetensorsReader::open(const std::string &path, std::string &error) {
   if (!S_ISREG(info.st_mode))
     return fail(fileKindText(info.st_mode) + ", not a regular file");
   uint64_t fileSize = uint64_t(info.st_size);
-  fileStamp = {fileSize, int64_t(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
+  fileStamp = FileStamp::of(info);
   if (fileSize < 8)
     return fail("not a safetensors file: " + std::to_string(fileSize) +
                 " bytes, shorter than the 8-byte header length (truncated?)");
@@ -786,6 +786,11 @@ const std::string *SafetensorsReader::metadataValue(const std::string &key) cons
     if (metaKey == key)
       return &value;
   return nullptr;
+}
+
+bool SafetensorsReader::unchanged() const {
+  struct stat info;
+  return fd >= 0 && ::fstat(fd, &info) == 0 && FileStamp::of(info) == fileStamp;
 }
 
 bool SafetensorsReader::read(uint64_t offset, void *out, uint64_t bytes,

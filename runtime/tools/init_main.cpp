@@ -48,7 +48,8 @@ struct RankStats {
   double skipped = 0;        // 1 if the rank's file was already complete
   double loaded = 0;         // elements read from base checkpoints (init.load)
   double rebased = 0;        // 1 if a whole shard was rewritten: its base checkpoint changed
-  static constexpr int kFields = 7;
+  double unchecked = 0;      // 1 if it was kept without its base checkpoint to compare with
+  static constexpr int kFields = 8;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -97,7 +98,7 @@ public:
   }
   std::vector<double> gatherStats(const RankStats &stats) override {
     return {stats.bytes,   stats.elements, stats.seconds, stats.peakRssBytes,
-            stats.skipped, stats.loaded,   stats.rebased};
+            stats.skipped, stats.loaded,   stats.rebased, stats.unchecked};
   }
   void broadcast(std::string &) override {}
 };
@@ -134,7 +135,7 @@ public:
   std::vector<double> gatherStats(const RankStats &stats) override {
     double mine[RankStats::kFields] = {stats.bytes,        stats.elements, stats.seconds,
                                        stats.peakRssBytes, stats.skipped,  stats.loaded,
-                                       stats.rebased};
+                                       stats.rebased,      stats.unchecked};
     std::vector<double> all(myRank == 0 ? size_t(worldSize) * RankStats::kFields : 0);
     MPI_Gather(mine, RankStats::kFields, MPI_DOUBLE, all.data(), RankStats::kFields, MPI_DOUBLE, 0,
                MPI_COMM_WORLD);
@@ -292,7 +293,7 @@ void printSummary(const Program &program, const Options &options, const std::vec
                   const std::string &kernelCpu) {
   double bytes = 0, written = 0, elements = 0, loaded = 0, slowest = 0, maxRss = 0;
   double maxShardBytes = 0;
-  int slowestRank = 0, maxRssRank = 0, skipped = 0, rebased = 0;
+  int slowestRank = 0, maxRssRank = 0, skipped = 0, rebased = 0, unchecked = 0;
   // stats are indexed by the job's ranks; a lone --rank run is that one rank.
   auto rankName = [&](int r) { return std::to_string(options.rank >= 0 ? options.rank : r); };
   for (int r = 0; r < ranks; ++r) {
@@ -312,6 +313,7 @@ void printSummary(const Program &program, const Options &options, const std::vec
     maxShardBytes = std::max(maxShardBytes, s[0]);
     skipped += s[4] != 0;
     rebased += s[6] != 0;
+    unchecked += s[7] != 0;
   }
   double modelElements = 0;
   for (const Param &param : program.params)
@@ -330,6 +332,11 @@ void printSummary(const Program &program, const Options &options, const std::vec
   if (skipped)
     rankText += ", " + std::to_string(skipped) + " already complete" +
                 (options.rank < 0 ? " (" + rankRanges(stats, ranks, 4) + ")" : "");
+  if (unchecked)
+    rankText +=
+        ", " +
+        (unchecked == skipped ? std::string("none") : std::to_string(unchecked) + " of them") +
+        " compared with their base checkpoint, which is absent";
   if (rebased)
     rankText += ", " + std::to_string(rebased) + " computed again, their base checkpoint changed" +
                 (options.rank < 0 ? " (" + rankRanges(stats, ranks, 6) + ")" : "");
@@ -468,12 +475,22 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   std::unique_ptr<KernelLibrary> kernels =
       KernelLibrary::load(progDir, program, error, options.targetCpu);
   code = kernels && baseOutsideOutput(program, options, error) ? kExitOk : kExitFailure;
-  // The base checkpoints init.load reads. A rank whose shard is already complete needs none: a
-  // finished job reruns without them. Any other stops here, before --out is touched.
+  // The base checkpoints init.load reads. A rank whose shard is already complete, computed from
+  // the files of the base that are there, needs the others no more: a finished job reruns without
+  // its base. A base that is there but cannot be used stops the rank, as does a missing one any
+  // rank that has to compute, before --out is touched.
   std::string baseError;
   const bool basesOpen = code != kExitOk || kernels->openBaseCheckpoints(program, baseError);
+  // The versions of the base files read (those that opened): what a shard records, and what a
+  // complete one must record to be kept.
+  const std::string baseStamps = code == kExitOk ? kernels->baseStamps() : "";
+  auto shardStateNow = [&](std::vector<std::string> &checksums, std::string &reason) {
+    return shardState(options.out, program, myRank, checksums, reason, &baseStamps, !basesOpen);
+  };
   std::vector<std::string> unused;
-  if (!basesOpen && (options.discard || !shardIsComplete(options.out, program, myRank, unused))) {
+  std::string notComplete;
+  if (!basesOpen && (options.discard || !kernels->basesOnlyAbsent() ||
+                     shardStateNow(unused, notComplete) != ShardState::Complete)) {
     code = kExitFailure;
     error = baseError;
   }
@@ -501,30 +518,40 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   RankStats stats;
   std::vector<std::string> checksums(program.params.size());
   code = kExitOk;
-  // A whole shard computed from other versions of the base checkpoints is computed again; one
-  // whose bases cannot be opened now is kept, whatever it was computed from.
-  const std::string baseStamps = basesOpen ? kernels->baseStamps() : "";
-  std::string notComplete;
-  ShardState state = options.discard ? ShardState::Incomplete
-                                     : shardState(options.out, program, myRank, checksums,
-                                                  notComplete, basesOpen ? &baseStamps : nullptr);
+  // A whole shard computed from other versions of the base checkpoints is computed again.
+  ShardState state =
+      options.discard ? ShardState::Incomplete : shardStateNow(checksums, notComplete);
   bool complete = state == ShardState::Complete;
   stats.rebased = state == ShardState::BaseChanged;
-  if (stats.rebased && !options.quiet && singleRank)
-    std::fprintf(stderr, "%s: rank %lld: %s: computing it again\n", programName.c_str(),
-                 (long long)myRank, notComplete.c_str());
+  stats.unchecked = complete && !basesOpen;
   if (!complete && !basesOpen) { // complete when checked before --out was prepared, not now
     code = kExitFailure;
-    error = baseError;
+    error = state == ShardState::BaseChanged ? notComplete + ", and " + baseError : baseError;
+  }
+  // Shards computed again from a changed base next to shards kept because their base is absent
+  // where their ranks run would be two versions of the base in one checkpoint.
+  const bool rebasing = world.maxInt(stats.rebased != 0);
+  if (rebasing && world.maxInt(stats.unchecked != 0)) {
+    code = kExitFailure;
+    error = "the base checkpoint changed since some ranks' shards were written, and other ranks, "
+            "where it is absent, cannot check theirs against it: keeping those would mix two "
+            "versions of the base in one checkpoint. Give every rank the base, or write to a new "
+            "--out";
   }
   if (int agreed = agreement.settle(code, error))
     return agreed;
+  if (stats.rebased && !options.quiet && singleRank)
+    std::fprintf(stderr,
+                 "%s: rank %lld: %s: computing it again (then rerun the whole job, so that "
+                 "index.json records it)\n",
+                 programName.c_str(), (long long)myRank, notComplete.c_str());
   if (complete) {
     stats.skipped = 1;
     // A job's summary counts the complete ranks; a lone --rank run says it here.
     if (!options.quiet && singleRank)
-      std::fprintf(stderr, "%s: rank %lld already complete, verified\n", programName.c_str(),
-                   (long long)myRank);
+      std::fprintf(stderr, "%s: rank %lld already complete, verified%s\n", programName.c_str(),
+                   (long long)myRank,
+                   stats.unchecked ? " (not compared with its base checkpoint, absent)" : "");
     for (const Param &param : program.params) {
       if (!param.persistent)
         continue;
@@ -569,8 +596,16 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
                         std::string &why) {
           return stream.writePiece(job, offset, data, bytes, why);
         };
+        // A base file changed while it was read may have given part old, part new bytes.
+        auto baseUnchanged = [&] {
+          std::string changed = kernels->baseChangedSinceRead();
+          if (!changed.empty())
+            error = changed + " (a base checkpoint) changed while this rank read it: run again";
+          return changed.empty();
+        };
         if (!stream.open(options.out, program, myRank, layout, error, baseStamps) ||
-            !streamShardJobs(jobs, runOptions, sink, error) || !stream.finish(written, error)) {
+            !streamShardJobs(jobs, runOptions, sink, error) || !baseUnchanged() ||
+            !stream.finish(written, error)) {
           code = kExitFailure;
         } else {
           checksums.assign(program.params.size(), std::string());

@@ -333,13 +333,18 @@ fails_cleanly "base inside --out" "^init: error: the base checkpoint inside/base
 cmp base.safetensors inside/base.safetensors || fail "the base inside --out was changed"
 echo "ok mistakes"
 
-# A rerun recomputes the shards an earlier run computed from another version of the base (its
-# size or modification time changed), and keeps them while the base is as it was.
+# A rerun computes again the shards an earlier run computed from another version of the base
+# (its size, modification or status-change time differ), and keeps them while the base is as it
+# was. Renaming it changes its status-change time: the moves above count as a change.
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --out c-dp_2_tp_3-1 2>moved.txt ||
+  fail "rerun, base moved away and back: $(cat moved.txt)"
+grep -q "ranks *6, 6 computed again, their base checkpoint changed (0-5)$" moved.txt ||
+  fail "a rerun after the base was moved kept its shards: $(cat moved.txt)"
 "${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --out c-dp_2_tp_3-1 2>same.txt ||
   fail "rerun, base unchanged: $(cat same.txt)"
 grep -q "ranks *6, 6 already complete (0-5)$" same.txt ||
   fail "a rerun with the same base did not keep every shard: $(cat same.txt)"
-mv base.safetensors base.before
+cp -p base.safetensors base.before
 "$PYTHON" - base.before base.safetensors <<'EOF' || fail "write a fine-tuned base"
 import sys
 from tensors import save, tensors
@@ -367,10 +372,50 @@ EOF
 # One rank run alone says it; only touching the base is a change too, with the same bytes.
 touch base.safetensors
 p-dp_2_tp_3/init --rank 4 --out c-dp_2_tp_3-1 2>one.txt || fail "rerun of rank 4: $(cat one.txt)"
-grep -q "^init: rank 4: c-dp_2_tp_3-1/rank-00004-of-00006.safetensors: computed from another version of base.safetensors: computing it again$" one.txt ||
+grep -q "^init: rank 4: c-dp_2_tp_3-1/rank-00004-of-00006.safetensors: computed from another version of base.safetensors: computing it again (then rerun the whole job, so that index.json records it)$" one.txt ||
   fail "rank 4 alone did not say why it computed its shard again: $(cat one.txt)"
 "$INITC" verify c-dp_2_tp_3-1 >/dev/null || fail "verify after rank 4 was computed again"
 "$INITC" assemble c-dp_2_tp_3-1 -o touched.safetensors >/dev/null || fail "assemble after rank 4"
 cmp touched.safetensors fresh.safetensors || fail "rank 4 computed again from a touched base differs"
+# The old base copied back over it with its size and modification time (cp -p): a change too.
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --quiet --out c-dp_2_tp_3-1 || fail "settle the rerun"
+cp -p base.before base.safetensors
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --out c-dp_2_tp_3-1 2>copied.txt ||
+  fail "rerun, old base copied back: $(cat copied.txt)"
+grep -q "6 computed again, their base checkpoint changed (0-5)$" copied.txt ||
+  fail "cp -p of the old base went unnoticed: $(cat copied.txt)"
+"$INITC" assemble c-dp_2_tp_3-1 -o back.safetensors >/dev/null || fail "assemble after cp -p"
+cmp back.safetensors "dp_2_tp_3-1.safetensors" || fail "the rerun after cp -p differs from the first run"
+
+# A base that is there but unusable (cut short) stops a rerun, complete shards or not: only an
+# absent base lets them be kept unchecked, and the summary says so.
+head -c 1000 base.before >base.safetensors
+fails_cleanly "rerun with a truncated base" "^init: error \(rank 0\): parameter 'emb' loads \"emb\" from base.safetensors: .*truncated" \
+  "${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --out c-dp_2_tp_3-1
+rm base.safetensors
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --out c-dp_2_tp_3-1 2>absent.txt ||
+  fail "rerun without the base: $(cat absent.txt)"
+grep -q "ranks *6, 6 already complete (0-5), none compared with their base checkpoint, which is absent$" absent.txt ||
+  fail "the rerun without its base did not say its shards were not compared: $(cat absent.txt)"
+# The base changed where some ranks run and absent where the others do: their shards would be of
+# two versions of it. Ranks 0-2 run in here-a (a new base), 3-5 in here-b (none).
+mkdir -p here-a here-b
+"$PYTHON" - base.before here-a/base.safetensors <<'EOF' || fail "write a third base"
+import sys
+from tensors import save, tensors
+t = tensors(sys.argv[1])
+dtype, shape, blob = t["emb"]
+t["emb"] = (dtype, shape, bytes(reversed(blob)))
+save(sys.argv[2], t)
+EOF
+cat >split.sh <<EOF
+#!/bin/bash
+cd "$WORK/here-\$( ((OMPI_COMM_WORLD_RANK < 3)) && echo a || echo b)" && exec "$WORK/p-dp_2_tp_3/init" "\$@"
+EOF
+chmod +x split.sh
+fails_cleanly "base changed on some ranks, absent on others" "^init: error.*the base checkpoint changed since some ranks' shards were written, and other ranks, where it is absent, cannot check theirs against it" \
+  "${MPIRUN[@]}" -np 6 ./split.sh --out "$WORK/c-dp_2_tp_3-1"
+"$INITC" assemble c-dp_2_tp_3-1 -o split.safetensors >/dev/null || fail "assemble after the refused split run"
+cmp split.safetensors "dp_2_tp_3-1.safetensors" || fail "the refused split run changed the checkpoint"
 mv base.before base.safetensors
 echo "ok base changed"

@@ -35,9 +35,11 @@ public:
   /// The safetensors file that holds `tensor`: `file` itself, or the one its index names.
   std::optional<std::string> locate(const std::string &file, const std::string &tensor,
                                     std::string &error);
-  /// Every safetensors file opened, as opened: {path: {"bytes": N, "modified_ns": T}} as
-  /// compact JSON, paths in byte order; "" when none was.
+  /// Every file read (safetensors files and indexes), as it was then: {path: {"bytes": N,
+  /// "mtime": [s, ns], "ctime": [s, ns]}} as compact JSON, paths in byte order; "" for none.
   std::string stamps() const;
+  /// The first file read that has changed since (its size or times), or "".
+  std::string changedSinceOpened() const;
 
 private:
   const std::map<std::string, std::string> *weightMap(const std::string &index, std::string &error);
@@ -45,6 +47,7 @@ private:
 
   std::map<std::string, std::unique_ptr<SafetensorsReader>> files;
   std::map<std::string, std::map<std::string, std::string>> weightMaps; // index -> tensor -> file
+  std::map<std::string, FileStamp> indexStamps;                         // index -> as it was read
   std::map<std::string, std::string> failures; // file that cannot be opened -> why
 };
 
@@ -80,14 +83,20 @@ public:
   const BaseTensor *tensor(size_t p) const {
     return p < tensors.size() && tensors[p] ? &*tensors[p] : nullptr;
   }
-  /// Which versions of the files were opened (BaseFiles::stamps): a shard records them, and a
-  /// rerun recomputes a shard that records others.
+  /// Which versions of the files were read (BaseFiles::stamps): a shard records them, and a
+  /// rerun computes again a shard that records others.
   std::string stamps() const { return files.stamps(); }
+  /// The first file read that has changed since, or "": checked before a shard is committed.
+  std::string changedSinceOpened() const { return files.changedSinceOpened(); }
+  /// After open() failed: whether every file that failed is absent (no such file), rather than
+  /// there but unusable. A rerun may keep complete shards without their base only then.
+  bool onlyAbsent() const { return failedOnlyAbsent; }
 
 private:
   BaseFiles files;
   std::vector<std::optional<BaseTensor>> tensors;
   std::vector<std::string> errors;
+  bool failedOnlyAbsent = true;
 };
 
 /// Reads elements [begin, end) of `slice` of `param`, in the slice's row-major order, into `out`

@@ -96,10 +96,11 @@ enum class ShardState {
 };
 /// shardIsComplete's check, which also compares the base checkpoints' versions the shard records
 /// with `baseStamps` (BaseCheckpoints::stamps() of the files as they are now; "" when the program
-/// loads none). `reason` says why the shard is not complete.
+/// loads none). With `someBasesMissing`, only the files there now are compared. `reason` says
+/// why the shard is not complete.
 ShardState shardState(const std::string &dir, const Program &program, int64_t rank,
                       std::vector<std::string> &checksums, std::string &reason,
-                      const std::string *baseStamps = nullptr);
+                      const std::string *baseStamps = nullptr, bool someBasesMissing = false);
 
 /// The persistent params some ranks hold copies of (a mesh axis of size > 1 splits none of their
 /// dims), in program order: the ones whose replicas index.json's writer compares.

@@ -56,8 +56,12 @@ public:
   const std::string &baseFailure(size_t paramIndex) const { return bases.failure(paramIndex); }
   /// The tensor program.params[paramIndex] loads, or null when its kernel computes it.
   const BaseTensor *baseTensor(size_t paramIndex) const { return bases.tensor(paramIndex); }
-  /// Which versions of the base checkpoints were opened (BaseCheckpoints::stamps).
+  /// Which versions of the base checkpoints were read (BaseCheckpoints::stamps).
   std::string baseStamps() const { return bases.stamps(); }
+  /// The first base checkpoint file that changed since it was read, or "".
+  std::string baseChangedSinceRead() const { return bases.changedSinceOpened(); }
+  /// After openBaseCheckpoints failed: whether only absent files failed (BaseCheckpoints).
+  bool basesOnlyAbsent() const { return bases.onlyAbsent(); }
   /// The CPU the loaded kernels were compiled for.
   const std::string &targetCpu() const { return cpu; }
 

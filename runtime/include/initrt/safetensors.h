@@ -7,6 +7,7 @@
 #pragma once
 
 #include "initrt/direct_io.h"
+#include "initrt/files.h"
 #include "initrt/report.h"
 
 #include <cstdint>
@@ -125,13 +126,6 @@ struct SafetensorsEntry {
   uint64_t bytes() const { return end - begin; }
 };
 
-/// Which version of a file was read, told apart without reading it again (as make and rsync
-/// do): its size and its modification time, in nanoseconds since the epoch.
-struct FileStamp {
-  uint64_t bytes = 0;
-  int64_t modifiedNs = 0;
-};
-
 /// An open safetensors file whose header has been validated. Tensor bytes are read on demand.
 class SafetensorsReader {
 public:
@@ -150,6 +144,8 @@ public:
   const std::string &path() const { return filePath; }
   /// The file as it was opened.
   const FileStamp &stamp() const { return fileStamp; }
+  /// Whether the file is still as it was opened (its size and times).
+  bool unchanged() const;
   /// Tensors in data-offset order.
   const std::vector<SafetensorsEntry> &tensors() const { return entries; }
   const SafetensorsEntry *find(const std::string &name) const;

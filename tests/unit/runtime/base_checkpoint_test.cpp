@@ -8,10 +8,13 @@
 #include "testprogram.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace initrt;
@@ -320,3 +323,38 @@ TEST_F(BaseCheckpointTest, TheCApiFillsLoadedParameters) {
 }
 
 } // namespace
+
+// What a shard records of its base: every file read, the index included, and whether any of
+// them changed since it was read.
+TEST_F(BaseCheckpointTest, StampsNameEveryFileReadAndTheirChanges) {
+  writeFile("model-00001-of-00001.safetensors", {{"a", {8}}});
+  const std::string index = root + "/model.safetensors.index.json";
+  std::ofstream(index) << R"({"weight_map": {"a": "model-00001-of-00001.safetensors"}})";
+  BaseFiles files;
+  EXPECT_EQ(files.stamps(), "");
+  std::string error;
+  ASSERT_TRUE(files.find(index, "a", error)) << error;
+  nlohmann::json stamps = nlohmann::json::parse(files.stamps());
+  ASSERT_EQ(stamps.size(), 2u) << stamps.dump();
+  const std::string shard = root + "/model-00001-of-00001.safetensors";
+  struct stat info;
+  ASSERT_EQ(::stat(shard.c_str(), &info), 0);
+  EXPECT_EQ(stamps[shard]["bytes"], uint64_t(info.st_size));
+  EXPECT_EQ(stamps[shard]["mtime"],
+            nlohmann::json::array({info.st_mtim.tv_sec, info.st_mtim.tv_nsec}));
+  EXPECT_EQ(stamps[shard]["ctime"],
+            nlohmann::json::array({info.st_ctim.tv_sec, info.st_ctim.tv_nsec}));
+  EXPECT_TRUE(stamps.contains(index));
+  EXPECT_EQ(files.changedSinceOpened(), "");
+
+  // Times as set by `touch -d`: one nanosecond of the modification time is a change.
+  struct timespec times[2] = {{0, UTIME_OMIT}, info.st_mtim};
+  ++times[1].tv_nsec;
+  ASSERT_EQ(::utimensat(AT_FDCWD, shard.c_str(), times, 0), 0);
+  EXPECT_EQ(files.changedSinceOpened(), shard);
+  // So is an index rewritten, though it names the same files.
+  BaseFiles again;
+  ASSERT_TRUE(again.find(index, "a", error)) << error;
+  std::ofstream(index) << R"({"weight_map": {"a": "model-00001-of-00001.safetensors"}} )";
+  EXPECT_EQ(again.changedSinceOpened(), index);
+}

@@ -535,7 +535,7 @@ TEST_F(CheckpointTest, ShardOfAnotherBaseVersionIsComputedAgain) {
   for (size_t i = 0; i < program.params.size(); ++i)
     globals.push_back(globalBytes(program.params[i], i));
   std::vector<ShardTensor> tensors = writeShard(program, 0, globals); // the bytes to stream
-  const std::string stamps = R"({"base.safetensors":{"bytes":100,"modified_ns":7}})";
+  const std::string stamps = R"({"base.safetensors":{"bytes":100,"mtime":[7,0]}})";
   ShardFileStream stream;
   ASSERT_TRUE(stream.open(dir, program, 0, tensors, error, stamps)) << error;
   for (size_t t = 0; t < tensors.size(); ++t)
@@ -548,17 +548,31 @@ TEST_F(CheckpointTest, ShardOfAnotherBaseVersionIsComputedAgain) {
       << reason;
   EXPECT_EQ(checksums[0], tensors[0].checksum);
   EXPECT_EQ(shardState(dir, program, 0, checksums, reason), ShardState::Complete) << reason;
-  for (std::string now : {R"({"base.safetensors":{"bytes":100,"modified_ns":8}})",
-                          R"({"base.safetensors":{"bytes":101,"modified_ns":7}})",
-                          R"({"other.safetensors":{"bytes":100,"modified_ns":7}})"}) {
+  const std::string why = shardPath(0, 2) + ": ";
+  const std::pair<std::string, std::string> changes[] = {
+      {R"({"base.safetensors":{"bytes":100,"mtime":[7,1]}})",
+       "computed from another version of base.safetensors"},
+      {R"({"base.safetensors":{"bytes":101,"mtime":[7,0]}})",
+       "computed from another version of base.safetensors"},
+      {R"({"other.safetensors":{"bytes":100,"mtime":[7,0]}})",
+       "computed from other base checkpoint files (not other.safetensors)"},
+      {"", "computed from other base checkpoint files (base.safetensors among them)"}};
+  for (const auto &[now, said] : changes) {
     EXPECT_EQ(shardState(dir, program, 0, checksums, reason, &now), ShardState::BaseChanged) << now;
-    std::string file = now.substr(2, now.find('"', 2) - 2);
-    EXPECT_EQ(reason, shardPath(0, 2) + ": computed from another version of " + file);
+    EXPECT_EQ(reason, why + said);
   }
-  // A shard that records none (written by a run that loaded nothing) is of another base too.
+  // With some base files absent, only those there are compared.
+  const std::string none;
+  EXPECT_EQ(shardState(dir, program, 0, checksums, reason, &none, /*someBasesMissing=*/true),
+            ShardState::Complete)
+      << reason;
+  EXPECT_EQ(shardState(dir, program, 0, checksums, reason, &changes[0].first, true),
+            ShardState::BaseChanged);
+  EXPECT_EQ(reason, why + changes[0].second);
+  // A shard that records none (or what is not JSON) is of another base, unless none is loaded.
   writeShard(program, 0, globals);
   EXPECT_EQ(shardState(dir, program, 0, checksums, reason, &stamps), ShardState::BaseChanged);
-  const std::string none;
+  EXPECT_EQ(reason, why + "records no version of its base checkpoints");
   EXPECT_EQ(shardState(dir, program, 0, checksums, reason, &none), ShardState::Complete) << reason;
 }
 

@@ -687,6 +687,24 @@ init.param @nul_in_path : tensor<4xf32> {
 
 // -----
 
+// init.load, C3: a file name of Latin-1 bytes.
+init.param @latin1_path : tensor<4xf32> {
+  // expected-error @+1 {{'init.load' op file name is not valid UTF-8: rename the file}}
+  %0 = init.load "b\FF\FE.safetensors" ["w"] : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.load, C3
+init.param @latin1_tensor : tensor<4xf32> {
+  // expected-error @+1 {{'init.load' op tensor name is not valid UTF-8}}
+  %0 = init.load "base.safetensors" ["w\E9"] : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
 // elementwise ops, C1
 init.param @add_mixed_types : tensor<4xf32> {
   %a = init.fill 1.0 : tensor<4xf32>

@@ -468,6 +468,12 @@ LogicalResult LoadOp::verify() {
   // named.
   if (getFile().contains('\0'))
     return emitOpError("file name contains a NUL character");
+  // C3: program.json is JSON, which holds UTF-8 only: any other file name would reach the
+  // runtime as another one. Tensor names are safetensors header keys, UTF-8 too.
+  if (!llvm::json::isUTF8(getFile()))
+    return emitOpError("file name is not valid UTF-8: rename the file");
+  if (!llvm::json::isUTF8(getTensor()))
+    return emitOpError("tensor name is not valid UTF-8");
   return success();
 }
 
