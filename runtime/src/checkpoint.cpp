@@ -473,9 +473,11 @@ bool shardFileContents(const std::string &path, const Program &program, int64_t 
       checksum = checksumHex(tensor.data, tensor.bytes);
     if (checksum.empty() && placeholders)
       checksum = std::string(16, '0');
-    records[param.name] = {{"global_shape", param.shape},
-                           {"offset", tensor.slice.offset},
-                           {"checksum", checksum}};
+    // Appended (a program's names are distinct): the map's insert compares with every key.
+    records.get_ref<OrderedJson::object_t &>().emplace_back(
+        param.name, OrderedJson{{"global_shape", param.shape},
+                                {"offset", tensor.slice.offset},
+                                {"checksum", checksum}});
   }
   std::string tensorsText;
   try {
@@ -1128,14 +1130,38 @@ struct OwnedSlice {
   int64_t lo = 0, hi = 0;
 };
 
-/// Writes one tensor of an assembled checkpoint to `file`, straight from its owners' slices: a
+/// Writes runs of bytes to a file in order, gathering short ones into one write: a tensor split
+/// along its last dim comes as one run per row and slice, a few bytes each.
+class RunWriter {
+public:
+  explicit RunWriter(AtomicFile &file) : file(file) {}
+  bool write(const char *data, uint64_t bytes, std::string &error) {
+    if (bytes >= kGatherBytes)
+      return flush(error) && file.write(data, bytes, error);
+    if (gathered.size() + bytes > kGatherBytes && !flush(error))
+      return false;
+    gathered.insert(gathered.end(), data, data + bytes);
+    return true;
+  }
+  bool flush(std::string &error) {
+    bool ok = gathered.empty() || file.write(gathered.data(), gathered.size(), error);
+    gathered.clear();
+    return ok;
+  }
+
+private:
+  static constexpr uint64_t kGatherBytes = 1 << 20;
+  AtomicFile &file;
+  std::vector<char> gathered;
+};
+
+/// Writes one tensor of an assembled checkpoint to `out`, straight from its owners' slices: a
 /// band of its global rows (at most `bandBytes`) is read from the slices that cross it, then
 /// written in the global order by runs out of their parts. Memory stays at one band, whatever
 /// the model's size.
 bool assembleTensor(const std::string &dir, const Index &index, const IndexParam &item,
-                    uint64_t bandBytes, ShardCache &cache, AtomicFile &file,
-                    std::vector<char> &band, std::string &error,
-                    const std::function<void(uint64_t)> &bandDone) {
+                    uint64_t bandBytes, ShardCache &cache, RunWriter &out, std::vector<char> &band,
+                    std::string &error, const std::function<void(uint64_t)> &bandDone) {
   const Param &param = item.param;
   const uint64_t elementBytes = uint64_t(safetensorsDTypeBits(item.dtype)) / 8;
   // A scalar is a tensor of one element here.
@@ -1192,7 +1218,7 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
       pendingBytes += bytes;
       return true;
     }
-    bool ok = !pending || file.write(pending, pendingBytes, error);
+    bool ok = !pending || out.write(pending, pendingBytes, error);
     pending = data;
     pendingBytes = bytes;
     return ok;
@@ -1271,7 +1297,7 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
             break;
         }
       }
-      if (pending && !file.write(pending, pendingBytes, error))
+      if (pending && !out.write(pending, pendingBytes, error))
         return false;
       pending = nullptr;
       // The slices tile the tensor: a band is exactly its bytes, or the file would shift.
@@ -1404,14 +1430,15 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
       !file.write(header.data(), header.size(), error))
     return false;
   std::vector<char> band;
+  RunWriter out(file);
   for (size_t position : order)
-    if (!assembleTensor(dir, index, index.params[position], options.bandBytes, cache, file, band,
+    if (!assembleTensor(dir, index, index.params[position], options.bandBytes, cache, out, band,
                         error, [&](uint64_t bytes) {
                           if (progress)
                             progress(done += bytes, work);
                         }))
       return false;
-  return file.commit(error);
+  return out.flush(error) && file.commit(error);
 }
 
 namespace {

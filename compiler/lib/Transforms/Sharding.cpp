@@ -146,9 +146,10 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
   using Json = nlohmann::ordered_json;
   Json root;
   initrt::JsonInputCheck check;
+  check.scan<Json>((*buffer)->getBuffer().begin(), (*buffer)->getBuffer().end());
   try {
-    root =
-        Json::parse((*buffer)->getBuffer().begin(), (*buffer)->getBuffer().end(), std::ref(check));
+    if (!check.tooDeep)
+      root = Json::parse((*buffer)->getBuffer().begin(), (*buffer)->getBuffer().end());
   } catch (const Json::exception &e) {
     std::string detail = e.what(); // "[json.exception.parse_error.101] parse error at line 2..."
     size_t end = detail.find("] ");

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -177,6 +178,7 @@ private:
   bool metadataPresent = false;
   SafetensorsMetadata metadataEntries;
   std::vector<SafetensorsEntry> entries;
+  std::unordered_map<std::string, size_t> byName; // index into entries
 };
 
 } // namespace initrt

@@ -329,6 +329,35 @@ TEST_F(SafetensorsTest, ReaderRejectsMalformedFiles) {
   EXPECT_NE(error.find("no such file"), std::string::npos) << error;
 }
 
+// A mixture-of-experts model has tens of thousands of tensors, every rank's shard all of them: the
+// header is read in one pass, and a key given twice is still found at the end of it.
+TEST_F(SafetensorsTest, HeadersOfManyTensorsAreRead) {
+  const int count = 60000;
+  std::vector<float> values(count);
+  std::vector<SafetensorsTensor> tensors;
+  for (int i = 0; i < count; ++i) {
+    values[size_t(i)] = float(i);
+    tensors.push_back({"expert." + std::to_string(i), "F32", {1}, &values[size_t(i)], 4});
+  }
+  std::string error;
+  ASSERT_TRUE(writeSafetensors(path("many"), tensors, std::nullopt, error)) << error;
+  SafetensorsReader reader;
+  ASSERT_TRUE(reader.open(path("many"), error)) << error;
+  ASSERT_EQ(reader.tensors().size(), size_t(count));
+  float value = 0;
+  ASSERT_TRUE(reader.read(reader.find("expert.59999")->begin, &value, 4, error)) << error;
+  EXPECT_EQ(value, 59999.0f);
+
+  std::string json = "{";
+  for (int i = 0; i < count; ++i)
+    json += "\"t" + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" +
+            std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]},";
+  json += "\"t0\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+  writeBytes(path("twice"), rawFile(json, std::string(4 * count, '\0')));
+  EXPECT_FALSE(reader.open(path("twice"), error));
+  EXPECT_NE(error.find("header has the key \"t0\" twice"), std::string::npos) << error;
+}
+
 TEST_F(SafetensorsTest, ChecksumStreamsLikeOneShot) {
   std::string data(100003, '\0');
   for (size_t i = 0; i < data.size(); ++i)
