@@ -1248,8 +1248,8 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
           return false;
         }
         OpenShard *shard = cache.get(slice->rank, error);
-        if (!shard || !shard->reader.readOnce(slice->begin + slice->consumed, band.data() + at,
-                                              bytes, error)) {
+        if (!shard ||
+            !shard->reader.read(slice->begin + slice->consumed, band.data() + at, bytes, error)) {
           error = slice->where + ": " + error;
           return false;
         }

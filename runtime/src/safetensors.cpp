@@ -829,14 +829,6 @@ bool SafetensorsReader::readEach(uint64_t offset, uint64_t bytes,
   return true;
 }
 
-bool SafetensorsReader::readOnce(uint64_t offset, void *out, uint64_t bytes,
-                                 std::string &error) const {
-  char *into = static_cast<char *>(out);
-  return readEach(
-      offset, bytes,
-      [&](const char *data, uint64_t piece) { into = std::copy_n(data, piece, into); }, error);
-}
-
 bool SafetensorsReader::checksum(const SafetensorsEntry &entry, std::string &hex,
                                  std::string &error) const {
   StreamingChecksum sum;

@@ -159,15 +159,13 @@ public:
 
   /// Reads `bytes` bytes starting `offset` bytes into the data section.
   bool read(uint64_t offset, void *out, uint64_t bytes, std::string &error) const;
-  /// The same, for bytes read once (assembling, checking): past the page cache when the file is
-  /// large (directIoWanted), so that they do not fill it.
-  bool readOnce(uint64_t offset, void *out, uint64_t bytes, std::string &error) const;
-  /// XXH3-64 hex of a tensor's bytes, read once, in bounded pieces.
+  /// XXH3-64 hex of a tensor's bytes, read once, in bounded pieces: past the page cache when the
+  /// file is large (directIoWanted), so that they do not fill it.
   bool checksum(const SafetensorsEntry &entry, std::string &hex, std::string &error) const;
 
 private:
-  /// Hands bytes [offset, offset + bytes) of the data section to `take`, piece by piece, as
-  /// readOnce reads them.
+  /// Hands bytes [offset, offset + bytes) of the data section to `take`, piece by piece, read
+  /// once (readFileRange).
   bool readEach(uint64_t offset, uint64_t bytes,
                 const std::function<void(const char *, uint64_t)> &take, std::string &error) const;
 
