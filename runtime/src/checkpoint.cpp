@@ -552,6 +552,15 @@ bool ShardFileStream::open(const std::string &dir, const Program &program, int64
   return file.open(path, at, error, FileCaching::Bypass);
 }
 
+std::vector<size_t> ShardFileStream::fileOrder() const {
+  std::vector<size_t> order(tensors.size());
+  for (size_t t = 0; t < order.size(); ++t)
+    order[t] = t;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
+  return order;
+}
+
 bool ShardFileStream::writePiece(size_t index, uint64_t offset, const void *data,
                                  uint64_t bytes, std::string &error) {
   if (index >= tensors.size() || offset != (index == current ? currentEnd : 0) ||

@@ -552,12 +552,33 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
     }
   }
 
-  // The other jobs in pieces: piece p is elements [begin, end) of job `job`.
+  // The other jobs in pieces: piece p is elements [begin, end) of job `job`, computed at byte
+  // `at` of its slot. Pieces of consecutive small jobs share a slot (their starts 64-byte
+  // aligned), so that a model of many small tensors costs one hand-over per kPieceBytes, not
+  // one per tensor; a load is the pieces [first, last) that one slot holds.
   struct Piece {
     size_t job;
     int64_t begin, end;
+    uint64_t at;
+  };
+  struct Load {
+    size_t first, last;
   };
   std::vector<Piece> pieces;
+  std::vector<Load> loads;
+  uint64_t slotBytes = 64, loadBytes = 0;
+  auto add = [&](size_t j, int64_t begin, int64_t end) {
+    uint64_t bytes = uint64_t(end - begin) * uint64_t(dtypeBytes(jobs[j].param->dtype));
+    uint64_t at = (loadBytes + 63) / 64 * 64;
+    if (loads.empty() || at + bytes > kPieceBytes) {
+      loads.push_back({pieces.size(), pieces.size()});
+      at = 0;
+    }
+    pieces.push_back({j, begin, end, at});
+    loads.back().last = pieces.size();
+    loadBytes = at + bytes;
+    slotBytes = std::max(slotBytes, loadBytes);
+  };
   for (size_t j = 0; j < jobs.size(); ++j) {
     if (!jobs[j].param->transform.empty())
       continue;
@@ -566,17 +587,13 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
     int64_t step = std::max<int64_t>(64, int64_t(kPieceBytes) / width / 64 * 64);
     int64_t elements = jobs[j].slice.numElements();
     if (elements == 0)
-      pieces.push_back({j, 0, 0});
+      add(j, 0, 0);
     for (int64_t begin = 0; begin < elements; begin += step)
-      pieces.push_back({j, begin, std::min(elements, begin + step)});
+      add(j, begin, std::min(elements, begin + step));
   }
-  const int threads = int(std::min<size_t>(size_t(resolveThreads(options.threads)),
-                                           std::max<size_t>(pieces.size(), 1)));
-  const size_t slots = std::min<size_t>(2 * size_t(threads) + 2, std::max<size_t>(pieces.size(), 1));
-  uint64_t slotBytes = 64;
-  for (const Piece &piece : pieces)
-    slotBytes = std::max<uint64_t>(
-        slotBytes, uint64_t(piece.end - piece.begin) * uint64_t(dtypeBytes(jobs[piece.job].param->dtype)));
+  const int threads = int(
+      std::min<size_t>(size_t(resolveThreads(options.threads)), std::max<size_t>(loads.size(), 1)));
+  const size_t slots = std::min<size_t>(2 * size_t(threads) + 2, std::max<size_t>(loads.size(), 1));
   Arena ring;
   // The ring grows with the threads, not with the shards: more ranks would not shrink it.
   if (!ring.allocate(std::vector<uint64_t>(slots, slotBytes), error,
@@ -585,9 +602,9 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
                      "use fewer --threads or a machine with more memory"))
     return false;
 
-  // Worker: takes the next piece, waits for its slot to be free (the sink is done with the
-  // piece `slots` earlier), computes it. The calling thread hands finished pieces to the sink
-  // in order and frees their slots. When it runs out of finished pieces it sleeps until a batch
+  // Worker: takes the next load, waits for its slot to be free (the sink is done with the load
+  // `slots` earlier), computes its pieces. The calling thread hands finished pieces to the sink
+  // in order and frees their slots. When it runs out of finished loads it sleeps until a batch
   // of them is: waking a thread costs the worker that wakes it tens of microseconds on a
   // virtual machine, which once per piece (a sink faster than the kernels, as --discard is)
   // was 5% of a worker's time. The batch leaves `threads` slots free, so no worker waits.
@@ -596,9 +613,9 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
   size_t next = 0, released = 0;
   bool stop = false;
   std::exception_ptr workerFailure;
-  std::vector<char> ready(pieces.size(), 0);
+  std::vector<char> ready(loads.size(), 0);
   const size_t batch = slots > size_t(threads) ? slots - size_t(threads) : 1;
-  size_t awaitedFrom = 0, awaitedTo = 0; // pieces [from, to) the calling thread sleeps for
+  size_t awaitedFrom = 0, awaitedTo = 0; // loads [from, to) the calling thread sleeps for
   auto batchIsReady = [&] {
     for (size_t q = awaitedFrom; q < awaitedTo; ++q)
       if (!ready[q])
@@ -607,24 +624,26 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
   };
   auto work = [&] {
     for (;;) {
-      size_t p;
+      size_t l;
       {
         std::unique_lock<std::mutex> lock(mutex);
-        if (stop || next >= pieces.size())
+        if (stop || next >= loads.size())
           return;
-        p = next++;
-        slotFreed.wait(lock, [&] { return stop || p < released + slots; });
+        l = next++;
+        slotFreed.wait(lock, [&] { return stop || l < released + slots; });
         if (stop)
           return;
       }
-      const Piece &piece = pieces[p];
-      const ShardJob &job = jobs[piece.job];
-      const uint64_t width = uint64_t(dtypeBytes(job.param->dtype));
-      // The kernel writes element i at out + i * width: point `out` so that element `begin`
-      // lands at the start of the slot.
-      auto out = reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(ring.shard(p % slots)) -
-                                          uint64_t(piece.begin) * width);
-      if (piece.end > piece.begin) {
+      for (size_t p = loads[l].first; p < loads[l].last; ++p) {
+        const Piece &piece = pieces[p];
+        if (piece.end == piece.begin)
+          continue;
+        const ShardJob &job = jobs[piece.job];
+        const uint64_t width = uint64_t(dtypeBytes(job.param->dtype));
+        // The kernel writes element i at out + i * width: point `out` so that element `begin`
+        // lands at the piece's place in the slot.
+        auto out = reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(ring.shard(l % slots)) +
+                                            piece.at - uint64_t(piece.begin) * width);
         try {
           fillElements(job, out, piece.begin, piece.end);
         } catch (...) { // a base checkpoint that cannot be read: the calling thread rethrows it
@@ -638,8 +657,8 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
         }
       }
       std::lock_guard<std::mutex> lock(mutex);
-      ready[p] = 1;
-      if (awaitedFrom <= p && p < awaitedTo && batchIsReady())
+      ready[l] = 1;
+      if (awaitedFrom <= l && l < awaitedTo && batchIsReady())
         batchReady.notify_one();
     }
   };
@@ -660,12 +679,12 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
   bool ok = true;
   std::exception_ptr failure; // from the sink or the progress display: stops the workers
   try {
-    for (size_t p = 0; p < pieces.size() && ok; ++p) {
+    for (size_t l = 0; l < loads.size() && ok; ++l) {
       {
         std::unique_lock<std::mutex> lock(mutex);
-        if (!ready[p]) {
-          awaitedFrom = p;
-          awaitedTo = std::min(pieces.size(), p + batch);
+        if (!ready[l]) {
+          awaitedFrom = l;
+          awaitedTo = std::min(loads.size(), l + batch);
           while (!workerFailure && !batchIsReady())
             batchReady.wait_for(lock, std::chrono::duration<double>(
                                           std::max(options.progressIntervalSeconds, 0.01)));
@@ -677,14 +696,17 @@ bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &option
           break;
         }
       }
-      const Piece &piece = pieces[p];
-      const uint64_t width = uint64_t(dtypeBytes(jobs[piece.job].param->dtype));
-      const uint64_t bytes = uint64_t(piece.end - piece.begin) * width;
-      ok = sink(piece.job, uint64_t(piece.begin) * width, ring.shard(p % slots), bytes, error);
-      bytesDone += bytes;
+      for (size_t p = loads[l].first; p < loads[l].last && ok; ++p) {
+        const Piece &piece = pieces[p];
+        const uint64_t width = uint64_t(dtypeBytes(jobs[piece.job].param->dtype));
+        const uint64_t bytes = uint64_t(piece.end - piece.begin) * width;
+        ok = sink(piece.job, uint64_t(piece.begin) * width,
+                  static_cast<const char *>(ring.shard(l % slots)) + piece.at, bytes, error);
+        bytesDone += bytes;
+      }
       progress(false);
       std::lock_guard<std::mutex> lock(mutex);
-      released = p + 1;
+      released = l + 1;
       stop = stop || !ok; // a worker may have stopped the run meanwhile
       slotFreed.notify_all();
     }

@@ -592,9 +592,12 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
         }
         ShardFileStream stream;
         std::vector<std::string> written;
+        // Computed in the order of the file, so that it is written front to back.
+        std::vector<size_t> order;
+        std::vector<ShardJob> inFileOrder;
         auto sink = [&](size_t job, uint64_t offset, const void *data, uint64_t bytes,
                         std::string &why) {
-          return stream.writePiece(job, offset, data, bytes, why);
+          return stream.writePiece(order[job], offset, data, bytes, why);
         };
         // A base file changed while it was read may have given part old, part new bytes.
         auto baseUnchanged = [&] {
@@ -603,8 +606,13 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
             error = changed + " (a base checkpoint) changed while this rank read it: run again";
           return changed.empty();
         };
-        if (!stream.open(options.out, program, myRank, layout, error, baseStamps) ||
-            !streamShardJobs(jobs, runOptions, sink, error) || !baseUnchanged() ||
+        bool opened = stream.open(options.out, program, myRank, layout, error, baseStamps);
+        if (opened) {
+          order = stream.fileOrder();
+          for (size_t t : order)
+            inFileOrder.push_back(jobs[t]);
+        }
+        if (!opened || !streamShardJobs(inFileOrder, runOptions, sink, error) || !baseUnchanged() ||
             !stream.finish(written, error)) {
           code = kExitFailure;
         } else {

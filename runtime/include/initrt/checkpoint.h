@@ -56,6 +56,9 @@ public:
   bool open(const std::string &dir, const Program &program, int64_t rank,
             const std::vector<ShardTensor> &layout, std::string &error,
             const std::string &baseStamps = "");
+  /// The layout indices in the order of the tensors' places in the file: written in this order,
+  /// the file grows from front to back, in long runs the device and direct I/O take whole.
+  std::vector<size_t> fileOrder() const;
   /// Bytes [offset, offset + bytes) of layout tensor `index`. A tensor's pieces come in order,
   /// starting at 0; tensors one after another. One thread at a time.
   bool writePiece(size_t index, uint64_t offset, const void *data, uint64_t bytes,

@@ -149,13 +149,15 @@ using PieceSink = std::function<bool(size_t job, uint64_t offset, const void *da
 inline constexpr uint64_t kPieceBytes = uint64_t(4) << 20;
 
 /// Computes every job's shard in pieces of about kPieceBytes into a small ring of reusable
-/// buffers (2 * threads + 2 pieces, touched once), and hands each piece to `sink` on the calling
+/// slots (2 * threads + 2, touched once), and hands each piece to `sink` on the calling
 /// thread, in job order and in offset order within a job (so a streaming checksum can follow;
 /// jobs with a whole-tensor transform come first),
-/// while the worker threads compute the next pieces. Memory stays a few MiB per thread whatever
-/// the shard sizes, and no page is faulted in more than once: for writing a checkpoint. When
-/// the sink is ahead, the calling thread sleeps until the pieces of all but `threads` slots are
-/// ready, so that the workers wake it once per batch rather than once per piece. Jobs with
+/// while the worker threads compute the next pieces. The pieces of consecutive small jobs share
+/// a slot, so that a thread takes kPieceBytes of work at a time however small the tensors.
+/// Memory stays a few MiB per thread whatever the shard sizes, and no page is faulted in more
+/// than once: for writing a checkpoint. When the sink is ahead, the calling thread sleeps until
+/// all but `threads` slots are ready, so that the workers wake it once per batch rather than
+/// once per slot. Jobs with
 /// a whole-tensor transform are computed whole first and handed over as one piece. Returns
 /// false with `error` when the sink fails or memory cannot be mapped.
 bool streamShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &options,

@@ -74,6 +74,9 @@ enum class FileCaching {
 /// signal takes its previous course (by default, ending the process). Created with mode 0666 less
 /// the umask. A symbolic link is followed (its target is replaced, the link stays); a pipe, a
 /// device or a socket is written directly, since a rename would replace it with a regular file.
+/// Bytes of written ranges that AtomicFile::startWriteback gathers before it starts them.
+inline constexpr uint64_t kWritebackBatchBytes = 4ull << 20;
+
 class AtomicFile {
 public:
   AtomicFile() = default;
@@ -91,7 +94,9 @@ public:
   /// from one thread while no other writes. The file then ends at least at offset + bytes.
   bool writeAt(uint64_t offset, const void *data, uint64_t bytes, std::string &error);
   /// Starts writing [offset, offset + bytes) back to the device without waiting, so that
-  /// commit's fsync finds little left to do (Linux sync_file_range; a no-op elsewhere).
+  /// commit's fsync finds little left to do (Linux sync_file_range; a no-op elsewhere). Ranges
+  /// are gathered until kWritebackBatchBytes of them are waiting: each request costs a trip to
+  /// the device, which for a model of many small tensors was most of the time spent writing it.
   void startWriteback(uint64_t offset, uint64_t bytes);
   bool commit(std::string &error);
   /// Removes the temporary file; called by the destructor when not committed.
@@ -107,6 +112,8 @@ private:
   uint64_t appendAt = 0;                // where write() goes on, when `bypass` writes
   int signalSlot = -1;     // the temporary's entry in the table a cleanup signal clears
   uint64_t writtenEnd = 0; // end of the furthest writeAt
+  // The ranges given to startWriteback and not yet started: their span and their total bytes.
+  uint64_t writebackFrom = UINT64_MAX, writebackTo = 0, writebackBytes = 0;
 };
 
 /// Removes `path`, a temporary an AtomicFile left (".<name>.tmp-<pid>"), when no writer holds its

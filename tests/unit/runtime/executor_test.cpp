@@ -488,6 +488,52 @@ TEST(StreamShardJobs, HandsEveryPieceOverInOrderWhateverWaits) {
       }
 }
 
+TEST(StreamShardJobs, SmallJobsShareSlotsAndArriveWhole) {
+  // Thousands of small jobs of odd sizes, between large ones: several share each slot, and
+  // every one arrives in order, whole, 64-byte aligned and with its own values.
+  const int64_t pieceElements = int64_t(kPieceBytes) / 4;
+  std::vector<int64_t> sizes;
+  for (int64_t j = 0; j < 3000; ++j)
+    sizes.push_back(j % 500 == 250 ? pieceElements * 3 / 2 : (j * 37) % 1500);
+  std::vector<Param> params(sizes.size());
+  std::vector<ShardJob> jobs(sizes.size());
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    params[j].shape = {sizes[j] + int64_t(j)};
+    jobs[j].param = &params[j];
+    jobs[j].kernel = &writeIndices;
+    jobs[j].slice = Slice{{int64_t(j)}, {sizes[j]}};
+    jobs[j].bytes = uint64_t(sizes[j]) * 4;
+  }
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE(testing::Message() << threads << " threads");
+    RunOptions options;
+    options.threads = threads;
+    options.progressIntervalSeconds = 60;
+    std::vector<uint64_t> received(jobs.size(), 0);
+    size_t lastJob = 0;
+    uint64_t wrong = 0, misaligned = 0;
+    const char *firstData = nullptr;
+    auto sink = [&](size_t job, uint64_t offset, const void *data, uint64_t bytes, std::string &) {
+      EXPECT_GE(job, lastJob);
+      lastJob = job;
+      EXPECT_EQ(offset, received[job]);
+      firstData = firstData ? firstData : static_cast<const char *>(data);
+      misaligned += (static_cast<const char *>(data) - firstData) % 64 != 0;
+      const auto *words = static_cast<const uint32_t *>(data);
+      for (uint64_t i = 0; i < bytes / 4; ++i)
+        wrong += words[i] != uint32_t(job + offset / 4 + i);
+      received[job] += bytes;
+      return true;
+    };
+    std::string error;
+    ASSERT_TRUE(streamShardJobs(jobs, options, sink, error)) << error;
+    EXPECT_EQ(wrong, 0u);
+    EXPECT_EQ(misaligned, 0u);
+    for (size_t j = 0; j < jobs.size(); ++j)
+      ASSERT_EQ(received[j], jobs[j].bytes) << "job " << j;
+  }
+}
+
 namespace {
 
 // A job of 9 pieces of writeIndices over the whole of `param`, which it sets up.
