@@ -564,9 +564,10 @@ bool validateProgram(const Program &program, std::string &error) {
   return true;
 }
 
-bool parseProgramJson(const std::string &text, const std::string &source, Program &out,
-                      std::string &error) {
-  json root;
+namespace {
+// parseProgramJson, leaving the parsed document in `root`.
+bool parseProgramDocument(const std::string &text, const std::string &source, json &root,
+                          Program &out, std::string &error) {
   std::string why;
   if (!parseJsonText(text, root, why)) {
     error = source + ": not valid JSON (" + why + "): recompile the program";
@@ -588,6 +589,29 @@ bool parseProgramJson(const std::string &text, const std::string &source, Progra
   }
   out = std::move(program);
   return true;
+}
+
+// Whether `recorded` is the checksum of `program` as programToJson writes it. A file as
+// writeProgramJson left it is that very text with the checksum as its last member: hashing the
+// file's text less that member spares serializing a program of many parameters again.
+bool checksumMatches(const std::string &text, const std::string &recorded, const Program &program) {
+  const std::string member = ",\n \"checksum\": \"" + recorded + "\"\n}\n";
+  if (text.size() > member.size() &&
+      text.compare(text.size() - member.size(), member.size(), member) == 0) {
+    StreamingChecksum written;
+    written.update(text.data(), text.size() - member.size());
+    written.update("\n}\n", 3);
+    if (written.hex() == recorded)
+      return true;
+  }
+  return programChecksum(program) == recorded; // laid out otherwise, or edited
+}
+} // namespace
+
+bool parseProgramJson(const std::string &text, const std::string &source, Program &out,
+                      std::string &error) {
+  json root;
+  return parseProgramDocument(text, source, root, out, error);
 }
 
 bool readProgram(const std::string &progDir, Program &out, std::string &error) {
@@ -613,17 +637,17 @@ bool readProgram(const std::string &progDir, Program &out, std::string &error) {
     return false;
   }
   Program program;
-  if (!parseProgramJson(text, path, program, error))
+  json root;
+  if (!parseProgramDocument(text, path, root, program, error))
     return false;
   // The checksum covers the document as programToJson writes it without the checksum, so an
   // edited or damaged file is refused rather than producing another model's values.
-  json root = json::parse(text);
-  std::string expected = programChecksum(program);
-  if (!root.contains("checksum") || !root["checksum"].is_string() ||
-      root["checksum"].get<std::string>() != expected) {
+  auto recorded = root.find("checksum");
+  if (recorded == root.end() || !recorded->is_string() ||
+      !checksumMatches(text, recorded->get<std::string>(), program)) {
     error = path + ": " +
-            (root.contains("checksum") ? "the contents do not match \"checksum\""
-                                       : std::string("no \"checksum\"")) +
+            (recorded != root.end() ? "the contents do not match \"checksum\""
+                                    : std::string("no \"checksum\"")) +
             ": the file was edited or is damaged; recompile with `initc compile`";
     return false;
   }

@@ -188,11 +188,12 @@ bool buildSafetensorsHeader(const std::vector<SafetensorsTensor> &tensors,
     }
   }
   // Descending alignment, then name ascending (byte order), as the reference writer does.
+  std::vector<int> ranks(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i)
+    ranks[i] = safetensorsDTypeRank(tensors[i].dtype);
   std::stable_sort(dataOrder.begin(), dataOrder.end(), [&](size_t a, size_t b) {
-    int rankA = safetensorsDTypeRank(tensors[a].dtype);
-    int rankB = safetensorsDTypeRank(tensors[b].dtype);
-    if (rankA != rankB)
-      return rankA > rankB;
+    if (ranks[a] != ranks[b])
+      return ranks[a] > ranks[b];
     return tensors[a].name < tensors[b].name;
   });
   for (size_t i = 1; i < dataOrder.size(); ++i) {
@@ -515,8 +516,19 @@ bool AtomicFile::writeAt(uint64_t offset, const void *data, uint64_t bytes, std:
 
 void AtomicFile::startWriteback(uint64_t offset, uint64_t bytes) {
 #ifdef __linux__
-  if (fd >= 0 && !(bypass && bypass->direct())) // direct writes are on their way already
-    ::sync_file_range(fd, off_t(offset), off_t(bytes), SYNC_FILE_RANGE_WRITE);
+  if (fd < 0 || (bypass && bypass->direct())) // direct writes are on their way already
+    return;
+  // The span of the gathered ranges: any bytes in it that are not written yet have no dirty
+  // pages, and the kernel passes over them.
+  writebackFrom = std::min(writebackFrom, offset);
+  writebackTo = std::max(writebackTo, offset + bytes);
+  writebackBytes += bytes;
+  if (writebackBytes < kWritebackBatchBytes)
+    return;
+  ::sync_file_range(fd, off_t(writebackFrom), off_t(writebackTo - writebackFrom),
+                    SYNC_FILE_RANGE_WRITE);
+  writebackFrom = UINT64_MAX;
+  writebackTo = writebackBytes = 0;
 #else
   (void)offset, (void)bytes;
 #endif

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -138,6 +139,35 @@ TEST(ProgramJson, RoundTripsThroughAFile) {
   EXPECT_EQ(read.mesh.size(), 8);
   // No temporary file is left behind.
   EXPECT_EQ(std::system((std::string("test $(ls -A ") + dir + " | wc -l) -eq 1").c_str()), 0);
+  std::system((std::string("rm -rf ") + dir).c_str());
+}
+
+TEST(ProgramJson, TheChecksumCoversTheContentsWhateverTheLayout) {
+  char dir[] = "/tmp/initrt-program-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/program.json";
+  std::string error;
+  Program program = sampleProgram();
+  ASSERT_TRUE(writeProgramJson(path, program, error)) << error;
+  std::ifstream in(path);
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto readText = [&](const std::string &text) {
+    std::ofstream(path, std::ios::trunc) << text;
+    Program read;
+    error.clear();
+    return readProgram(dir, read, error);
+  };
+  // Laid out otherwise, the same contents are the same program.
+  EXPECT_TRUE(readText(json::parse(written).dump(4))) << error;
+  EXPECT_TRUE(readText(json::parse(written).dump())) << error;
+  // An edit anywhere is refused, the checksum member as written or not.
+  std::string edited = written;
+  edited.replace(edited.find("embed_tokens"), 12, "embed_tokenz");
+  EXPECT_FALSE(readText(edited));
+  EXPECT_NE(error.find("do not match \"checksum\""), std::string::npos) << error;
+  EXPECT_FALSE(readText(json::parse(edited).dump(2)));
+  EXPECT_NE(error.find("do not match \"checksum\""), std::string::npos) << error;
+  EXPECT_TRUE(readText(written)) << error;
   std::system((std::string("rm -rf ") + dir).c_str());
 }
 
