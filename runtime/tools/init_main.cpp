@@ -700,11 +700,21 @@ int main(int argc, char **argv) {
       "The program (program.json + kernels.so) is read from the directory holding this\n"
       "executable unless --program is given.",
       programName};
+  // A value that is empty, or that is the next option (`--out --discard` takes "--discard" as
+  // the directory), is a mistake: the directory would be made under that name.
+  const CLI::Validator givenValue(
+      [](std::string &value) {
+        if (value.empty())
+          return std::string("must not be empty");
+        if (value[0] == '-')
+          return "'" + value + "' is an option, not this option's value: give the value first (./" +
+                 value + " for a directory of that name)";
+        return std::string();
+      },
+      "", "given");
   app.add_option("--out", options.out, "Checkpoint directory to write (created if missing)")
       ->type_name("DIR")
-      ->check(CLI::Validator(
-          [](std::string &value) { return value.empty() ? "must not be empty" : std::string(); },
-          "", "non-empty"));
+      ->check(givenValue);
   app.add_option("--rank", options.rank,
                  "Compute only rank K, without MPI; index.json is left alone")
       ->type_name("K")
@@ -733,7 +743,8 @@ int main(int argc, char **argv) {
       ->type_name("CPU");
   app.add_option("--program", options.programDir,
                  "Program directory (default: the directory of this executable)")
-      ->type_name("DIR");
+      ->type_name("DIR")
+      ->check(givenValue);
   app.add_flag("--overwrite", options.overwrite,
                "Replace a checkpoint of another program found in --out");
   app.add_flag("--discard", options.discard,

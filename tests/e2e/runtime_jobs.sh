@@ -69,6 +69,8 @@ expect_error "--help on one rank" \
 [[ ! -e cf ]] || fail "a job stopped before it started wrote $(ls -A cf)"
 # --out that is empty, or a link to nothing.
 expect_error "an empty --out" "init: error: --out: must not be empty" p2/init --rank 1 --out ""
+expect_error "an option as --out" "init: error: --out: '--discard' is an option, not this option's value: give the value first \(./--discard for a directory of that name\)" p2/init --rank 1 --out --discard
+[ ! -e ./--discard ] || fail "--out --discard made a directory"
 ln -s nowhere dangling
 expect_error "a dangling --out link" \
   "init: error \(rank 1\): dangling is a symbolic link to nothing \(or to a file\): make it name a directory" \

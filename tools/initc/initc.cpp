@@ -710,8 +710,18 @@ static int runInitc(int argc, char **argv) {
                                                    return s;
                                                  }() + ")");
   // Usage errors (exit 2), caught before anything runs.
+  // A value that is empty, or that is the next option (`-o --mesh` takes "--mesh" as the
+  // file to write), is a mistake: the file would be made under that name.
   const CLI::Validator nonEmpty(
-      [](std::string &value) { return value.empty() ? std::string("must not be empty") : ""; }, "");
+      [](std::string &value) {
+        if (value.empty())
+          return std::string("must not be empty");
+        if (value.size() > 1 && value[0] == '-')
+          return "'" + value + "' is an option, not this option's value: give the value first (./" +
+                 value + " for a file of that name)";
+        return std::string();
+      },
+      "");
   const CLI::Validator seedValue(
       [](std::string &value) {
         uint64_t seed;
@@ -759,8 +769,10 @@ static int runInitc(int argc, char **argv) {
   auto *compile = app.add_subcommand(
       "compile", "Compile a model for a mesh into a program directory (kernels + rank table)");
   addModelOptions(compile, compileArgs.model, compileArgs.mesh, compileArgs.shard);
-  compile->add_option("-o,--output", compileArgs.output,
-                      "program directory to write (with --emit: output file, '-' for stdout)");
+  compile
+      ->add_option("-o,--output", compileArgs.output,
+                   "program directory to write (with --emit: output file, '-' for stdout)")
+      ->check(nonEmpty);
   compile->add_option("--emit", compileArgs.emit,
                       "print instead of building: mlir (after --stage), llvm (LLVM IR), asm")
       ->check(CLI::IsMember({"mlir", "llvm", "asm"}));
@@ -782,7 +794,8 @@ static int runInitc(int argc, char **argv) {
                        "GROUPS groups (1-4) of BLOCKS Philox blocks (8 or 16) per iteration "
                        "(default 3x16 with AVX-512, 2x8 otherwise)")
           ->capture_default_str();
-  compile->add_option("--linker", compileArgs.linker, "C compiler used to link kernels.so");
+  compile->add_option("--linker", compileArgs.linker, "C compiler used to link kernels.so")
+      ->check(nonEmpty);
   compile->add_flag("--timing", compileArgs.timing,
                     "print the time of each stage's passes and of native code generation");
 
