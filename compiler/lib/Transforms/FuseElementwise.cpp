@@ -17,8 +17,10 @@
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Threading.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -389,58 +391,71 @@ struct FuseElementwisePass : initc::impl::FuseElementwiseBase<FuseElementwisePas
   void runOnOperation() override {
     ModuleOp module = getOperation();
     uint64_t seed = getModelSeed(module);
-    for (ParamOp param : module.getOps<ParamOp>()) {
-      Value yielded = param.getYieldedValue();
-      if (!yielded || yielded.getDefiningOp<ElementwiseOp>())
-        continue;
-      if (yielded.getDefiningOp<OrthogonalOp>() || yielded.getDefiningOp<LoadOp>())
-        continue; // not elementwise: partitioned by their own strategies
-      auto type = cast<RankedTensorType>(yielded.getType());
-      Location loc = yielded.getLoc();
-      OpBuilder builder(param.getBody().front().getTerminator());
-      auto fused = builder.create<ElementwiseOp>(loc, type);
-      Block *block = builder.createBlock(&fused.getBody());
-      SmallVector<Type> argTypes(type.getRank() + 1, builder.getI64Type());
-      for (Type t : argTypes)
-        block->addArgument(t, loc);
-      builder.setInsertionPointToStart(block);
-      ElementEmitter emitter(builder, loc, seed, param.getSymName(), block);
-      FailureOr<Value> element = emitter.emit(yielded);
-      if (failed(element)) {
-        fused.erase();
-        // Name the op that cannot be fused, at its line, not the yielded op that uses it.
-        Operation *culprit = emitter.unsupported();
-        if (isa<LoadOp>(culprit))
-          culprit->emitError() << "cannot fuse: 'init.load' reads its values, it does not compute "
-                                  "them; it can only be the value its parameter yields";
-        else if (isa<ElementwiseOp>(culprit))
-          culprit->emitError() << "cannot fuse: an 'init.elementwise' can only be the value its "
-                                  "parameter yields; write the ops that use it inside its region";
-        else if (isa_and_nonnull<InitDialect>(culprit->getDialect()))
-          culprit->emitError() << "cannot fuse: '" << culprit->getName()
-                               << "' is not elementwise and feeds other ops; compute it alone";
-        else
-          culprit->emitError() << "cannot fuse: '" << culprit->getName()
-                               << "' is not an init op; compute the value with init ops "
-                                  "(init.fill for a constant, init.elementwise for a formula)";
-        return signalPassFailure();
-      }
-      Value stored = emitter.toElement(*element, type.getElementType());
-      builder.create<YieldOp>(loc, stored);
-      // A 16-bit result is computed in f32 and yielded narrow; its widening is left unused.
-      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block->getOperations())))
-        if (isOpTriviallyDead(&op))
-          op.erase();
-      if (!emitter.keyArgs().empty())
-        fused.setArgsAttr(builder.getDenseI64ArrayAttr(emitter.keyArgs()));
-      // The parameter now yields the fused tensor; everything else in its body is dead.
-      Operation *terminator = param.getBody().front().getTerminator();
-      terminator->setOperand(0, fused.getResult());
-      for (Operation &op :
-           llvm::make_early_inc_range(llvm::reverse(param.getBody().front().getOperations())))
-        if (&op != terminator && op.use_empty())
-          op.erase();
+    // Each parameter's ops are its own, so parameters fuse on the context's threads: a model of
+    // thousands of them builds hundreds of ops for each. Every parameter that cannot be fused is
+    // reported, in the parameters' order, whatever the threads.
+    SmallVector<ParamOp> params = llvm::to_vector(module.getOps<ParamOp>());
+    std::atomic<bool> failedAny{false};
+    parallelForEach(&getContext(), params, [&](ParamOp param) {
+      if (failed(fuse(param, seed)))
+        failedAny = true;
+    });
+    if (failedAny)
+      signalPassFailure();
+  }
+
+  static LogicalResult fuse(ParamOp param, uint64_t seed) {
+    Value yielded = param.getYieldedValue();
+    if (!yielded || yielded.getDefiningOp<ElementwiseOp>())
+      return success();
+    if (yielded.getDefiningOp<OrthogonalOp>() || yielded.getDefiningOp<LoadOp>())
+      return success(); // not elementwise: partitioned by their own strategies
+    auto type = cast<RankedTensorType>(yielded.getType());
+    Location loc = yielded.getLoc();
+    OpBuilder builder(param.getBody().front().getTerminator());
+    auto fused = builder.create<ElementwiseOp>(loc, type);
+    Block *block = builder.createBlock(&fused.getBody());
+    SmallVector<Type> argTypes(type.getRank() + 1, builder.getI64Type());
+    for (Type t : argTypes)
+      block->addArgument(t, loc);
+    builder.setInsertionPointToStart(block);
+    ElementEmitter emitter(builder, loc, seed, param.getSymName(), block);
+    FailureOr<Value> element = emitter.emit(yielded);
+    if (failed(element)) {
+      fused.erase();
+      // Name the op that cannot be fused, at its line, not the yielded op that uses it.
+      Operation *culprit = emitter.unsupported();
+      if (isa<LoadOp>(culprit))
+        culprit->emitError() << "cannot fuse: 'init.load' reads its values, it does not compute "
+                                "them; it can only be the value its parameter yields";
+      else if (isa<ElementwiseOp>(culprit))
+        culprit->emitError() << "cannot fuse: an 'init.elementwise' can only be the value its "
+                                "parameter yields; write the ops that use it inside its region";
+      else if (isa_and_nonnull<InitDialect>(culprit->getDialect()))
+        culprit->emitError() << "cannot fuse: '" << culprit->getName()
+                             << "' is not elementwise and feeds other ops; compute it alone";
+      else
+        culprit->emitError() << "cannot fuse: '" << culprit->getName()
+                             << "' is not an init op; compute the value with init ops "
+                                "(init.fill for a constant, init.elementwise for a formula)";
+      return failure();
     }
+    Value stored = emitter.toElement(*element, type.getElementType());
+    builder.create<YieldOp>(loc, stored);
+    // A 16-bit result is computed in f32 and yielded narrow; its widening is left unused.
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block->getOperations())))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+    if (!emitter.keyArgs().empty())
+      fused.setArgsAttr(builder.getDenseI64ArrayAttr(emitter.keyArgs()));
+    // The parameter now yields the fused tensor; everything else in its body is dead.
+    Operation *terminator = param.getBody().front().getTerminator();
+    terminator->setOperand(0, fused.getResult());
+    for (Operation &op :
+         llvm::make_early_inc_range(llvm::reverse(param.getBody().front().getOperations())))
+      if (&op != terminator && op.use_empty())
+        op.erase();
+    return success();
   }
 };
 } // namespace

@@ -35,7 +35,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/SwapByteOrder.h"
 
@@ -1156,6 +1155,63 @@ struct KernelTarget {
   bool convertsBF16 = false; // CPU+avx512bf16, or listed in bf16-converting-cpus
 };
 
+/// The kernels made so far, by recipe: a fused op's region, element type and rank (its
+/// extents are read at run time, its keys are arguments). A hash of the ops narrows the search
+/// and structural equivalence decides, so that a model of many parameters is not printed op by
+/// op to compare them.
+class KernelRecipes {
+public:
+  KernelRecipes() = default;
+  KernelRecipes(const KernelRecipes &) = delete;
+  KernelRecipes &operator=(const KernelRecipes &) = delete;
+  ~KernelRecipes() {
+    for (Recipe &recipe : recipes)
+      recipe.op->erase();
+  }
+
+  /// The name of the kernel of `fused`'s recipe (its `args` removed), to be set by the caller
+  /// when empty: the recipe is new.
+  std::string &kernelOf(ElementwiseOp fused) {
+    SmallVector<size_t> &candidates = byHash[hashOf(fused)];
+    for (size_t index : candidates)
+      if (same(recipes[index].op, fused))
+        return recipes[index].kernel;
+    candidates.push_back(recipes.size());
+    recipes.push_back({cast<ElementwiseOp>(fused->clone()), ""}); // kept while the original goes
+    return recipes.back().kernel;
+  }
+
+private:
+  struct Recipe {
+    ElementwiseOp op;
+    std::string kernel;
+  };
+
+  static unsigned hashOf(ElementwiseOp fused) {
+    RankedTensorType type = fused.getType();
+    llvm::hash_code hash =
+        llvm::hash_combine(type.getElementType(), type.getRank(), fused->getAttrDictionary());
+    fused.getBody().walk([&](Operation *op) {
+      hash = llvm::hash_combine(
+          hash, OperationEquivalence::computeHash(op, OperationEquivalence::ignoreHashValue,
+                                                  OperationEquivalence::ignoreHashValue,
+                                                  OperationEquivalence::IgnoreLocations));
+    });
+    return unsigned(size_t(hash));
+  }
+
+  static bool same(ElementwiseOp a, ElementwiseOp b) {
+    RankedTensorType ta = a.getType(), tb = b.getType();
+    return ta.getElementType() == tb.getElementType() && ta.getRank() == tb.getRank() &&
+           a->getAttrDictionary() == b->getAttrDictionary() &&
+           OperationEquivalence::isRegionEquivalentTo(&a.getBody(), &b.getBody(),
+                                                      OperationEquivalence::IgnoreLocations);
+  }
+
+  SmallVector<Recipe> recipes;
+  llvm::DenseMap<unsigned, SmallVector<size_t>> byHash;
+};
+
 struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
   using PartitionBase::PartitionBase;
 
@@ -1211,8 +1267,8 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
     uint64_t seed = getModelSeed(module);
     OpBuilder builder(module.getBodyRegion());
     builder.setInsertionPointToEnd(module.getBody());
-    // Identical regions (same ops, constants, rank and type; keys aside) share a kernel.
-    llvm::StringMap<std::string> kernelByRegion;
+    // Identical recipes (same ops, constants, rank and element type; keys aside) share a kernel.
+    KernelRecipes recipes;
     int64_t next = 0;
     for (ParamOp param : llvm::to_vector(module.getOps<ParamOp>())) {
       Value yielded = param.getYieldedValue();
@@ -1236,22 +1292,11 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
         return signalPassFailure();
       }
       // The key values are kernel arguments and the extents are read from the shape arrays:
-      // neither is part of the recipe. Print a copy without keys, with every extent 1.
+      // neither is part of the recipe.
       DenseI64ArrayAttr args = fused.getArgsAttr();
       fused.removeArgsAttr();
-      std::string printed;
-      llvm::raw_string_ostream os(printed);
-      {
-        OpBuilder at(fused);
-        auto recipe = cast<ElementwiseOp>(at.clone(*fused));
-        RankedTensorType type = fused.getType();
-        recipe.getResult().setType(RankedTensorType::get(
-            SmallVector<int64_t>(type.getRank(), 1), type.getElementType()));
-        recipe->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
-        recipe.erase();
-      }
-      auto [it, inserted] = kernelByRegion.try_emplace(os.str(), "");
-      if (inserted) {
+      std::string &kernelName = recipes.kernelOf(fused);
+      if (kernelName.empty()) {
         // A name no symbol of the module has yet (a hand-written function may be called
         // initc_kernel_0), for the kernel and each of its target variants.
         auto taken = [&](const std::string &name) {
@@ -1260,17 +1305,17 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
           });
         };
         do
-          it->second = "initc_kernel_" + std::to_string(next++);
-        while (taken(it->second));
+          kernelName = "initc_kernel_" + std::to_string(next++);
+        while (taken(kernelName));
         for (const KernelTarget &target : kernelTargets) {
           func::FuncOp kernel =
-              buildKernel(builder, fused.getLoc(), it->second + target.suffix, fused,
-                          target.groups, target.vectorBlocks, target.convertsBF16);
+              buildKernel(builder, fused.getLoc(), kernelName + target.suffix, fused, target.groups,
+                          target.vectorBlocks, target.convertsBF16);
           if (!target.cpu.empty())
             kernel->setAttr("initc.target_cpu", builder.getStringAttr(target.cpu));
         }
       }
-      param.setKernelAttr(FlatSymbolRefAttr::get(&getContext(), it->second));
+      param.setKernelAttr(FlatSymbolRefAttr::get(&getContext(), kernelName));
       if (args)
         param.setKernelArgsAttr(args);
       param.getBody().dropAllReferences();
