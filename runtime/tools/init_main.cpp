@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <climits>
@@ -20,6 +21,7 @@
 #include <sched.h>
 #include <sstream>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace initrt;
@@ -49,7 +51,11 @@ struct RankStats {
   double loaded = 0;         // elements read from base checkpoints (init.load)
   double rebased = 0;        // 1 if a whole shard was rewritten: its base checkpoint changed
   double unchecked = 0;      // 1 if it was kept without its base checkpoint to compare with
-  static constexpr int kFields = 8;
+  double damaged = 0;        // 1 if its file was there but not whole or not as recorded
+  static constexpr int kFields = 9;
+  std::array<double, kFields> fields() const {
+    return {bytes, elements, seconds, peakRssBytes, skipped, loaded, rebased, unchecked, damaged};
+  }
 };
 
 using Clock = std::chrono::steady_clock;
@@ -97,8 +103,8 @@ public:
     return words;
   }
   std::vector<double> gatherStats(const RankStats &stats) override {
-    return {stats.bytes,   stats.elements, stats.seconds, stats.peakRssBytes,
-            stats.skipped, stats.loaded,   stats.rebased, stats.unchecked};
+    std::array<double, RankStats::kFields> mine = stats.fields();
+    return {mine.begin(), mine.end()};
   }
   void broadcast(std::string &) override {}
 };
@@ -133,12 +139,10 @@ public:
     return all;
   }
   std::vector<double> gatherStats(const RankStats &stats) override {
-    double mine[RankStats::kFields] = {stats.bytes,        stats.elements, stats.seconds,
-                                       stats.peakRssBytes, stats.skipped,  stats.loaded,
-                                       stats.rebased,      stats.unchecked};
+    std::array<double, RankStats::kFields> mine = stats.fields();
     std::vector<double> all(myRank == 0 ? size_t(worldSize) * RankStats::kFields : 0);
-    MPI_Gather(mine, RankStats::kFields, MPI_DOUBLE, all.data(), RankStats::kFields, MPI_DOUBLE, 0,
-               MPI_COMM_WORLD);
+    MPI_Gather(mine.data(), RankStats::kFields, MPI_DOUBLE, all.data(), RankStats::kFields,
+               MPI_DOUBLE, 0, MPI_COMM_WORLD);
     return all;
   }
 
@@ -293,7 +297,7 @@ void printSummary(const Program &program, const Options &options, const std::vec
                   const std::string &kernelCpu) {
   double bytes = 0, written = 0, elements = 0, loaded = 0, slowest = 0, maxRss = 0;
   double maxShardBytes = 0;
-  int slowestRank = 0, maxRssRank = 0, skipped = 0, rebased = 0, unchecked = 0;
+  int slowestRank = 0, maxRssRank = 0, skipped = 0, rebased = 0, unchecked = 0, damaged = 0;
   // stats are indexed by the job's ranks; a lone --rank run is that one rank.
   auto rankName = [&](int r) { return std::to_string(options.rank >= 0 ? options.rank : r); };
   for (int r = 0; r < ranks; ++r) {
@@ -314,6 +318,7 @@ void printSummary(const Program &program, const Options &options, const std::vec
     skipped += s[4] != 0;
     rebased += s[6] != 0;
     unchecked += s[7] != 0;
+    damaged += s[8] != 0;
   }
   double modelElements = 0;
   for (const Param &param : program.params)
@@ -340,6 +345,11 @@ void printSummary(const Program &program, const Options &options, const std::vec
   if (rebased)
     rankText += ", " + std::to_string(rebased) + " computed again, their base checkpoint changed" +
                 (options.rank < 0 ? " (" + rankRanges(stats, ranks, 6) + ")" : "");
+  // A file that was there, under its final name, and is not whole: the storage lost or changed
+  // bytes since it was written, which whoever keeps checkpoints there wants to know.
+  if (damaged)
+    rankText += ", " + std::to_string(damaged) + " computed again over a damaged file" +
+                (options.rank < 0 ? " (" + rankRanges(stats, ranks, 8) + ")" : "");
   row("ranks", rankText);
   row("parameters", std::to_string(program.params.size()));
   row("kernels", "compiled for " + kernelCpu + " (rank " + rankName(0) + ")");
@@ -524,6 +534,10 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   bool complete = state == ShardState::Complete;
   stats.rebased = state == ShardState::BaseChanged;
   stats.unchecked = complete && !basesOpen;
+  struct stat existing;
+  stats.damaged = state == ShardState::Incomplete && !options.discard &&
+                  ::lstat((options.out + "/" + shardFileName(myRank, program.mesh.size())).c_str(),
+                          &existing) == 0;
   if (!complete && !basesOpen) { // complete when checked before --out was prepared, not now
     code = kExitFailure;
     error = state == ShardState::BaseChanged ? notComplete + ", and " + baseError : baseError;
@@ -540,11 +554,12 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   }
   if (int agreed = agreement.settle(code, error))
     return agreed;
-  if (stats.rebased && !options.quiet && singleRank)
-    std::fprintf(stderr,
-                 "%s: rank %lld: %s: computing it again (then rerun the whole job, so that "
-                 "index.json records it)\n",
-                 programName.c_str(), (long long)myRank, notComplete.c_str());
+  // The same bits come back over a damaged file, so the index stays right; from another base
+  // they differ, and only the whole job writes the index again.
+  if ((stats.rebased || stats.damaged) && !options.quiet && singleRank)
+    std::fprintf(stderr, "%s: rank %lld: %s: computing it again%s\n", programName.c_str(),
+                 (long long)myRank, notComplete.c_str(),
+                 stats.rebased ? " (then rerun the whole job, so that index.json records it)" : "");
   if (complete) {
     stats.skipped = 1;
     // A job's summary counts the complete ranks; a lone --rank run says it here.

@@ -308,8 +308,8 @@ expect_error "verify a truncated shard" \
 expect_error "assemble a truncated shard" "rank 1 \(rank-00001-of-00004.safetensors\): .*\(truncated\): rerun .prog/init --rank 1" \
   "$INITC" assemble "$WORK/truncated" -o "$WORK/truncated.safetensors"
 "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/truncated" >"$WORK/rerun.log" 2>&1 || fail "rerun truncated"
-grep -q "^  ranks           4, 3 already complete (0, 2-3)$" "$WORK/rerun.log" ||
-  fail "rerun did not skip the 3 complete ranks: $(cat "$WORK/rerun.log")"
+grep -q "^  ranks           4, 3 already complete (0, 2-3), 1 computed again over a damaged file (1)$" "$WORK/rerun.log" ||
+  fail "rerun did not skip the 3 complete ranks and name the damaged one: $(cat "$WORK/rerun.log")"
 same_checkpoint "$WORK/ref" "$WORK/truncated"
 
 cp -r "$WORK/ref" "$WORK/missing"
@@ -318,7 +318,15 @@ expect_error "verify a missing shard" "rank 3 \(rank-00003-of-00004.safetensors\
   "$INITC" verify "$WORK/missing"
 expect_error "assemble a missing shard" "rank 3 \(rank-00003-of-00004.safetensors\): .*no such file: rerun .prog/init --rank 3" \
   "$INITC" assemble "$WORK/missing" -o "$WORK/missing.safetensors"
-"$WORK/prog/init" --rank 3 --out "$WORK/missing" --quiet || fail "regenerate rank 3"
+# A missing file is not a damaged one; a lone rank over a damaged file says so.
+"${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/missing" >"$WORK/rerun.log" 2>&1 || fail "rerun missing"
+grep -q "^  ranks           4, 3 already complete (0-2)$" "$WORK/rerun.log" ||
+  fail "a missing shard was reported otherwise: $(cat "$WORK/rerun.log")"
+same_checkpoint "$WORK/ref" "$WORK/missing"
+truncate -s -1 "$WORK/missing/rank-00003-of-00004.safetensors"
+"$WORK/prog/init" --rank 3 --out "$WORK/missing" >"$WORK/rerun.log" 2>&1 || fail "regenerate rank 3"
+grep -q "^init: rank 3: .*rank-00003-of-00004.safetensors: file is [0-9]* bytes, its header describes [0-9]* (truncated): computing it again$" "$WORK/rerun.log" ||
+  fail "a lone rank over a damaged file did not say so: $(cat "$WORK/rerun.log")"
 same_checkpoint "$WORK/ref" "$WORK/missing"
 
 cp -r "$WORK/ref" "$WORK/index"
