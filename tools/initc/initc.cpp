@@ -265,6 +265,13 @@ constexpr KernelRates kKernelRates[] = {
 // 9.8 MiB for a 1-layer model and 11.2 MiB above its 94.5 MiB of shards for a Llama-3.1-405B
 // rank (dp=512,tp=32); a process filling buffers through the C API needs less.
 constexpr double kRuntimeOverheadBytes = 12.0 * (1 << 20);
+// And per parameter of the program (its table, as read; prog/init also lays out the shard's
+// header and the index): what a model of thousands of small tensors adds. Measured with
+// `/usr/bin/time -f %M` on programs of 1,000, 5,000 and 20,000 parameters of 2 KiB as about
+// 1.1 KiB per parameter through the C API (initc-fill-bench) and 2.8 (--discard) to 4.0 KiB
+// (writing) in prog/init.
+constexpr double kProgramBytesPerParam = 1.5 * 1024;
+constexpr double kStreamingBytesPerParam = 4.5 * 1024;
 // The runtime's QR of an orthogonal tensor (initrt::OrthogonalMatrix, its AVX2 build) on one
 // core: measured with `prog/init --rank 0 --discard --threads 1` on one square f32 tensor (the
 // whole run) as 14, 14 and 13 GFLOP/s for 1024, 2048 and 4096 rows on an AMD EPYC (Zen 4).
@@ -398,7 +405,10 @@ int runInspect(const InspectArgs &args) {
       t.seconds += largestElements[c] / rateOf(rates, Cost(c));
     times.push_back(t);
   }
-  double largestMemory = double(largest) + kRuntimeOverheadBytes + orthogonalScratch;
+  const double params = double(program.params.size());
+  const double runtimeOverhead = kRuntimeOverheadBytes + params * kProgramBytesPerParam;
+  const double streamingOverhead = kRuntimeOverheadBytes + params * kStreamingBytesPerParam;
+  double largestMemory = double(largest) + runtimeOverhead + orthogonalScratch;
   // Writing a shard file this large, prog/init stages it for direct I/O (initrt::DirectWriter).
   double writingStaging = double(largest) >= double(initrt::kDirectMinFileBytes)
                               ? double(initrt::kDirectStages * initrt::kDirectStageBytes)
@@ -440,15 +450,17 @@ int runInspect(const InspectArgs &args) {
                      {"largest_rank_bytes", largest},
                      {"largest_rank_loaded_bytes", loadedBytes}};
     out["estimate"] = {
-        {"note", "an estimate, not a measurement: in memory (the C API) shard bytes plus the "
-                 "runtime's measured overhead; prog/init (writing, or --discard) the overhead "
-                 "plus the streaming buffers (and whole orthogonal shards), and writing the "
-                 "direct I/O staging buffer; both plus the largest "
-                 "orthogonal tensor's scratch (one is computed at a time); time at the kernel "
-                 "benchmark's one-core rates and orthogonal factorizations at "
-                 "orthogonal_flops_per_second, without page faults, reading base checkpoints "
-                 "(init.load) or writing the checkpoint"},
-        {"runtime_overhead_bytes", uint64_t(kRuntimeOverheadBytes)},
+        {"note",
+         "an estimate, not a measurement: in memory (the C API) shard bytes plus the "
+         "runtime's measured overhead; prog/init (writing, or --discard) its own "
+         "overhead plus the streaming buffers (and whole orthogonal shards), and writing the "
+         "direct I/O staging buffer; both plus the largest "
+         "orthogonal tensor's scratch (one is computed at a time); time at the kernel "
+         "benchmark's one-core rates and orthogonal factorizations at "
+         "orthogonal_flops_per_second, without page faults, reading base checkpoints "
+         "(init.load) or writing the checkpoint"},
+        {"runtime_overhead_bytes", uint64_t(runtimeOverhead)},
+        {"writing_overhead_bytes", uint64_t(streamingOverhead)},
         {"orthogonal_scratch_bytes", uint64_t(orthogonalScratch)},
         {"orthogonal_flops", orthogonalFlops},
         {"orthogonal_flops_per_second", kOrthogonalFlopsPerSecond},
@@ -456,7 +468,7 @@ int runInspect(const InspectArgs &args) {
         {"writing_memory_bytes_per_thread", uint64_t(kStreamBytesPerThread)},
         {"writing_staging_bytes", uint64_t(writingStaging)},
         {"writing_memory_bytes_one_thread",
-         uint64_t(kRuntimeOverheadBytes + 2 * kStreamBytesPerThread + orthogonalScratch)},
+         uint64_t(streamingOverhead + 2 * kStreamBytesPerThread + orthogonalScratch)},
         {"time_one_core", nlohmann::json::array()}};
     for (size_t k = 0; k < times.size(); ++k) {
       const KernelRates &rates = kKernelRates[k];
@@ -513,18 +525,18 @@ int runInspect(const InspectArgs &args) {
                   (long long)times[k].slowestRank);
     timeText += text;
   }
-  std::printf("estimate per rank (not measured): memory up to %s through the C API (shards + %s "
-              "runtime), %s + %s per thread in prog/init (streamed, --discard; writing adds %s "
-              "of direct I/O staging); time "
-              "on one core up to %s; divide by --threads; page faults and writing the "
-              "checkpoint not included\n",
-              initrt::formatBytes(uint64_t(largestMemory)).c_str(),
-              initrt::formatBytes(uint64_t(kRuntimeOverheadBytes)).c_str(),
-              initrt::formatBytes(
-                  uint64_t(kRuntimeOverheadBytes + kStreamBytesPerThread + orthogonalScratch))
-                  .c_str(),
-              initrt::formatBytes(uint64_t(kStreamBytesPerThread)).c_str(),
-              initrt::formatBytes(uint64_t(writingStaging)).c_str(), timeText.c_str());
+  std::printf(
+      "estimate per rank (not measured): memory up to %s through the C API (shards + %s "
+      "runtime), %s + %s per thread in prog/init (streamed, --discard; writing adds %s "
+      "of direct I/O staging); time "
+      "on one core up to %s; divide by --threads; page faults and writing the "
+      "checkpoint not included\n",
+      initrt::formatBytes(uint64_t(largestMemory)).c_str(),
+      initrt::formatBytes(uint64_t(runtimeOverhead)).c_str(),
+      initrt::formatBytes(uint64_t(streamingOverhead + kStreamBytesPerThread + orthogonalScratch))
+          .c_str(),
+      initrt::formatBytes(uint64_t(kStreamBytesPerThread)).c_str(),
+      initrt::formatBytes(uint64_t(writingStaging)).c_str(), timeText.c_str());
   if (loadedBytes > 0)
     std::printf("rank %lld reads %s of its shards from base checkpoints (init.load, marked "
                 "loaded): at the file system's speed, not in the time above\n",
