@@ -497,10 +497,14 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   auto shardStateNow = [&](std::vector<std::string> &checksums, std::string &reason) {
     return shardState(options.out, program, myRank, checksums, reason, &baseStamps, !basesOpen);
   };
-  std::vector<std::string> unused;
+  // A shard found complete here (its checksums read) is not read again below: preparing --out
+  // leaves a complete shard of this program alone.
+  std::vector<std::string> checkedEarly;
   std::string notComplete;
-  if (!basesOpen && (options.discard || !kernels->basesOnlyAbsent() ||
-                     shardStateNow(unused, notComplete) != ShardState::Complete)) {
+  bool completeEarly = false;
+  if (!basesOpen && !options.discard && kernels->basesOnlyAbsent())
+    completeEarly = shardStateNow(checkedEarly, notComplete) == ShardState::Complete;
+  if (!basesOpen && !completeEarly) {
     code = kExitFailure;
     error = baseError;
   }
@@ -529,8 +533,13 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   std::vector<std::string> checksums(program.params.size());
   code = kExitOk;
   // A whole shard computed from other versions of the base checkpoints is computed again.
-  ShardState state =
-      options.discard ? ShardState::Incomplete : shardStateNow(checksums, notComplete);
+  ShardState state = ShardState::Incomplete;
+  if (completeEarly) {
+    state = ShardState::Complete;
+    checksums = std::move(checkedEarly);
+  } else if (!options.discard) {
+    state = shardStateNow(checksums, notComplete);
+  }
   bool complete = state == ShardState::Complete;
   stats.rebased = state == ShardState::BaseChanged;
   stats.unchecked = complete && !basesOpen;
