@@ -425,19 +425,23 @@ struct FuseElementwisePass : initc::impl::FuseElementwiseBase<FuseElementwisePas
       fused.erase();
       // Name the op that cannot be fused, at its line, not the yielded op that uses it.
       Operation *culprit = emitter.unsupported();
+      // A constant the canonicalizer moved to the top of the body has lost its line (MLIR's
+      // folder drops it): the parameter's line stands in, and the message names the op.
+      InFlightDiagnostic error =
+          isa<UnknownLoc>(culprit->getLoc()) ? param.emitError() : culprit->emitError();
       if (isa<LoadOp>(culprit))
-        culprit->emitError() << "cannot fuse: 'init.load' reads its values, it does not compute "
-                                "them; it can only be the value its parameter yields";
+        error << "cannot fuse: 'init.load' reads its values, it does not compute "
+                 "them; it can only be the value its parameter yields";
       else if (isa<ElementwiseOp>(culprit))
-        culprit->emitError() << "cannot fuse: an 'init.elementwise' can only be the value its "
-                                "parameter yields; write the ops that use it inside its region";
+        error << "cannot fuse: an 'init.elementwise' can only be the value its "
+                 "parameter yields; write the ops that use it inside its region";
       else if (isa_and_nonnull<InitDialect>(culprit->getDialect()))
-        culprit->emitError() << "cannot fuse: '" << culprit->getName()
-                             << "' is not elementwise and feeds other ops; compute it alone";
+        error << "cannot fuse: '" << culprit->getName()
+              << "' is not elementwise and feeds other ops; compute it alone";
       else
-        culprit->emitError() << "cannot fuse: '" << culprit->getName()
-                             << "' is not an init op; compute the value with init ops "
-                                "(init.fill for a constant, init.elementwise for a formula)";
+        error << "cannot fuse: '" << culprit->getName()
+              << "' is not an init op; compute the value with init ops "
+                 "(init.fill for a constant, init.elementwise for a formula)";
       return failure();
     }
     Value stored = emitter.toElement(*element, type.getElementType());
