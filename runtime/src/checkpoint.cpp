@@ -1025,23 +1025,9 @@ int removeStaleTemporaries(const std::string &dir, const Program &program, int64
     prefixes.push_back(".rank-");
     prefixes.push_back(std::string(".") + kIndexFile + ".tmp-");
   }
-  DIR *listing = ::opendir(dir.c_str());
-  if (!listing)
-    return 0;
-  std::vector<std::string> stale;
-  while (dirent *entry = ::readdir(listing)) {
-    std::string name = entry->d_name;
-    for (const std::string &prefix : prefixes)
-      if (name.compare(0, prefix.size(), prefix) == 0 && name.find(".tmp-") != std::string::npos)
-        stale.push_back(name);
-  }
-  ::closedir(listing);
   // Only temporaries no writer holds: another process writing this rank (a second
   // `--rank K`, another job on the same directory) keeps its own.
-  int removed = 0;
-  for (const std::string &name : stale)
-    removed += removeAbandonedTemporary(joinPath(dir, name));
-  return removed;
+  return removeAbandonedTemporaries(dir, prefixes);
 }
 
 //===----------------------------------------------------------------------===//

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -301,6 +302,30 @@ bool removeAbandonedTemporary(const std::string &path) {
     removed = ::unlink(path.c_str()) == 0;
   ::close(handle);
   return removed;
+}
+
+int removeAbandonedTemporaries(const std::string &dir, const std::vector<std::string> &prefixes) {
+  DIR *listing = ::opendir(dir.c_str());
+  if (!listing)
+    return 0;
+  std::vector<std::string> found;
+  while (dirent *entry = ::readdir(listing)) {
+    std::string name = entry->d_name;
+    for (const std::string &prefix : prefixes)
+      if (name.compare(0, prefix.size(), prefix) == 0 && name.find(".tmp-") != std::string::npos)
+        found.push_back(name);
+  }
+  ::closedir(listing);
+  int removed = 0;
+  for (const std::string &name : found)
+    removed += removeAbandonedTemporary(dir + "/" + name);
+  return removed;
+}
+
+int removeAbandonedTemporariesOf(const std::string &path) {
+  // The temporary's name, as open() makes it, up to the pid.
+  return removeAbandonedTemporaries(directoryOf(path),
+                                    {"." + baseNameOf(path).substr(0, 200) + ".tmp-"});
 }
 
 bool AtomicFile::open(const std::string &path, uint64_t expectedBytes, std::string &error,

@@ -731,7 +731,7 @@ int main(int argc, char **argv) {
         if (value.empty())
           return std::string("must not be empty");
         if (value[0] == '-')
-          return "'" + value + "' is an option, not this option's value: give the value first (./" +
+          return "'" + value + "' looks like an option, not a value: give the value first (./" +
                  value + " for a directory of that name)";
         return std::string();
       },
@@ -764,7 +764,14 @@ int main(int argc, char **argv) {
                  "Run the kernels compiled for this CPU (one of program.json's "
                  "kernels.variants; default: the first this CPU supports, or $INITRT_TARGET_CPU). "
                  "The bits are the same for every variant")
-      ->type_name("CPU");
+      ->type_name("CPU")
+      ->check(CLI::Validator(
+          [](std::string &value) {
+            return value.size() > 1 && value[0] == '-'
+                       ? "'" + value + "' looks like an option, not a value: give the value first"
+                       : std::string();
+          },
+          "", "CPU"));
   app.add_option("--program", options.programDir,
                  "Program directory (default: the directory of this executable)")
       ->type_name("DIR")
@@ -793,6 +800,13 @@ int main(int argc, char **argv) {
     stop = true;
     code = kExitUsage;
     usage << "--out DIR is required (or --discard to write nothing); see --help\n";
+  }
+  if (!stop && !options.out.empty() && options.discard) { // which was meant: writing or not?
+    stop = true;
+    code = kExitUsage;
+    usage << "--discard writes nothing, so --out " << options.out
+          << " would stay empty: drop --discard to write the checkpoint, or --out to time the "
+             "run\n";
   }
   auto rankUnderLauncher = [&](long processes) {
     stop = true;

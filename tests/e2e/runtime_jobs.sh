@@ -69,8 +69,11 @@ expect_error "--help on one rank" \
 [[ ! -e cf ]] || fail "a job stopped before it started wrote $(ls -A cf)"
 # --out that is empty, or a link to nothing.
 expect_error "an empty --out" "init: error: --out: must not be empty" p2/init --rank 1 --out ""
-expect_error "an option as --out" "init: error: --out: '--discard' is an option, not this option's value: give the value first \(./--discard for a directory of that name\)" p2/init --rank 1 --out --discard
+expect_error "an option as --out" "init: error: --out: '--discard' looks like an option, not a value: give the value first \(./--discard for a directory of that name\)" p2/init --rank 1 --out --discard
 [ ! -e ./--discard ] || fail "--out --discard made a directory"
+expect_error "an option as --target-cpu" "init: error: --target-cpu: '--quiet' looks like an option, not a value: give the value first$" p2/init --rank 1 --out cq --target-cpu --quiet
+expect_error "--discard with --out" "init: error: --discard writes nothing, so --out cq would stay empty: drop --discard to write the checkpoint, or --out to time the run" p2/init --rank 1 --out cq --discard
+[ ! -e cq ] || fail "a refused run made its --out"
 ln -s nowhere dangling
 expect_error "a dangling --out link" \
   "init: error \(rank 1\): dangling is a symbolic link to nothing \(or to a file\): make it name a directory" \
@@ -162,7 +165,7 @@ import os, signal, subprocess, sys, time
 sig, folder, prefix, cmd = getattr(signal, sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
 action = signal.SIG_IGN if os.environ.get("IGNORED") == "1" else signal.SIG_DFL
 proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open("signal.log", "w"),
-                        preexec_fn=lambda: signal.signal(sig, action))
+                        preexec_fn=None if sig == signal.SIGKILL else lambda: signal.signal(sig, action))
 deadline = time.monotonic() + 300
 while proc.poll() is None and time.monotonic() < deadline:
     try:
@@ -204,6 +207,17 @@ for attempt in 1 2 3; do
 done
 [[ $status == 143 ]] || fail "assemble after SIGTERM: status $status, expected 143: $(cat signal.log)"
 [[ $(ls -A sig) == ckpt ]] || fail "SIGTERM left: $(ls -A sig)"
+# SIGKILL leaves its temporary, as large as the model: the next assemble to that name removes it.
+for attempt in 1 2 3; do
+  status=$(signal_when_written SIGKILL sig .model.safetensors.tmp- "$INITC" assemble sig/ckpt -o sig/model.safetensors)
+  [[ $status == finished || $status == 0 ]] || break
+  rm -f sig/model.safetensors
+done
+[[ $status == 137 ]] || fail "assemble after SIGKILL: status $status, expected 137: $(cat signal.log)"
+ls -A sig | grep -q "^\.model\.safetensors\.tmp-" || fail "SIGKILL left no temporary: $(ls -A sig)"
+"$INITC" assemble sig/ckpt -o sig/model.safetensors >/dev/null 2>&1 || fail "assemble after a killed one"
+[[ $(ls -A sig | tr '\n' ' ') == "ckpt model.safetensors " ]] || fail "assemble left its killed run's temporary: $(ls -A sig)"
+rm sig/model.safetensors
 # Under mpirun: mpirun passes SIGTERM on to the ranks, which remove their temporaries.
 for attempt in 1 2 3; do
   rm -rf sig/ckpt2

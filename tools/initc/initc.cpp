@@ -664,6 +664,9 @@ int runCompile(const CompileArgs &args) {
 
   if (args.output.empty())
     return fail("compile needs -o DIR (the program directory), or --emit=mlir|llvm|asm");
+  if (args.output == "-")
+    return fail("-o -: a program is a directory, not a stream: name the directory, or print the "
+                "IR, LLVM IR or assembly with --emit=mlir|llvm|asm");
   if (failed(initc::runPipeline(*module, options, initc::Stage::Partitioned)))
     return 1;
   initrt::Program program;
@@ -722,18 +725,23 @@ static int runInitc(int argc, char **argv) {
                                                    return s;
                                                  }() + ")");
   // Usage errors (exit 2), caught before anything runs.
-  // A value that is empty, or that is the next option (`-o --mesh` takes "--mesh" as the
-  // file to write), is a mistake: the file would be made under that name.
-  const CLI::Validator nonEmpty(
-      [](std::string &value) {
-        if (value.empty())
-          return std::string("must not be empty");
-        if (value.size() > 1 && value[0] == '-')
-          return "'" + value + "' is an option, not this option's value: give the value first (./" +
-                 value + " for a file of that name)";
-        return std::string();
-      },
-      "");
+  // A value that is empty, or that looks like the next option (`-o --mesh` takes "--mesh" as
+  // the file to write), is a mistake: a file would be made under that name. ('-' alone is
+  // standard input or output.)
+  auto givenValue = [](bool path) {
+    return CLI::Validator(
+        [path](std::string &value) {
+          if (value.empty())
+            return std::string("must not be empty");
+          if (value.size() > 1 && value[0] == '-')
+            return "'" + value + "' looks like an option, not a value: give the value first" +
+                   (path ? " (./" + value + " for a file of that name)" : std::string());
+          return std::string();
+        },
+        "");
+  };
+  const CLI::Validator nonEmpty = givenValue(/*path=*/true);
+  const CLI::Validator nonEmptyWord = givenValue(/*path=*/false);
   const CLI::Validator seedValue(
       [](std::string &value) {
         uint64_t seed;
@@ -768,7 +776,7 @@ static int runInitc(int argc, char **argv) {
   auto addModelOptions = [&](CLI::App *command, std::string &model, std::string &mesh,
                              std::string &shard) {
     command->add_option("model", model, "init IR (.mlir; - for stdin)")->required();
-    command->add_option("--mesh", mesh, "mesh axes and sizes, e.g. dp=2,tp=2")->check(nonEmpty);
+    command->add_option("--mesh", mesh, "mesh axes and sizes, e.g. dp=2,tp=2")->check(nonEmptyWord);
     command
         ->add_option("--shard", shard,
                      "preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file")
@@ -793,6 +801,7 @@ static int runInitc(int argc, char **argv) {
     stages += (stages.empty() ? "" : ", ") + s.str();
   auto *stageOption =
       compile->add_option("--stage", compileArgs.stage, "with --emit=mlir, the stage: " + stages)
+          ->check(nonEmptyWord)
           ->capture_default_str();
   auto *targetCpuOption =
       compile
@@ -805,6 +814,7 @@ static int runInitc(int argc, char **argv) {
                        "CPU:GROUPSxBLOCKS sets a CPU's vector loop, for measuring: "
                        "GROUPS groups (1-4) of BLOCKS Philox blocks (8 or 16) per iteration "
                        "(default 3x16 with AVX-512, 2x8 otherwise)")
+          ->check(nonEmptyWord)
           ->capture_default_str();
   compile->add_option("--linker", compileArgs.linker, "C compiler used to link kernels.so")
       ->check(nonEmpty);
@@ -854,6 +864,10 @@ static int runInitc(int argc, char **argv) {
       (argc > 1 && llvm::StringRef(argv[1]) == "import" &&
        unknownSubcommand(*importCmd, 2, "kind of import")))
     return 2;
+  // Usage errors look like every other error of initc's.
+  app.failure_message([](const CLI::App *, const CLI::Error &e) {
+    return "initc: error: " + std::string(e.what()) + " (see initc --help)\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -893,6 +907,8 @@ static int runInitc(int argc, char **argv) {
   if (*assemble) {
     if (!initrt::checkDirectIoSetting(error))
       return fail(error);
+    // A killed assemble leaves a temporary as large as the model: the next one removes it.
+    initrt::removeAbandonedTemporariesOf(assembleOut);
     bool ok = initrt::assembleCheckpoint(ckptDir, assembleOut, error, progress);
     bar.finish();
     if (!ok)

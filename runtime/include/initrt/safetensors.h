@@ -120,6 +120,12 @@ private:
 /// lock: its writer was killed or failed. A live writer's temporary, on any host, is kept, and so
 /// is every temporary on a file system without locks. Returns whether it was removed.
 bool removeAbandonedTemporary(const std::string &path);
+/// removeAbandonedTemporary of every file in `dir` whose name starts with one of `prefixes`.
+/// Returns how many were removed.
+int removeAbandonedTemporaries(const std::string &dir, const std::vector<std::string> &prefixes);
+/// Those an AtomicFile writing `path` would have left: a rerun of a killed writer cleans up after
+/// it (a directory of many files is better cleaned once, with the prefix of them all).
+int removeAbandonedTemporariesOf(const std::string &path);
 
 /// Writes `contents` to `path` atomically.
 bool writeFileAtomically(const std::string &path, const std::string &contents,
