@@ -694,9 +694,18 @@ int runCompile(const CompileArgs &args) {
                << program.mesh.size() << (program.mesh.size() == 1 ? " rank" : " ranks")
                << ", target " << targetsText(program) << ", in " << llvm::format("%.2f", seconds)
                << " s -> " << dir << "\n"
-               << "run it: mpirun -np " << program.mesh.size() << " " << dir
-               << "/init --out CKPT_DIR   (or " << dir
-               << "/init --rank K --out CKPT_DIR for one rank)\n";
+               << "run it: mpirun -np " << program.mesh.size() << " ";
+  // The command as a shell takes it: a directory with spaces or quotes is quoted.
+  auto printInit = [&] {
+    std::string init = dir + "/init";
+    bool plain = llvm::all_of(
+        init, [](char c) { return llvm::isAlnum(c) || llvm::StringRef("_./-+=:,@%").contains(c); });
+    llvm::sys::printArg(llvm::outs(), init, /*Quote=*/!plain);
+  };
+  printInit();
+  llvm::outs() << " --out CKPT_DIR   (or ";
+  printInit();
+  llvm::outs() << " --rank K --out CKPT_DIR for one rank)\n";
   return 0;
 }
 

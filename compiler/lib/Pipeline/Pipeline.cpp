@@ -50,16 +50,17 @@ bool initc::parseStage(llvm::StringRef name, Stage &stage) {
 OwningOpRef<ModuleOp> initc::loadModel(MLIRContext &context, llvm::StringRef path,
                                        std::string &error) {
   if (path != "-" && llvm::sys::fs::is_directory(path)) {
-    llvm::SmallString<256> program(path);
+    llvm::StringRef dir = path.size() > 1 ? path.rtrim('/') : path;
+    llvm::SmallString<256> program(dir);
     llvm::sys::path::append(program, "program.json");
-    error = path.str() +
-            (llvm::sys::fs::exists(program)
-                 ? " is a program that `initc compile` wrote: pass the init IR (.mlir) it was "
-                   "compiled from; its parameters are also in " +
-                       std::string(program) + ", and `" + path.str() +
-                       "/init --help` says how to run it"
-                 : std::string(" is a directory, not init IR: pass the .mlir that `initc "
-                               "import` writes (or hand-written IR)"));
+    error =
+        path.str() +
+        (llvm::sys::fs::exists(program)
+             ? " is a program that `initc compile` wrote: pass the init IR (.mlir) it was "
+               "compiled from; its parameters are also in " +
+                   std::string(program) + ", and `" + dir.str() + "/init --help` says how to run it"
+             : std::string(" is a directory, not init IR: pass the .mlir that `initc "
+                           "import` writes (or hand-written IR)"));
     return nullptr;
   }
   auto file = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
