@@ -904,16 +904,24 @@ bool checkOutputDir(const std::string &dir, const Program &program, bool overwri
 
   std::string indexPath = joinPath(dir, kIndexFile);
   if (::access(indexPath.c_str(), F_OK) == 0) {
-    std::string text, readError, id;
-    bool ours = false;
+    std::string text, readError, id, why;
+    bool ours = false, damaged = false;
     if (readTextFile(indexPath, text, readError)) {
       Json json;
-      std::string why;
-      if (parseJsonText(text, json, why) && json.is_object() && json.contains("program_id") &&
+      damaged = !parseJsonText(text, json, why);
+      if (!damaged && json.is_object() && json.contains("program_id") &&
           json["program_id"].is_string()) {
         id = json["program_id"].get<std::string>();
         ours = id == program.programId;
       }
+    }
+    // index.json is written whole (renamed into place), so one that does not parse was cut or
+    // damaged after the fact: say so rather than call it another program's.
+    if (damaged && !overwrite) {
+      error = indexPath + " is malformed (" + why +
+              "): pass --overwrite to write it again (complete shards are kept), or choose "
+              "another --out";
+      return false;
     }
     if (!ours) {
       foreign.push_back(kIndexFile);

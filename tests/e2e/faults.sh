@@ -335,7 +335,7 @@ expect_error "verify a truncated index" "index.json is malformed .*: rerun the w
   "$INITC" verify "$WORK/index"
 expect_error "assemble a truncated index" "index.json is malformed" \
   "$INITC" assemble "$WORK/index" -o "$WORK/index.safetensors"
-expect_error "rerun over a truncated index" "holds a checkpoint of another program \(index.json is not an initc index.*pass --overwrite" \
+expect_error "rerun over a truncated index" "index/index.json is malformed \(.*\): pass --overwrite to write it again \(complete shards are kept\)" \
   "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/index"
 "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/index" --overwrite --quiet || fail "rerun --overwrite"
 same_checkpoint "$WORK/ref" "$WORK/index"

@@ -853,6 +853,20 @@ TEST_F(CheckpointTest, OutputDirRefusesAnotherProgram) {
   // Our own checkpoint: fine (a rerun resumes it).
   EXPECT_TRUE(checkOutputDir(dir, program, false, error)) << error;
 
+  // A cut index is damage, not another program's; --overwrite replaces only the index.
+  std::string indexText;
+  ASSERT_TRUE(testprog::readFile(dir + "/index.json", indexText));
+  ASSERT_EQ(truncate((dir + "/index.json").c_str(), 20), 0);
+  EXPECT_FALSE(checkOutputDir(dir, program, false, error));
+  EXPECT_NE(error.find(dir + "/index.json is malformed ("), std::string::npos) << error;
+  EXPECT_NE(error.find("pass --overwrite to write it again (complete shards are kept)"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(error.find("another program"), std::string::npos) << error;
+  EXPECT_TRUE(checkOutputDir(dir, program, true, error)) << error;
+  EXPECT_EQ(listDir(dir).size(), 2u);
+  std::ofstream(dir + "/index.json", std::ios::binary) << indexText;
+
   Program other = gridProgram();
   EXPECT_FALSE(checkOutputDir(dir, other, false, error));
   EXPECT_NE(error.find("another program"), std::string::npos) << error;
