@@ -64,6 +64,12 @@ int fail(const std::string &message) {
   return 1;
 }
 
+/// A command line that cannot run as given (exit 2, as CLI11's own usage errors).
+int usageError(const std::string &message) {
+  llvm::errs() << "initc: error: " << message << " (see initc --help)\n";
+  return 2;
+}
+
 /// One MLIR context with every dialect initc reads, and diagnostics printed with file and line.
 struct Session {
   DialectRegistry registry;
@@ -627,7 +633,7 @@ int runCompile(const CompileArgs &args) {
   if (!initc::parseStage(args.stage, stage))
     return fail("unknown --stage '" + args.stage + "'");
   if (args.stageGiven && args.emit != "mlir")
-    return fail("--stage applies to --emit=mlir only: add --emit=mlir, or drop --stage");
+    return usageError("--stage applies to --emit=mlir only: add --emit=mlir, or drop --stage");
   if (!args.emit.empty()) {
     if (args.emit != "mlir")
       stage = initc::Stage::Partitioned;
@@ -663,10 +669,11 @@ int runCompile(const CompileArgs &args) {
   }
 
   if (args.output.empty())
-    return fail("compile needs -o DIR (the program directory), or --emit=mlir|llvm|asm");
+    return usageError("compile needs -o DIR (the program directory), or --emit=mlir|llvm|asm");
   if (args.output == "-")
-    return fail("-o -: a program is a directory, not a stream: name the directory, or print the "
-                "IR, LLVM IR or assembly with --emit=mlir|llvm|asm");
+    return usageError(
+        "-o -: a program is a directory, not a stream: name the directory, or print the "
+        "IR, LLVM IR or assembly with --emit=mlir|llvm|asm");
   if (failed(initc::runPipeline(*module, options, initc::Stage::Partitioned)))
     return 1;
   initrt::Program program;
