@@ -271,6 +271,10 @@ constexpr KernelRates kKernelRates[] = {
 // 9.8 MiB for a 1-layer model and 11.2 MiB above its 94.5 MiB of shards for a Llama-3.1-405B
 // rank (dp=512,tp=32); a process filling buffers through the C API needs less.
 constexpr double kRuntimeOverheadBytes = 12.0 * (1 << 20);
+// Open MPI's libraries and shared-memory transport, which prog/init under mpirun adds: a rank
+// of a 1-parameter program peaked at 19.6-19.9 MiB under `mpirun -np 2` and `-np 8` (one node),
+// against 9.8-10.0 MiB run alone with --rank.
+constexpr double kLauncherBytes = 10.0 * (1 << 20);
 // And per parameter of the program (its table, as read; prog/init also lays out the shard's
 // header and the index): what a model of thousands of small tensors adds. Measured with
 // `/usr/bin/time -f %M` on programs of 1,000, 5,000 and 20,000 parameters of 2 KiB as about
@@ -413,7 +417,8 @@ int runInspect(const InspectArgs &args) {
   }
   const double params = double(program.params.size());
   const double runtimeOverhead = kRuntimeOverheadBytes + params * kProgramBytesPerParam;
-  const double streamingOverhead = kRuntimeOverheadBytes + params * kStreamingBytesPerParam;
+  const double streamingOverhead =
+      kRuntimeOverheadBytes + kLauncherBytes + params * kStreamingBytesPerParam;
   double largestMemory = double(largest) + runtimeOverhead + orthogonalScratch;
   // Writing a shard file this large, prog/init stages it for direct I/O (initrt::DirectWriter).
   double writingStaging = double(largest) >= double(initrt::kDirectMinFileBytes)
