@@ -8,7 +8,9 @@
 //
 // Philox keys are not constants of the region: each is a trailing region argument whose value
 // is in the op's `args`, so that parameters with the same recipe get identical regions and share
-// one kernel, which reads the keys at run time.
+// one kernel, which reads the keys at run time. So the region is built once per recipe: a
+// parameter whose body is equivalent to an earlier one's yields `init.elementwise_like` of it,
+// with its own keys.
 //
 //===----------------------------------------------------------------------===//
 #include "initc/Random/Expand.h"
@@ -17,10 +19,10 @@
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/Threading.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -35,6 +37,13 @@ using namespace initc::init;
 
 namespace {
 
+/// The Philox key of `stream` of parameter `name`, as a region argument holds it: k1 << 32 | k0.
+int64_t packedKey(uint64_t seed, StringRef name, int64_t stream) {
+  auto k =
+      initrt::rng::deriveKey(seed, std::string_view(name.data(), name.size()), (uint64_t)stream);
+  return (int64_t)(((uint64_t)k.k1 << 32) | k.k0);
+}
+
 /// Builds the scalar computation of one element of every op of a parameter body.
 class ElementEmitter {
 public:
@@ -45,6 +54,8 @@ public:
 
   /// The values of the key arguments appended to the block, in order.
   ArrayRef<int64_t> keyArgs() const { return keyValues; }
+  /// The streams of those keys, in the same order.
+  ArrayRef<int64_t> keyStreams() const { return streams; }
 
   /// The element of `value` in its compute type; failure for ops that are not elementwise.
   FailureOr<Value> emit(Value value);
@@ -77,6 +88,7 @@ private:
   /// Samples also proven never subnormal: bf16 takes them by a conversion (rule 8).
   DenseSet<Value> neverNaNOrSubnormal;
   SmallVector<int64_t> keyValues;
+  SmallVector<int64_t> streams;
 
   Type computeType(Type element) {
     if (element.isF64())
@@ -105,9 +117,8 @@ private:
   Value key(int64_t stream) {
     if (Value known = keyByStream.lookup(stream))
       return known;
-    auto k = initrt::rng::deriveKey(seed, std::string_view(paramName.data(), paramName.size()),
-                                    (uint64_t)stream);
-    keyValues.push_back((int64_t)(((uint64_t)k.k1 << 32) | k.k0));
+    keyValues.push_back(packedKey(seed, paramName, stream));
+    streams.push_back(stream);
     Value arg = block->addArgument(b.getI64Type(), loc);
     keyByStream[stream] = arg;
     return arg;
@@ -391,25 +402,107 @@ struct FuseElementwisePass : initc::impl::FuseElementwiseBase<FuseElementwisePas
   void runOnOperation() override {
     ModuleOp module = getOperation();
     uint64_t seed = getModelSeed(module);
-    // Each parameter's ops are its own, so parameters fuse on the context's threads: a model of
-    // thousands of them builds hundreds of ops for each. Every parameter that cannot be fused is
-    // reported, in the parameters' order, whatever the threads.
-    SmallVector<ParamOp> params = llvm::to_vector(module.getOps<ParamOp>());
-    std::atomic<bool> failedAny{false};
-    parallelForEach(&getContext(), params, [&](ParamOp param) {
-      if (failed(fuse(param, seed)))
-        failedAny = true;
+    // Parameters of one recipe (the same ops, attributes and types; names aside) fuse into the
+    // same region but for their keys: the first of each is fused, and the others become
+    // init.elementwise_like of it, so a model of thousands of expert weights builds one region
+    // of hundreds of ops, not thousands.
+    SmallVector<ParamOp> params;
+    for (ParamOp param : module.getOps<ParamOp>())
+      if (needsFusion(param))
+        params.push_back(param);
+    SmallVector<int> leaderOf(params.size(), -1); // an index into params, or -1 for a leader
+    SmallVector<size_t> leaders;
+    {
+      llvm::DenseMap<unsigned, SmallVector<size_t>> leadersByHash;
+      for (auto [index, param] : llvm::enumerate(params)) {
+        SmallVector<size_t> &candidates = leadersByHash[recipeHash(param)];
+        for (size_t candidate : candidates)
+          if (OperationEquivalence::isRegionEquivalentTo(&params[candidate].getBody(),
+                                                         &param.getBody(),
+                                                         OperationEquivalence::IgnoreLocations)) {
+            leaderOf[index] = int(candidate);
+            break;
+          }
+        if (leaderOf[index] < 0) {
+          candidates.push_back(index);
+          leaders.push_back(index);
+        }
+      }
+    }
+    // Leaders fuse on the context's threads, silently: a recipe that cannot be fused is
+    // reported below for each of its parameters, in the parameters' order.
+    SmallVector<std::optional<SmallVector<int64_t>>> streamsOf(params.size());
+    parallelForEach(&getContext(), leaders, [&](size_t index) {
+      FailureOr<SmallVector<int64_t>> streams = fuse(params[index], seed, /*report=*/false);
+      if (succeeded(streams))
+        streamsOf[index] = std::move(*streams);
     });
-    if (failedAny)
-      signalPassFailure();
+    SmallVector<ParamOp> unfusable;
+    for (auto [index, param] : llvm::enumerate(params)) {
+      int leader = leaderOf[index];
+      if (leader < 0 ? !streamsOf[index] : !streamsOf[size_t(leader)])
+        unfusable.push_back(param);
+      else if (leader >= 0)
+        useRegionOf(param, params[size_t(leader)], *streamsOf[size_t(leader)], seed);
+    }
+    if (unfusable.empty())
+      return;
+    parallelForEach(&getContext(), unfusable,
+                    [&](ParamOp param) { (void)fuse(param, seed, /*report=*/true); });
+    signalPassFailure();
   }
 
-  static LogicalResult fuse(ParamOp param, uint64_t seed) {
+  /// Whether `param` yields a value that fusion computes element by element.
+  static bool needsFusion(ParamOp param) {
     Value yielded = param.getYieldedValue();
-    if (!yielded || yielded.getDefiningOp<ElementwiseOp>())
-      return success();
-    if (yielded.getDefiningOp<OrthogonalOp>() || yielded.getDefiningOp<LoadOp>())
-      return success(); // not elementwise: partitioned by their own strategies
+    if (!yielded)
+      return false;
+    Operation *op = yielded.getDefiningOp();
+    // Already fused, or not elementwise: orthogonal and loaded values are partitioned by their
+    // own strategies.
+    return !isa_and_nonnull<ElementwiseOp, ElementwiseLikeOp, OrthogonalOp, LoadOp>(op);
+  }
+
+  /// A hash of the ops of `param`'s body that equivalent bodies share.
+  static unsigned recipeHash(ParamOp param) {
+    llvm::hash_code hash = 0;
+    param.getBody().walk([&](Operation *op) {
+      hash = llvm::hash_combine(
+          hash, OperationEquivalence::computeHash(op, OperationEquivalence::ignoreHashValue,
+                                                  OperationEquivalence::ignoreHashValue,
+                                                  OperationEquivalence::IgnoreLocations));
+    });
+    return unsigned(size_t(hash));
+  }
+
+  /// Makes `param`, whose body is equivalent to fused `leader`'s before it was fused, yield an
+  /// init.elementwise_like of it with its own keys (those of the same streams).
+  static void useRegionOf(ParamOp param, ParamOp leader, ArrayRef<int64_t> streams, uint64_t seed) {
+    Operation *terminator = param.getBody().front().getTerminator();
+    Value yielded = param.getYieldedValue();
+    OpBuilder builder(terminator);
+    SmallVector<int64_t> keys;
+    for (int64_t stream : streams)
+      keys.push_back(packedKey(seed, param.getSymName(), stream));
+    auto like = builder.create<ElementwiseLikeOp>(
+        yielded.getLoc(), yielded.getType(), FlatSymbolRefAttr::get(leader.getSymNameAttr()),
+        keys.empty() ? DenseI64ArrayAttr() : builder.getDenseI64ArrayAttr(keys));
+    terminator->setOperand(0, like.getResult());
+    eraseDeadOps(param, terminator);
+  }
+
+  /// Erases every op of `param`'s body but the terminator that nothing uses.
+  static void eraseDeadOps(ParamOp param, Operation *terminator) {
+    for (Operation &op :
+         llvm::make_early_inc_range(llvm::reverse(param.getBody().front().getOperations())))
+      if (&op != terminator && op.use_empty())
+        op.erase();
+  }
+
+  /// Fuses `param`'s body into one init.elementwise; the streams of its keys, in the order of
+  /// its trailing arguments. Failure says why at the op that cannot be fused, when `report`.
+  static FailureOr<SmallVector<int64_t>> fuse(ParamOp param, uint64_t seed, bool report) {
+    Value yielded = param.getYieldedValue();
     auto type = cast<RankedTensorType>(yielded.getType());
     Location loc = yielded.getLoc();
     OpBuilder builder(param.getBody().front().getTerminator());
@@ -423,6 +516,8 @@ struct FuseElementwisePass : initc::impl::FuseElementwiseBase<FuseElementwisePas
     FailureOr<Value> element = emitter.emit(yielded);
     if (failed(element)) {
       fused.erase();
+      if (!report)
+        return failure();
       // Name the op that cannot be fused, at its line, not the yielded op that uses it.
       Operation *culprit = emitter.unsupported();
       // A constant the canonicalizer moved to the top of the body has lost its line (MLIR's
@@ -455,11 +550,8 @@ struct FuseElementwisePass : initc::impl::FuseElementwiseBase<FuseElementwisePas
     // The parameter now yields the fused tensor; everything else in its body is dead.
     Operation *terminator = param.getBody().front().getTerminator();
     terminator->setOperand(0, fused.getResult());
-    for (Operation &op :
-         llvm::make_early_inc_range(llvm::reverse(param.getBody().front().getOperations())))
-      if (&op != terminator && op.use_empty())
-        op.erase();
-    return success();
+    eraseDeadOps(param, terminator);
+    return SmallVector<int64_t>(emitter.keyStreams());
   }
 };
 } // namespace

@@ -1270,6 +1270,8 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
     // Identical recipes (same ops, constants, rank and element type; keys aside) share a kernel.
     KernelRecipes recipes;
     int64_t next = 0;
+    // Parameters computed like another take its kernel once it has one.
+    SmallVector<std::pair<ParamOp, ElementwiseLikeOp>> likeOthers;
     for (ParamOp param : llvm::to_vector(module.getOps<ParamOp>())) {
       Value yielded = param.getYieldedValue();
       if (!yielded)
@@ -1278,6 +1280,10 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       // each rank's slice of the file it names.
       if (yielded.getDefiningOp<LoadOp>())
         continue;
+      if (auto like = yielded.getDefiningOp<ElementwiseLikeOp>()) {
+        likeOthers.push_back({param, like});
+        continue;
+      }
       auto fused = yielded.getDefiningOp<ElementwiseOp>();
       if (auto orthogonal = yielded.getDefiningOp<OrthogonalOp>()) {
         fused = buildOrthogonalSource(orthogonal, seed, param.getSymName());
@@ -1318,10 +1324,25 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       param.setKernelAttr(FlatSymbolRefAttr::get(&getContext(), kernelName));
       if (args)
         param.setKernelArgsAttr(args);
-      param.getBody().dropAllReferences();
-      param.getBody().getBlocks().clear();
+      clearBody(param);
+    }
+    if (!likeOthers.empty()) {
+      SymbolTable symbols(module);
+      for (auto [param, like] : likeOthers) {
+        // The verifier saw to it that `like` is a parameter that yielded an init.elementwise.
+        auto source = symbols.lookup<ParamOp>(like.getLike());
+        param.setKernelAttr(source.getKernelAttr());
+        if (DenseI64ArrayAttr args = like.getArgsAttr())
+          param.setKernelArgsAttr(args);
+        clearBody(param);
+      }
     }
     numKernels += next;
+  }
+
+  static void clearBody(ParamOp param) {
+    param.getBody().dropAllReferences();
+    param.getBody().getBlocks().clear();
   }
 
   Statistic numKernels{this, "kernels", "native kernels created"};

@@ -203,3 +203,60 @@ init.param @quotient_bf16 : tensor<8x4xbf16> {
   %2 = init.div %0, %1 : tensor<8x4xbf16>
   init.yield %2 : tensor<8x4xbf16>
 }
+
+// -----
+
+// Parameters of one recipe keep one region: the first is fused, the others compute its region
+// with their own keys. A recipe that differs in a constant, a stream or the shape is its own.
+// CHECK-LABEL: init.param @expert_0 : tensor<8x4xbf16> {
+// CHECK-NEXT:    %[[E:.+]] = init.elementwise {args = array<i64: [[K0:-?[0-9]+]], [[K0B:-?[0-9]+]]>} : tensor<8x4xbf16> {
+// CHECK:         init.yield %[[E]] : tensor<8x4xbf16>
+// CHECK-LABEL: init.param @expert_1 : tensor<8x4xbf16> {
+// CHECK-NEXT:    %[[L:.+]] = init.elementwise_like @expert_0 {args = array<i64: [[K1:-?[0-9]+]], [[K1B:-?[0-9]+]]>} : tensor<8x4xbf16>
+// CHECK-NEXT:    init.yield %[[L]] : tensor<8x4xbf16>
+// CHECK-NEXT:  }
+// CHECK-LABEL: init.param @other_std : tensor<8x4xbf16> {
+// CHECK-NEXT:    init.elementwise {args
+// CHECK-LABEL: init.param @other_stream : tensor<8x4xbf16> {
+// CHECK-NEXT:    init.elementwise {args
+// CHECK-LABEL: init.param @other_shape : tensor<4x8xbf16> {
+// CHECK-NEXT:    init.elementwise {args
+// CHECK-LABEL: init.param @expert_2 : tensor<8x4xbf16> {
+// CHECK-NEXT:    init.elementwise_like @expert_0 {args = array<i64: [[K2:-?[0-9]+]], [[K2B:-?[0-9]+]]>}
+init.seed 7
+init.param @expert_0 : tensor<8x4xbf16> {
+  %0 = init.normal mean 0.0 std 0.02 stream 0 : tensor<8x4xbf16>
+  %1 = init.uniform -0.1, 0.1 stream 1 : tensor<8x4xbf16>
+  %2 = init.add %0, %1 : tensor<8x4xbf16>
+  init.yield %2 : tensor<8x4xbf16>
+}
+init.param @expert_1 : tensor<8x4xbf16> {
+  %0 = init.normal mean 0.0 std 0.02 stream 0 : tensor<8x4xbf16>
+  %1 = init.uniform -0.1, 0.1 stream 1 : tensor<8x4xbf16>
+  %2 = init.add %0, %1 : tensor<8x4xbf16>
+  init.yield %2 : tensor<8x4xbf16>
+}
+init.param @other_std : tensor<8x4xbf16> {
+  %0 = init.normal mean 0.0 std 0.03 stream 0 : tensor<8x4xbf16>
+  %1 = init.uniform -0.1, 0.1 stream 1 : tensor<8x4xbf16>
+  %2 = init.add %0, %1 : tensor<8x4xbf16>
+  init.yield %2 : tensor<8x4xbf16>
+}
+init.param @other_stream : tensor<8x4xbf16> {
+  %0 = init.normal mean 0.0 std 0.02 stream 0 : tensor<8x4xbf16>
+  %1 = init.uniform -0.1, 0.1 stream 2 : tensor<8x4xbf16>
+  %2 = init.add %0, %1 : tensor<8x4xbf16>
+  init.yield %2 : tensor<8x4xbf16>
+}
+init.param @other_shape : tensor<4x8xbf16> {
+  %0 = init.normal mean 0.0 std 0.02 stream 0 : tensor<4x8xbf16>
+  %1 = init.uniform -0.1, 0.1 stream 1 : tensor<4x8xbf16>
+  %2 = init.add %0, %1 : tensor<4x8xbf16>
+  init.yield %2 : tensor<4x8xbf16>
+}
+init.param @expert_2 : tensor<8x4xbf16> {
+  %0 = init.normal mean 0.0 std 0.02 stream 0 : tensor<8x4xbf16>
+  %1 = init.uniform -0.1, 0.1 stream 1 : tensor<8x4xbf16>
+  %2 = init.add %0, %1 : tensor<8x4xbf16>
+  init.yield %2 : tensor<8x4xbf16>
+}

@@ -20,6 +20,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -39,12 +40,15 @@ constexpr uint64_t kSeed = 1234;
 // WideTruncNormal: bounds at +-100 std, so erfinv's tail branch (|v| > 0.9966) is taken now and
 // then, which vector kernels compute only for iterations where some lane takes it;
 // WideTruncNormalSum: two of them (streams s and s + 1) added, two such branches in one kernel.
+// UniformMinusNormal: a uniform sample of stream s less a normal one of stream s + 1, whose
+// keys cannot be swapped unnoticed.
 enum class Dist {
   Uniform,
   Normal,
   TruncNormal,
   WideTruncNormal,
   WideTruncNormalSum,
+  UniformMinusNormal,
   ScaledUniform,
   ScaledNormal,
   // Parameters whose samples are often subnormal: bf16 must round them by rule 8's integer
@@ -81,6 +85,8 @@ std::string recipe(const Case &c) {
   case Dist::WideTruncNormal:
   case Dist::WideTruncNormalSum:
     return "init.trunc_normal mean 0.0 std 0.02 bounds [-2.0, 2.0]" + s;
+  case Dist::UniformMinusNormal:
+    return "init.uniform -0.1, 0.1" + s;
   case Dist::ScaledUniform:
     return "init.variance_scaling scale 0.333333 fan_in uniform" + s;
   case Dist::ScaledNormal:
@@ -118,6 +124,9 @@ float referenceSample(const Case &c, uint64_t i) {
     return rng::truncNormalAt(key, i, 0.0, 0.02, -2.0, 2.0) +
            rng::truncNormalAt(rng::deriveKey(kSeed, c.name, uint64_t(c.stream) + 1), i, 0.0,
                               0.02, -2.0, 2.0);
+  case Dist::UniformMinusNormal:
+    return rng::uniformAt(key, i, -0.1, 0.1) -
+           rng::normalAt(rng::deriveKey(kSeed, c.name, uint64_t(c.stream) + 1), i, 0.5, 0.02);
   case Dist::ScaledUniform: {
     double bound = std::sqrt(3.0 * 0.333333 / fanIn(c.shape));
     return rng::uniformAt(key, i, -bound, bound);
@@ -204,10 +213,21 @@ std::vector<Case> allCases() {
     sum.stream = 1;
     cases.push_back(sum);
   }
-  // Two parameters with the same recipe and shape: they may share a kernel, never values.
+  Case difference;
+  difference.name = "model.layers." + std::to_string(n++) + ".weight";
+  difference.dist = Dist::UniformMinusNormal;
+  difference.dtype = "f32";
+  difference.shape = shapes[1];
+  difference.stream = 2;
+  cases.push_back(difference);
+  // Parameters with the same recipe and shape: they may share a kernel (and fusion one
+  // region: init.elementwise_like), never values. The difference's twin has two keys, whose
+  // order must follow the region's arguments.
   Case twin = cases.front();
   twin.name = "model.twin.weight";
   cases.push_back(twin);
+  difference.name = "model.difference_twin.weight";
+  cases.push_back(difference);
   return cases;
 }
 
@@ -215,11 +235,15 @@ std::string moduleText(const std::vector<Case> &cases) {
   std::string text = "init.seed " + std::to_string(kSeed) + "\n";
   for (const Case &c : cases) {
     text += "init.param @" + c.name + " : " + tensorType(c) + " {\n";
-    if (c.dist == Dist::WideTruncNormalSum) {
+    if (c.dist == Dist::WideTruncNormalSum || c.dist == Dist::UniformMinusNormal) {
       Case second = c;
       second.stream = c.stream + 1;
+      bool difference = c.dist == Dist::UniformMinusNormal;
+      if (difference)
+        second.dist = Dist::Normal;
       text += "  %a = " + recipe(c) + "\n  %b = " + recipe(second) + "\n";
-      text += "  %0 = init.add %a, %b : " + tensorType(c) + "\n";
+      text += std::string("  %0 = init.") + (difference ? "sub" : "add") +
+              " %a, %b : " + tensorType(c) + "\n";
     } else {
       text += "  %0 = " + recipe(c) + "\n";
     }
@@ -433,7 +457,10 @@ TEST(KernelReferenceCases, WideTruncNormalTakesTheTailBranch) {
 TEST_F(KernelReferenceTest, SameRecipesShareAKernel) {
   // Parameters that differ only in name (so in their Philox keys) share one kernel.
   std::vector<Case> all = allCases();
-  std::vector<Case> cases = {all.front(), all[1], all.back()};
+  auto twin = std::find_if(all.begin(), all.end(),
+                           [](const Case &c) { return c.name == "model.twin.weight"; });
+  ASSERT_NE(twin, all.end());
+  std::vector<Case> cases = {all.front(), all[1], *twin};
   initrt::Program program;
   ASSERT_NE(compile(cases, "x86-64-v3", program), nullptr);
   ASSERT_EQ(program.params.size(), cases.size());

@@ -844,3 +844,68 @@ init.param @element_count_overflows : tensor<4294967296x4294967296xf32> {
 // init.model, C1
 // expected-error @+1 {{'init.model' must be a string on a builtin.module}}
 mesh.mesh @model_name_on_a_mesh(shape = 2) {init.model = "llama"}
+
+// -----
+
+// init.elementwise_like, C1
+func.func private @not_a_param()
+init.param @like_a_function : tensor<4xf32> {
+  // expected-error @+1 {{'init.elementwise_like' op 'like' names '@not_a_param', which is not a parameter}}
+  %0 = init.elementwise_like @not_a_param : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.elementwise_like, C1: one step, not a chain.
+init.param @source : tensor<4xf32> {
+  %0 = init.elementwise {args = array<i64: 1>} : tensor<4xf32> {
+  ^bb0(%linear: i64, %i: i64, %key: i64):
+    %v = arith.uitofp %key : i64 to f32
+    init.yield %v : f32
+  }
+  init.yield %0 : tensor<4xf32>
+}
+init.param @first : tensor<4xf32> {
+  %0 = init.elementwise_like @source {args = array<i64: 2>} : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+init.param @second : tensor<4xf32> {
+  // expected-error @+1 {{'init.elementwise_like' op 'like' names '@first', whose body does not yield an 'init.elementwise'}}
+  %0 = init.elementwise_like @first {args = array<i64: 3>} : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.elementwise_like, C2: the type.
+init.param @source : tensor<4xf32> {
+  %0 = init.elementwise : tensor<4xf32> {
+  ^bb0(%linear: i64, %i: i64):
+    %v = arith.uitofp %linear : i64 to f32
+    init.yield %v : f32
+  }
+  init.yield %0 : tensor<4xf32>
+}
+init.param @wider : tensor<8xf32> {
+  // expected-error @+1 {{'init.elementwise_like' op has type 'tensor<8xf32>' but '@source' computes 'tensor<4xf32>'}}
+  %0 = init.elementwise_like @source : tensor<8xf32>
+  init.yield %0 : tensor<8xf32>
+}
+
+// -----
+
+// init.elementwise_like, C2: one value per trailing argument.
+init.param @source : tensor<4xf32> {
+  %0 = init.elementwise {args = array<i64: 1>} : tensor<4xf32> {
+  ^bb0(%linear: i64, %i: i64, %key: i64):
+    %v = arith.uitofp %key : i64 to f32
+    init.yield %v : f32
+  }
+  init.yield %0 : tensor<4xf32>
+}
+init.param @keyless : tensor<4xf32> {
+  // expected-error @+1 {{'init.elementwise_like' op has 0 args but the region of '@source' takes 1}}
+  %0 = init.elementwise_like @source : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}

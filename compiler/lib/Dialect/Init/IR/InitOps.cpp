@@ -503,6 +503,29 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
+LogicalResult ElementwiseLikeOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  // C1: `like` is a parameter whose body yields an init.elementwise (one step: not another
+  // init.elementwise_like), of this op's type and with as many args.
+  auto target = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getLikeAttr());
+  if (!target)
+    return emitOpError("'like' names '@") << getLike() << "', which is not a parameter";
+  Value yielded = target.getYieldedValue();
+  auto source = yielded ? yielded.getDefiningOp<ElementwiseOp>() : ElementwiseOp();
+  if (!source)
+    return emitOpError("'like' names '@")
+           << getLike() << "', whose body does not yield an 'init.elementwise'";
+  // C2: the same type, and one value per trailing argument of the region.
+  if (source.getType() != getType())
+    return emitOpError("has type ")
+           << getType() << " but '@" << getLike() << "' computes " << source.getType();
+  size_t expected = source.getArgs() ? source.getArgs()->size() : 0;
+  size_t given = getArgs() ? getArgs()->size() : 0;
+  if (given != expected)
+    return emitOpError("has ") << given << " args but the region of '@" << getLike() << "' takes "
+                               << expected;
+  return success();
+}
+
 LogicalResult ElementwiseOp::verify() {
   // C1: the region takes the linear index, one index per dim and one value per `args`
   // entry, all i64. C2: it ends with init.yield (whose own C1 checks the element type: C3).

@@ -496,4 +496,24 @@ def Init_ElementwiseOp : Init_Op<"elementwise", [Pure, IsolatedFromAbove]> {
   let hasVerifier = 1;
 }
 
+def Init_ElementwiseLikeOp : Init_Op<"elementwise_like", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "a tensor computed by another parameter's elementwise region, with its own args";
+  let description = [{
+    The tensor that the `init.elementwise` yielded by parameter `like` would be with this op's
+    `args` in place of its own: what `init-fuse-elementwise` writes for a parameter whose recipe
+    (ops and types; name aside) is that of an earlier one, so that thousands of parameters of one
+    recipe, a mixture of experts' expert weights, keep one region. `init-partition` gives it the
+    kernel of `like`.
+    See [ir-spec: init.elementwise_like](../dialect.md#initelementwise_like).
+
+    ```mlir
+    %w = init.elementwise_like @experts.0.w {args = array<i64: 5678>} : tensor<64x16xbf16>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$like, OptionalAttr<DenseI64ArrayAttr>:$args);
+  let results = (outs Init_ValueTensor:$result);
+  let assemblyFormat = "$like attr-dict `:` type($result)";
+}
+
 #endif // INITC_DIALECT_INIT_IR_INITOPS_TD
