@@ -50,6 +50,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -420,10 +421,13 @@ int runInspect(const InspectArgs &args) {
   const double streamingOverhead =
       kRuntimeOverheadBytes + kLauncherBytes + params * kStreamingBytesPerParam;
   double largestMemory = double(largest) + runtimeOverhead + orthogonalScratch;
-  // Writing a shard file this large, prog/init stages it for direct I/O (initrt::DirectWriter).
-  double writingStaging = double(largest) >= double(initrt::kDirectMinFileBytes)
-                              ? double(initrt::kDirectStages * initrt::kDirectStageBytes)
-                              : 0.0;
+  // Writing a shard file this large, prog/init stages it for direct I/O (initrt::DirectWriter),
+  // or any file with INITRT_DIRECT_IO=1 and none with =0, as this process's environment says.
+  const char *directIo = std::getenv("INITRT_DIRECT_IO");
+  std::string directIoSetting = directIo ? directIo : "";
+  bool staged = directIoSetting == "1" ||
+                (directIoSetting != "0" && double(largest) >= double(initrt::kDirectMinFileBytes));
+  double writingStaging = staged ? double(initrt::kDirectStages * initrt::kDirectStageBytes) : 0.0;
   std::string meshText = "single device";
   if (!program.mesh.shape.empty()) {
     meshText.clear();
