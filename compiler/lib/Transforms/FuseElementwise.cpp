@@ -530,6 +530,10 @@ struct FuseElementwisePass : initc::impl::FuseElementwiseBase<FuseElementwisePas
       else if (isa<ElementwiseOp>(culprit))
         error << "cannot fuse: an 'init.elementwise' can only be the value its "
                  "parameter yields; write the ops that use it inside its region";
+      else if (isa<ElementwiseLikeOp>(culprit))
+        error << "cannot fuse: an 'init.elementwise_like' can only be the value its parameter "
+                 "yields; write this parameter's own 'init.elementwise' with the ops that use it "
+                 "inside its region";
       else if (isa_and_nonnull<InitDialect>(culprit->getDialect()))
         error << "cannot fuse: '" << culprit->getName()
               << "' is not elementwise and feeds other ops; compute it alone";

@@ -47,6 +47,13 @@ LogicalResult initc::loadFromBase(ModuleOp module, llvm::StringRef file, BaseLoa
     if (auto target = param.getTiedToAttr())
       tiedTo[target.getValue()].push_back(param);
 
+  // A fused parameter whose region others share (init.elementwise_like): replacing its body
+  // would take their region away.
+  llvm::StringMap<StringRef> sharedBy;
+  module.walk([&](ElementwiseLikeOp like) {
+    sharedBy.try_emplace(like.getLike(), like->getParentOfType<ParamOp>().getSymName());
+  });
+
   llvm::StringSet<> taken; // tensors of the base that a parameter loads, or that are said apart
   for (ParamOp param : llvm::to_vector(module.getOps<ParamOp>())) {
     if (param.getTiedTo())
@@ -88,6 +95,11 @@ LogicalResult initc::loadFromBase(ModuleOp module, llvm::StringRef file, BaseLoa
       return emitError(param.getLoc())
              << "init-load-from-base: the parameter is already partitioned; load from the base "
                 "before init-partition";
+    if (auto follower = sharedBy.find(name); follower != sharedBy.end())
+      return emitError(param.getLoc())
+             << "init-load-from-base: '" << follower->second << "' shares the fused region of '"
+             << name << "' (init.elementwise_like); load from the base before "
+             << "init-fuse-elementwise";
     RankedTensorType type = param.getTensorType();
     std::optional<initrt::BaseTensor> tensor = files.find(file.str(), source.str(), error);
     initrt::DType dtype;

@@ -168,6 +168,24 @@ init.param @elementwise_plus_one : tensor<4xf32> {
 
 // -----
 
+init.param @source : tensor<4xf32> {
+  %e = init.elementwise : tensor<4xf32> {
+  ^bb0(%l: i64, %i: i64):
+    %f = arith.sitofp %l : i64 to f32
+    init.yield %f : f32
+  }
+  init.yield %e : tensor<4xf32>
+}
+init.param @like_plus_one : tensor<4xf32> {
+  // expected-error @+1 {{cannot fuse: an 'init.elementwise_like' can only be the value its parameter yields; write this parameter's own 'init.elementwise' with the ops that use it inside its region}}
+  %e = init.elementwise_like @source : tensor<4xf32>
+  %one = init.fill 1.0 : tensor<4xf32>
+  %r = init.add %e, %one : tensor<4xf32>
+  init.yield %r : tensor<4xf32>
+}
+
+// -----
+
 init.seed 42
 
 // A sample that is never NaN nor subnormal (ir-spec/rng.md, rule 8) is a marked conversion,

@@ -65,3 +65,21 @@ init.param @"model.norm.weight" : tensor<4xf32> {
   %0 = init.fill 1.0 : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
 }
+
+// -----
+
+// After fusion, a parameter whose region another shares cannot lose it to the base.
+init.seed 0
+// expected-error @below {{init-load-from-base: 'head' shares the fused region of 'w' (init.elementwise_like); load from the base before init-fuse-elementwise}}
+init.param @w : tensor<2x3xbf16> {
+  %0 = init.elementwise {args = array<i64: 1>} : tensor<2x3xbf16> {
+  ^bb0(%linear: i64, %i: i64, %j: i64, %key: i64):
+    %v = arith.uitofp %key : i64 to bf16
+    init.yield %v : bf16
+  }
+  init.yield %0 : tensor<2x3xbf16>
+}
+init.param @head : tensor<2x3xbf16> {
+  %0 = init.elementwise_like @w {args = array<i64: 2>} : tensor<2x3xbf16>
+  init.yield %0 : tensor<2x3xbf16>
+}

@@ -12,7 +12,7 @@ init.param @first : tensor<4xf32> {
   init.yield %0 : tensor<4xf32>
 }
 init.param @second : tensor<4xf32> {
-  // expected-error @+1 {{'init.elementwise_like' op 'like' names '@first', whose body does not yield an 'init.elementwise'}}
+  // expected-error @+1 {{'init.elementwise_like' op 'like' names '@first', which is itself an 'init.elementwise_like' of '@source': name '@source' (chains are not allowed)}}
   %0 = init.elementwise_like @first {args = array<i64: 3>} : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
 }

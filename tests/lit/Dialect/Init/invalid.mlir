@@ -871,8 +871,35 @@ init.param @first : tensor<4xf32> {
   init.yield %0 : tensor<4xf32>
 }
 init.param @second : tensor<4xf32> {
-  // expected-error @+1 {{'init.elementwise_like' op 'like' names '@first', whose body does not yield an 'init.elementwise'}}
+  // expected-error @+1 {{'init.elementwise_like' op 'like' names '@first', which is itself an 'init.elementwise_like' of '@source': name '@source' (chains are not allowed)}}
   %0 = init.elementwise_like @first {args = array<i64: 3>} : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.elementwise_like, C1: not the parameter it is in.
+init.param @itself : tensor<4xf32> {
+  // expected-error @+1 {{'init.elementwise_like' op 'like' names its own parameter '@itself': name the parameter whose body holds the init.elementwise}}
+  %0 = init.elementwise_like @itself : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// init.elementwise_like, C1: not a tied parameter, which has no body.
+init.param @source : tensor<4xf32> {
+  %0 = init.elementwise : tensor<4xf32> {
+  ^bb0(%linear: i64, %i: i64):
+    %v = arith.uitofp %linear : i64 to f32
+    init.yield %v : f32
+  }
+  init.yield %0 : tensor<4xf32>
+}
+init.param @tied : tensor<4xf32> tied_to @source
+init.param @like_tied : tensor<4xf32> {
+  // expected-error @+1 {{'init.elementwise_like' op 'like' names '@tied', which is tied to '@source' and has no body: name the parameter that holds the init.elementwise}}
+  %0 = init.elementwise_like @tied : tensor<4xf32>
   init.yield %0 : tensor<4xf32>
 }
 

@@ -509,7 +509,19 @@ LogicalResult ElementwiseLikeOp::verifySymbolUses(SymbolTableCollection &symbolT
   auto target = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getLikeAttr());
   if (!target)
     return emitOpError("'like' names '@") << getLike() << "', which is not a parameter";
+  if (target->isAncestor(*this))
+    return emitOpError("'like' names its own parameter '@")
+           << getLike() << "': name the parameter whose body holds the init.elementwise";
+  if (auto tied = target.getTiedToAttr())
+    return emitOpError("'like' names '@")
+           << getLike() << "', which is tied to '@" << tied.getValue()
+           << "' and has no body: name the parameter that holds the init.elementwise";
   Value yielded = target.getYieldedValue();
+  if (auto chained = yielded ? yielded.getDefiningOp<ElementwiseLikeOp>() : ElementwiseLikeOp())
+    return emitOpError("'like' names '@")
+           << getLike() << "', which is itself an 'init.elementwise_like' of '@"
+           << chained.getLike() << "': name '@" << chained.getLike()
+           << "' (chains are not allowed)";
   auto source = yielded ? yielded.getDefiningOp<ElementwiseOp>() : ElementwiseOp();
   if (!source)
     return emitOpError("'like' names '@")
