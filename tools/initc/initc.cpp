@@ -22,11 +22,13 @@
 #include "initrt/sharding.h"
 #include "initrt/temporaries.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/ADT/SetVector.h"
@@ -294,20 +296,74 @@ constexpr double kStreamBytesPerThread = 2.0 * double(initrt::kPieceBytes);
 
 enum class Cost { Uniform, Normal, TruncNormal };
 
-// What a parameter's recipe costs per element: its costliest random op.
-Cost generationCost(initc::init::ParamOp param) {
-  Cost cost = Cost::Uniform;
-  param.getBody().walk([&](Operation *op) {
-    if (isa<initc::init::TruncNormalOp, initc::init::ErfinvOp>(op))
-      cost = Cost::TruncNormal;
-    else if (isa<initc::init::NormalOp, initc::init::OrthogonalOp>(op))
-      cost = std::max(cost, Cost::Normal);
-    else if (auto v = dyn_cast<initc::init::VarianceScalingOp>(op))
-      if (v.getDistribution() != initc::init::Distribution::uniform)
-        cost = std::max(cost, Cost::Normal);
+// The float ops of a fused region: what is left of its distribution once init ops became arith.
+int64_t floatOpsOf(Region &region) {
+  int64_t count = 0;
+  region.walk([&](Operation *op) {
+    if (op->getNumResults() == 1 && !isa<arith::ConstantOp, CastOpInterface>(op) &&
+        isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType())))
+      ++count;
   });
-  return cost;
+  return count;
 }
+
+/// What each parameter's recipe costs per element: its costliest random op. A fused region
+/// (init.elementwise, and the init.elementwise_like that share it) no longer names its
+/// distribution: one with no more float ops than uniform fused here is as cheap; any other
+/// counts at the slowest rate (a normal and a truncated normal leave about as many), as does a
+/// partitioned kernel, which shows neither. Those bound the time.
+class RecipeCosts {
+public:
+  explicit RecipeCosts(ModuleOp module) : module(module) {}
+
+  Cost of(initc::init::ParamOp param) {
+    if (param.getKernelAttr())
+      return Cost::TruncNormal;
+    Value yielded = param.getYieldedValue();
+    if (auto like = yielded ? yielded.getDefiningOp<initc::init::ElementwiseLikeOp>() : nullptr)
+      if (auto leader = SymbolTable::lookupSymbolIn(module, like.getLikeAttr()))
+        return of(cast<initc::init::ParamOp>(leader));
+    if (auto fused = yielded ? yielded.getDefiningOp<initc::init::ElementwiseOp>() : nullptr)
+      return floatOpsOf(fused.getBody()) <= uniformFloatOps() ? Cost::Uniform : Cost::TruncNormal;
+    Cost cost = Cost::Uniform;
+    param.getBody().walk([&](Operation *op) {
+      if (isa<initc::init::TruncNormalOp, initc::init::ErfinvOp>(op))
+        cost = Cost::TruncNormal;
+      else if (isa<initc::init::NormalOp, initc::init::OrthogonalOp>(op))
+        cost = std::max(cost, Cost::Normal);
+      else if (auto v = dyn_cast<initc::init::VarianceScalingOp>(op))
+        if (v.getDistribution() != initc::init::Distribution::uniform)
+          cost = std::max(cost, Cost::Normal);
+    });
+    return cost;
+  }
+
+private:
+  // Fused once, when a fused region asks; 0 if it does not fuse (it always should).
+  int64_t uniformFloatOps() {
+    if (uniformOps)
+      return *uniformOps;
+    uniformOps = 0;
+    OwningOpRef<ModuleOp> reference =
+        parseSourceString<ModuleOp>(R"mlir(
+      init.seed 0
+      init.param @uniform : tensor<8xf32> {
+        %0 = init.uniform -1.0, 1.0 stream 0 : tensor<8xf32>
+        init.yield %0 : tensor<8xf32>
+      }
+    )mlir",
+                                    ParserConfig(module.getContext()));
+    if (reference && succeeded(initc::runPipeline(*reference, {}, initc::Stage::Fused)))
+      for (auto param : reference->getOps<initc::init::ParamOp>())
+        if (Value yielded = param.getYieldedValue())
+          if (auto fused = yielded.getDefiningOp<initc::init::ElementwiseOp>())
+            uniformOps = floatOpsOf(fused.getBody());
+    return *uniformOps;
+  }
+
+  ModuleOp module;
+  std::optional<int64_t> uniformOps;
+};
 
 double rateOf(const KernelRates &rates, Cost cost) {
   switch (cost) {
@@ -361,10 +417,11 @@ int runInspect(const InspectArgs &args) {
   if (failed(initc::buildProgram(*module, modelNameOf(*module, args.model), program, error)))
     return fail(error);
 
+  RecipeCosts costs(*module);
   llvm::StringMap<Cost> costByName;
   llvm::StringSet<> orthogonal; // whole tensors: every rank holding a part computes all of it
   for (initc::init::ParamOp param : module->getOps<initc::init::ParamOp>()) {
-    costByName[param.getSymName()] = generationCost(param);
+    costByName[param.getSymName()] = costs.of(param);
     if (!param.getBody().getOps<initc::init::OrthogonalOp>().empty())
       orthogonal.insert(param.getSymName());
   }
