@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <unistd.h>
 
 namespace initrt {
@@ -162,12 +164,10 @@ private:
   }
 
   bool checkKeys(const json &object, const std::string &where,
-                 std::initializer_list<const char *> known) {
+                 std::initializer_list<std::string_view> known) {
     for (auto it = object.begin(); it != object.end(); ++it) {
-      bool found = false;
-      for (const char *key : known)
-        found = found || it.key() == key;
-      if (!found)
+      const std::string_view name = it.key();
+      if (std::find(known.begin(), known.end(), name) == known.end())
         return fail(join(where, it.key().c_str()),
                     "is not part of program format version " +
                         std::to_string(kProgramFormatVersion));

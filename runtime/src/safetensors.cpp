@@ -733,18 +733,14 @@ bool SafetensorsReader::open(const std::string &path, std::string &error) {
   if (!readFully(fd, 8, text.data(), headerSize, err))
     return fail(err ? errnoText(err) : "truncated");
 
-  JsonInputCheck check;
-  check.scan<nlohmann::json>(text.begin(), text.end());
-  if (check.tooDeep)
-    return fail("header is " + check.problem());
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception &e) {
-    return fail("header is not valid UTF-8 JSON: " + std::string(e.what()));
-  }
-  if (!check.duplicate.empty())
-    return fail("header has the key \"" + check.duplicate + "\" twice");
+  CheckedJsonParse<nlohmann::json> parse(text.begin(), text.end());
+  if (parse.tooDeep)
+    return fail("header is " + parse.problem());
+  if (!parse.syntaxError.empty())
+    return fail("header is not valid UTF-8 JSON: " + parse.syntaxError);
+  if (!parse.duplicate.empty())
+    return fail("header has the key \"" + parse.duplicate + "\" twice");
+  const nlohmann::json &json = parse.value;
   if (!json.is_object())
     return fail("header is not a JSON object");
 

@@ -144,14 +144,14 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
   }
   // Key order is meaningful (the first matching name pattern decides): an ordered parser.
   using Json = nlohmann::ordered_json;
-  Json root;
-  initrt::JsonInputCheck check;
-  check.scan<Json>((*buffer)->getBuffer().begin(), (*buffer)->getBuffer().end());
-  try {
-    if (!check.tooDeep)
-      root = Json::parse((*buffer)->getBuffer().begin(), (*buffer)->getBuffer().end());
-  } catch (const Json::exception &e) {
-    std::string detail = e.what(); // "[json.exception.parse_error.101] parse error at line 2..."
+  initrt::CheckedJsonParse<Json> parse((*buffer)->getBuffer().begin(),
+                                       (*buffer)->getBuffer().end());
+  if (parse.tooDeep) {
+    error = "rules file '" + spec.str() + "': JSON " + parse.problem();
+    return std::nullopt;
+  }
+  if (!parse.syntaxError.empty()) {
+    std::string detail = parse.syntaxError; // "[json.exception.parse_error.101] parse error at..."
     size_t end = detail.find("] ");
     if (detail.rfind("[json.exception", 0) == 0 && end != std::string::npos)
       detail.erase(0, end + 2);
@@ -159,15 +159,12 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
     return std::nullopt;
   }
   // A key given twice would drop the earlier rule without a word (the parser keeps the last).
-  if (!check.duplicate.empty()) {
-    error = "rules file '" + spec.str() + "': \"" + check.duplicate +
+  if (!parse.duplicate.empty()) {
+    error = "rules file '" + spec.str() + "': \"" + parse.duplicate +
             "\" is given twice in one object, and only one of them could apply: keep one";
     return std::nullopt;
   }
-  if (check.tooDeep) {
-    error = "rules file '" + spec.str() + "': JSON " + check.problem();
-    return std::nullopt;
-  }
+  const Json &root = parse.value;
   if (!root.is_object()) {
     error = "rules file '" + spec.str() + "' must hold a JSON object with \"logical_axes\" and/or "
             "\"params\"";

@@ -3,13 +3,13 @@
 // nlohmann keeps the last of two equal keys without a word, and it parses iteratively, but
 // copying, comparing and dump() recurse once per level: a damaged file of a few million '['
 // would parse and then overflow the stack. Every JSON document the runtime reads, and the
-// sharding rules files, go through parseJsonText (or JsonInputCheck, where the parse needs its
-// own options); HuggingFace configs are read by llvm::json after initc's own nesting check.
+// sharding rules files, go through CheckedJsonParse (through parseJsonText, unless the caller
+// words each problem itself); HuggingFace configs are read by llvm::json after initc's own nesting
+// check.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
-#include <set>
 #include <string>
 #include <vector>
 
@@ -19,85 +19,113 @@ namespace initrt {
 /// most 5 levels.
 inline constexpr int kMaxJsonNesting = 64;
 
-/// A first, SAX pass over a document that finds the first key some object has twice (nlohmann
-/// would keep the last silently) and nesting deeper than kMaxJsonNesting, building nothing. It is
-/// linear in the document: nlohmann's parser callbacks rescan the parent at each object's end,
-/// which made a header of 40,000 tensors take 20 s. Syntax errors are left to the parse after it.
-struct JsonInputCheck {
+/// Parses a document in one pass, building its value and finding what nlohmann's own parse lets
+/// through: a key some object has twice (nlohmann keeps the last silently) and nesting deeper
+/// than kMaxJsonNesting (then it stops, and builds no deeper). A SAX handler, so that the checks
+/// cost no second scan: nlohmann's parser callbacks rescan the parent at each object's end,
+/// which made a header of 40,000 tensors take 20 s.
+template <class JsonT> class CheckedJsonParse {
+public:
+  JsonT value;
+  /// nlohmann's message for a syntax error, with its "[json.exception...] " prefix.
+  std::string syntaxError;
   bool tooDeep = false;
+  /// The first key found twice in one object.
   std::string duplicate;
 
-  /// Scans [begin, end); problem() then says what it found.
-  template <class JsonT, class Iterator> void scan(Iterator begin, Iterator end) {
+  /// Parses [begin, end) into `value`; problem() then says what is wrong with it.
+  template <class Iterator> CheckedJsonParse(Iterator begin, Iterator end) {
     JsonT::sax_parse(begin, end, this);
   }
 
-  /// What is wrong, or "" when nothing is.
+  /// What is wrong, whichever the parse met first (a key twice only in a whole document), or
+  /// "" when nothing is.
   std::string problem() const {
     if (tooDeep)
       return "nested deeper than " + std::to_string(kMaxJsonNesting) + " levels";
+    if (!syntaxError.empty())
+      return syntaxError;
     if (!duplicate.empty())
       return "the key \"" + duplicate + "\" appears twice in one object";
     return "";
   }
 
-  // The SAX interface (nlohmann::json_sax): false stops the scan.
-  bool null() { return true; }
-  bool boolean(bool) { return true; }
-  bool number_integer(int64_t) { return true; }
-  bool number_unsigned(uint64_t) { return true; }
-  bool number_float(double, const std::string &) { return true; }
-  bool string(std::string &) { return true; }
-  bool binary(nlohmann::json::binary_t &) { return true; }
-  bool start_object(std::size_t) {
-    keysPerObject.emplace_back();
-    return enter();
+  // The SAX interface (nlohmann::json_sax): false stops the parse.
+  bool null() { return put(nullptr); }
+  bool boolean(bool v) { return put(v); }
+  bool number_integer(typename JsonT::number_integer_t v) { return put(v); }
+  bool number_unsigned(typename JsonT::number_unsigned_t v) { return put(v); }
+  bool number_float(typename JsonT::number_float_t v, const typename JsonT::string_t &) {
+    return put(v);
   }
-  bool key(std::string &key) {
-    if (!keysPerObject.back().insert(key).second && duplicate.empty())
-      duplicate = key;
+  bool string(typename JsonT::string_t &v) { return put(std::move(v)); }
+  bool binary(typename JsonT::binary_t &v) { return put(JsonT::binary(std::move(v))); }
+  bool start_object(std::size_t) { return enter(JsonT::object()); }
+  bool key(typename JsonT::string_t &key) {
+    JsonT &object = *open.back();
+    auto found = object.find(key);
+    if (found == object.end()) {
+      slot = &object[std::move(key)];
+    } else {
+      if (duplicate.empty())
+        duplicate = key;
+      slot = &*found;
+    }
     return true;
   }
   bool end_object() {
-    keysPerObject.pop_back();
-    --depth;
+    open.pop_back();
     return true;
   }
-  bool start_array(std::size_t) { return enter(); }
+  bool start_array(std::size_t) { return enter(JsonT::array()); }
   bool end_array() {
-    --depth;
+    open.pop_back();
     return true;
   }
-  template <class Exception> bool parse_error(std::size_t, const std::string &, const Exception &) {
+  template <class Exception>
+  bool parse_error(std::size_t, const std::string &, const Exception &e) {
+    syntaxError = e.what();
     return false;
   }
 
 private:
-  bool enter() {
-    tooDeep = tooDeep || ++depth > kMaxJsonNesting;
-    return !tooDeep;
+  // Where the next value goes: the root, the end of the innermost open array, or the member
+  // of the innermost open object whose key came last.
+  template <class V> JsonT *put(V &&v) {
+    if (open.empty()) {
+      value = JsonT(std::forward<V>(v));
+      return &value;
+    }
+    JsonT &parent = *open.back();
+    if (parent.is_array()) {
+      parent.emplace_back(std::forward<V>(v));
+      return &parent.back();
+    }
+    *slot = JsonT(std::forward<V>(v));
+    return slot;
   }
-  int depth = 0;
-  std::vector<std::set<std::string>> keysPerObject;
+  bool enter(JsonT container) {
+    if (open.size() >= size_t(kMaxJsonNesting)) {
+      tooDeep = true;
+      return false;
+    }
+    open.push_back(put(std::move(container)));
+    return true;
+  }
+
+  std::vector<JsonT *> open; // the arrays and objects being built, innermost last
+  JsonT *slot = nullptr;
 };
 
 /// Parses `text` into `out`, or says why not in `why`: nlohmann's syntax error (with its
 /// "[json.exception...] " prefix), a key given twice in one object, or nesting too deep.
 template <class JsonT> bool parseJsonText(const std::string &text, JsonT &out, std::string &why) {
-  JsonInputCheck check;
-  check.scan<JsonT>(text.begin(), text.end());
-  if (check.tooDeep) { // not built: copying or printing it would recurse as deep
-    why = check.problem();
+  CheckedJsonParse<JsonT> parse(text.begin(), text.end());
+  why = parse.problem();
+  if (!why.empty())
     return false;
-  }
-  try {
-    out = JsonT::parse(text);
-  } catch (const typename JsonT::exception &e) {
-    why = e.what();
-    return false;
-  }
-  why = check.problem();
-  return why.empty();
+  out = std::move(parse.value);
+  return true;
 }
 
 } // namespace initrt
