@@ -723,11 +723,17 @@ bool writeProgramJson(const std::string &path, const Program &program, std::stri
     error = "refusing to write an invalid " + path + ": " + what;
     return false;
   }
-  nlohmann::ordered_json document = nlohmann::ordered_json::parse(programToJson(program));
-  document["checksum"] = programChecksum(program);
-  const std::string text =
-      document.dump(1, ' ', /*ensure_ascii=*/false,
-                    nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  // The checksum goes in as the last member, as checksumMatches expects to find it: the text
+  // is programToJson's with `,\n "checksum": "..."` before its closing brace.
+  std::string text = programToJson(program);
+  const std::string checksum = checksumHex(text.data(), text.size());
+  const std::string end = "\n}\n";
+  if (text.size() < end.size() || text.compare(text.size() - end.size(), end.size(), end) != 0) {
+    error = "cannot write " + path + ": the program's JSON does not end as an object";
+    return false;
+  }
+  text.resize(text.size() - end.size());
+  text += ",\n \"checksum\": \"" + checksum + "\"" + end;
   return writeFileAtomically(path, text, error);
 }
 

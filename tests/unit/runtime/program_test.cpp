@@ -142,6 +142,34 @@ TEST(ProgramJson, RoundTripsThroughAFile) {
   std::system((std::string("rm -rf ") + dir).c_str());
 }
 
+TEST(ProgramJson, TheFileIsTheProgramWithItsChecksumAsTheLastMember) {
+  char dir[] = "/tmp/initrt-program-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/program.json";
+  Program program = sampleProgram();
+  Param orthogonal; // a double, and a name that is not UTF-8 (replaced as it is written)
+  orthogonal.name = "w\xff.q";
+  orthogonal.dtype = DType::F32;
+  orthogonal.shape = {4, 4};
+  orthogonal.kernel = "k3";
+  orthogonal.transform = "orthogonal";
+  orthogonal.gain = 1.0 / 3.0;
+  program.params.push_back(orthogonal);
+  std::string error;
+  ASSERT_TRUE(writeProgramJson(path, program, error)) << error;
+  std::ifstream in(path);
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The spec's layout: programToJson's document, one more member, dumped the same way.
+  nlohmann::ordered_json document = nlohmann::ordered_json::parse(programToJson(program));
+  document["checksum"] = programChecksum(program);
+  EXPECT_EQ(written,
+            document.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+  Program read;
+  EXPECT_TRUE(readProgram(dir, read, error)) << error;
+  EXPECT_EQ(read.params.back().gain, 1.0 / 3.0);
+  std::system((std::string("rm -rf ") + dir).c_str());
+}
+
 TEST(ProgramJson, TheChecksumCoversTheContentsWhateverTheLayout) {
   char dir[] = "/tmp/initrt-program-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
