@@ -69,7 +69,9 @@ ReadFileStatus readRegularFile(const std::string &path, uint64_t maxBytes, std::
     ::close(fd);
     return ReadFileStatus::TooLarge;
   }
-  text.resize(size_t(info.st_size));
+  // One byte more than the file: the read that finds its end then needs no larger buffer (and
+  // no copy of what was read).
+  text.resize(size_t(info.st_size) + 1);
   size_t done = 0;
   // Read to the end, but never past the limit: the file may grow while it is read.
   for (;;) {
