@@ -139,20 +139,41 @@ public:
       return false;
     if (!params->is_array())
       return fail("params", "must be an array");
-    out.params.clear();
-    out.params.reserve(params->size());
-    for (size_t i = 0; i < params->size(); ++i) {
-      Param param;
-      if (!readParam((*params)[i], i, param))
-        return false;
-      out.params.push_back(std::move(param));
+    // Each parameter was read as the parse met it; the first one wrong is said after every
+    // error of the fields before "params".
+    if (!paramError.empty()) {
+      error = paramError;
+      return false;
     }
+    out.params = std::move(taken);
     return true;
+  }
+
+  /// Reads the next element of "params", which the parse then drops: a program's parameters
+  /// never stand whole in memory as JSON. After the first one that is wrong, the rest are not
+  /// read.
+  void takeParam(const json &element) {
+    if (!paramError.empty())
+      return;
+    const size_t index = taken.size();
+    Param param;
+    bool ok;
+    try {
+      ok = readParam(element, index, param);
+    } catch (const json::exception &e) {
+      ok = fail("", e.what());
+    }
+    if (ok)
+      taken.push_back(std::move(param));
+    else
+      paramError = error;
   }
 
 private:
   const std::string &source;
   std::string &error;
+  std::vector<Param> taken; // "params", as read so far
+  std::string paramError;   // the first wrong parameter's error
 
   bool fail(const std::string &field, const std::string &what) {
     error = source + ": " + (field.empty() ? "" : "field \"" + field + "\" ") + what;
@@ -568,13 +589,15 @@ namespace {
 // parseProgramJson, leaving the parsed document in `root`.
 bool parseProgramDocument(const std::string &text, const std::string &source, json &root,
                           Program &out, std::string &error) {
-  std::string why;
-  if (!parseJsonText(text, root, why)) {
+  ProgramReader reader(source, error);
+  CheckedJsonParse<json> parse(text.begin(), text.end(), "params",
+                               [&](json &element) { reader.takeParam(element); });
+  if (std::string why = parse.problem(); !why.empty()) {
     error = source + ": not valid JSON (" + why + "): recompile the program";
     return false;
   }
+  root = std::move(parse.value);
   Program program;
-  ProgramReader reader(source, error);
   try {
     if (!reader.read(root, program))
       return false;

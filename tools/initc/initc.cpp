@@ -280,11 +280,11 @@ constexpr double kRuntimeOverheadBytes = 12.0 * (1 << 20);
 constexpr double kLauncherBytes = 10.0 * (1 << 20);
 // And per parameter of the program (its table, as read; prog/init also lays out the shard's
 // header and the index): what a model of thousands of small tensors adds. Measured with
-// `/usr/bin/time -f %M` on programs of 1,000, 5,000 and 20,000 parameters of 2 KiB as about
-// 1.1 KiB per parameter through the C API (initc-fill-bench) and 2.8 (--discard) to 4.0 KiB
-// (writing) in prog/init.
-constexpr double kProgramBytesPerParam = 1.5 * 1024;
-constexpr double kStreamingBytesPerParam = 4.5 * 1024;
+// `/usr/bin/time -f %M` (tests/e2e/memory.sh) on a program of 20,000 parameters of 2 KiB, now
+// that program.json is read one parameter at a time, as about 0.6 KiB per parameter through
+// the C API (initc-fill-bench) and 2.4 KiB writing in prog/init.
+constexpr double kProgramBytesPerParam = 1.0 * 1024;
+constexpr double kStreamingBytesPerParam = 3.0 * 1024;
 // The runtime's QR of an orthogonal tensor (initrt::OrthogonalMatrix, its AVX2 build) on one
 // core: measured with `prog/init --rank 0 --discard --threads 1` on one square f32 tensor (the
 // whole run) as 14, 14 and 13 GFLOP/s for 1024, 2048 and 4096 rows on an AMD EPYC (Zen 4).

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,16 @@ public:
     JsonT::sax_parse(begin, end, this);
   }
 
+  /// The same, but each element of the array that the top-level object has under `key` goes to
+  /// `take` as soon as it is whole, in order, and is then dropped: `value` keeps that array
+  /// empty. A long array (a program's parameters) never stands whole in memory.
+  template <class Iterator>
+  CheckedJsonParse(Iterator begin, Iterator end, std::string key,
+                   std::function<void(JsonT &element)> take)
+      : streamedKey(std::move(key)), take(std::move(take)) {
+    JsonT::sax_parse(begin, end, this);
+  }
+
   /// What is wrong, whichever the parse met first (a key twice only in a whole document), or
   /// "" when nothing is.
   std::string problem() const {
@@ -51,18 +62,20 @@ public:
   }
 
   // The SAX interface (nlohmann::json_sax): false stops the parse.
-  bool null() { return put(nullptr); }
-  bool boolean(bool v) { return put(v); }
-  bool number_integer(typename JsonT::number_integer_t v) { return put(v); }
-  bool number_unsigned(typename JsonT::number_unsigned_t v) { return put(v); }
+  bool null() { return scalar(nullptr); }
+  bool boolean(bool v) { return scalar(v); }
+  bool number_integer(typename JsonT::number_integer_t v) { return scalar(v); }
+  bool number_unsigned(typename JsonT::number_unsigned_t v) { return scalar(v); }
   bool number_float(typename JsonT::number_float_t v, const typename JsonT::string_t &) {
-    return put(v);
+    return scalar(v);
   }
-  bool string(typename JsonT::string_t &v) { return put(std::move(v)); }
-  bool binary(typename JsonT::binary_t &v) { return put(JsonT::binary(std::move(v))); }
+  bool string(typename JsonT::string_t &v) { return scalar(std::move(v)); }
+  bool binary(typename JsonT::binary_t &v) { return scalar(JsonT::binary(std::move(v))); }
   bool start_object(std::size_t) { return enter(JsonT::object()); }
   bool key(typename JsonT::string_t &key) {
     JsonT &object = *open.back();
+    if (take && open.size() == 1)
+      topKey = key;
     auto found = object.find(key);
     if (found == object.end()) {
       slot = &object[std::move(key)];
@@ -75,11 +88,22 @@ public:
   }
   bool end_object() {
     open.pop_back();
+    handOver();
     return true;
   }
-  bool start_array(std::size_t) { return enter(JsonT::array()); }
+  bool start_array(std::size_t) {
+    bool streams = take && open.size() == 1 && value.is_object() && topKey == streamedKey;
+    if (!enter(JsonT::array()))
+      return false;
+    if (streams)
+      streamed = open.back();
+    return true;
+  }
   bool end_array() {
+    if (open.back() == streamed)
+      streamed = nullptr;
     open.pop_back();
+    handOver();
     return true;
   }
   template <class Exception>
@@ -89,6 +113,19 @@ public:
   }
 
 private:
+  template <class V> bool scalar(V &&v) {
+    put(std::forward<V>(v));
+    handOver();
+    return true;
+  }
+  // An element of the streamed array that has just been completed goes to `take`.
+  void handOver() {
+    if (streamed && open.back() == streamed) {
+      take(streamed->back());
+      streamed->erase(streamed->size() - 1);
+    }
+  }
+
   // Where the next value goes: the root, the end of the innermost open array, or the member
   // of the innermost open object whose key came last.
   template <class V> JsonT *put(V &&v) {
@@ -115,6 +152,10 @@ private:
 
   std::vector<JsonT *> open; // the arrays and objects being built, innermost last
   JsonT *slot = nullptr;
+  std::string streamedKey;
+  std::function<void(JsonT &element)> take;
+  std::string topKey;        // the top-level object's latest key, while streaming
+  JsonT *streamed = nullptr; // the array whose elements go to `take`, while it is open
 };
 
 /// Parses `text` into `out`, or says why not in `why`: nlohmann's syntax error (with its

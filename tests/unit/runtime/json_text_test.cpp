@@ -71,6 +71,27 @@ TEST(CheckedJsonParse, ReportsWhatTheParseMetFirst) {
   EXPECT_EQ(atLimit.problem(), "");
 }
 
+TEST(CheckedJsonParse, StreamsTheElementsOfOneTopLevelArray) {
+  // Elements of every kind, a nested "items" that is not the top level's, and "items" as the
+  // key of a later member's inner object.
+  const std::string text = R"({"before": [1], "items": [{"a": [1, 2], "items": [3]}, 4, [5, [6]],
+    "s", null], "after": {"items": [7]}})";
+  std::vector<nlohmann::json> taken;
+  CheckedJsonParse<nlohmann::json> parse(text.begin(), text.end(), "items",
+                                         [&](nlohmann::json &e) { taken.push_back(e); });
+  EXPECT_EQ(parse.problem(), "");
+  nlohmann::json whole = nlohmann::json::parse(text);
+  EXPECT_EQ(nlohmann::json(taken), whole["items"]);
+  whole["items"] = nlohmann::json::array();
+  EXPECT_EQ(parse.value, whole);
+  // Without that key, nothing is taken.
+  taken.clear();
+  CheckedJsonParse<nlohmann::json> other(text.begin(), text.end(), "missing",
+                                         [&](nlohmann::json &e) { taken.push_back(e); });
+  EXPECT_TRUE(taken.empty());
+  EXPECT_EQ(other.value, nlohmann::json::parse(text));
+}
+
 TEST(ParseJsonText, GivesTheValueOnlyWhenNothingIsWrong) {
   nlohmann::json value = 7;
   std::string why;

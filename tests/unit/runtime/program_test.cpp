@@ -444,6 +444,42 @@ TEST(ProgramJson, EachValidationErrorNamesFieldAndParam) {
   }
 }
 
+// Parameters are read as the parse meets them; what is said is what reading the whole
+// document first would say.
+TEST(ProgramJson, ErrorsComeInTheOrderOfTheFields) {
+  auto errorOf = [](const std::string &text) {
+    Program program;
+    std::string error;
+    EXPECT_FALSE(parseProgramJson(text, "prog/program.json", program, error));
+    return error;
+  };
+  json twoWrong = sampleJson();
+  twoWrong["params"][1]["dtype"] = "F8";
+  twoWrong["params"][3]["shape"] = "wide";
+  EXPECT_NE(errorOf(twoWrong.dump()).find("params[1] (rotary.inv_freq).dtype"), std::string::npos);
+  // A field before "params" first, wherever it stands in the text.
+  json seedToo = twoWrong;
+  seedToo["seed"] = -1;
+  EXPECT_NE(errorOf(seedToo.dump()).find("\"seed\" must not be negative"), std::string::npos);
+  nlohmann::ordered_json paramsFirst = nlohmann::ordered_json::object();
+  paramsFirst["params"] = twoWrong["params"];
+  for (auto &[key, value] : seedToo.items())
+    if (key != "params")
+      paramsFirst[key] = value;
+  EXPECT_NE(errorOf(paramsFirst.dump()).find("\"seed\" must not be negative"), std::string::npos);
+  // A document that is not JSON after a wrong parameter is not JSON.
+  std::string broken = twoWrong.dump();
+  broken.insert(broken.size() - 1, ", ");
+  EXPECT_NE(errorOf(broken).find("not valid JSON"), std::string::npos) << errorOf(broken);
+  // Every parameter, read as it comes, in order.
+  Program read;
+  std::string error;
+  ASSERT_TRUE(parseProgramJson(sampleJson().dump(), "p", read, error)) << error;
+  ASSERT_EQ(read.params.size(), sampleProgram().params.size());
+  for (size_t i = 0; i < read.params.size(); ++i)
+    EXPECT_EQ(read.params[i].name, sampleProgram().params[i].name);
+}
+
 TEST(ProgramJson, WriteRefusesAnInvalidProgram) {
   Program program = sampleProgram();
   program.params[0].shape[0] = -1;
