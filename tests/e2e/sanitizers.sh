@@ -6,8 +6,11 @@
 source "$(dirname "$0")/common.bash"
 ASAN_BUILD="$BUILD_DIR/asan"
 start=$(date +%s)
-cmake -G Ninja -S "$ROOT" -B "$ASAN_BUILD" -DCMAKE_BUILD_TYPE=Release -DINITC_SANITIZE=ON \
-  -DINITC_BUILD_BENCHMARKS=OFF >/dev/null || fail "cmake (asan build)"
+# -O1, as the sanitizers' own documentation suggests: at Release's -O3 the instrumented build took
+# 859 s of this script's 985 (2 cores), at -O1 484 s, and the tests run about as fast.
+cmake -G Ninja -S "$ROOT" -B "$ASAN_BUILD" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DCMAKE_C_FLAGS_RELEASE="-O1 -DNDEBUG" \
+  -DINITC_SANITIZE=ON -DINITC_BUILD_BENCHMARKS=OFF >/dev/null || fail "cmake (asan build)"
 ninja -C "$ASAN_BUILD" -j2 initrt-unittests initc-unittests initc initrt-run >"$WORK/build.log" 2>&1 ||
   { tail -30 "$WORK/build.log"; fail "building with sanitizers"; }
 echo "built with sanitizers in $(($(date +%s) - start)) s"

@@ -16,7 +16,10 @@ fail() {
 }
 
 start=$(date +%s)
+# -O1 and line tables only (-g1): reports keep their file:line, and the build took 86 s instead of
+# -O2 -g's 155 s (2 cores).
 cmake -G Ninja -S "$ROOT" -B "$OUT" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINITC_BUILD_COMPILER=OFF \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DINITC_BUILD_BENCHMARKS=OFF -DCMAKE_C_FLAGS=-fsanitize=thread \
   -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
   -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null || fail "cmake (tsan build)"
