@@ -28,9 +28,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
-#include <iostream>
 #include <ostream>
 #include <regex>
 #include <string>
@@ -318,13 +319,13 @@ void runPaired(int rounds, const std::string &filter, std::ostream &os) {
       (*runs.back())(); // warm: code, page tables
     }
     std::vector<std::vector<double>> ratios(dtypes.size());
-    std::vector<double> seconds(dtypes.size()), fastestCall(dtypes.size(), 1e300);
+    std::vector<double> seconds(dtypes.size()),
+        fastestCall(dtypes.size(), std::numeric_limits<double>::infinity());
     for (int round = 0; round < rounds; ++round) {
       for (size_t k = 0; k < dtypes.size(); ++k) {
         size_t d = (k + size_t(round)) % dtypes.size();
         int calls = 0;
-        Clock::time_point start = Clock::now(), now;
-        Clock::time_point callStart = start;
+        Clock::time_point start = Clock::now(), now, callStart = start;
         do {
           (*runs[d])();
           ++calls;
