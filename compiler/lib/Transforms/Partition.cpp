@@ -499,8 +499,9 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     };
     // A select marked rarely false runs the ops only its false operand needs (erfinv's tail
     // branch: a sqrt and a degree-8 polynomial) after a test that some lane of the iteration
-    // takes it. An op is deferred for the select when every use is that select's false operand
-    // or an op deferred for it; constants are not (they cost nothing and may have other uses).
+    // takes it, for each vector one of whose lanes does. An op is deferred for the select when
+    // every use is that select's false operand or an op deferred for it; constants are not (they
+    // cost nothing and may have other uses).
     auto isLazySelect = [](Operation &op) {
       return isa<arith::SelectOp>(op) && op.hasAttr(random::kRarelyFalseAttr);
     };
@@ -520,18 +521,36 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
           deferredFor[op] = &select;
       }
     }
+    // The ops deferred for `select`, in order, then the select.
+    auto deferredOps = [&](arith::SelectOp select) {
+      SmallVector<Operation *> ops;
+      for (Operation &op : region.without_terminator())
+        if (deferredFor.lookup(&op) == select)
+          ops.push_back(&op);
+      ops.push_back(select);
+      return ops;
+    };
+    // Whether cloneForAll clones `op` for each vector of laneMappings (not once per group).
+    auto clonedPerVector = [&](Operation *op) {
+      return wordFunction ? wordFunction->ofWord.contains(op) : !isShared(*op);
+    };
     auto emitLazySelect = [&](arith::SelectOp select) {
-      // scf.if (every lane's condition holds) { the true operands } else { the deferred ops
-      // and the selects }, one result per lane and group.
+      // scf.if (every lane's condition holds) { the true operands } else { for each vector,
+      // scf.if (its lanes' conditions hold) { its true operand } else { its deferred ops and
+      // select } }, one result per vector: in an iteration where some lane takes the false
+      // operand, most vectors still do not.
       Value allTrue;
       for (IRMapping &mapping : laneMappings) {
         Value condition = mapping.lookup(select.getCondition());
         allTrue = allTrue ? b.create<arith::AndIOp>(loc, allTrue, condition).getResult()
                           : condition;
       }
-      allTrue = b.create<vector::ReductionOp>(loc, vector::CombiningKind::AND, allTrue);
-      SmallVector<Type> types(laneMappings.size(), laneVectorOf(select.getType()));
-      auto lazy = b.create<scf::IfOp>(loc, types, allTrue, /*withElseRegion=*/true);
+      auto ifAllTrue = [&](Value conditions, int64_t results) {
+        Value all = b.create<vector::ReductionOp>(loc, vector::CombiningKind::AND, conditions);
+        SmallVector<Type> types(results, laneVectorOf(select.getType()));
+        return b.create<scf::IfOp>(loc, types, all, /*withElseRegion=*/true);
+      };
+      auto lazy = ifAllTrue(allTrue, laneMappings.size());
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(lazy.thenBlock());
@@ -539,10 +558,24 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
                                  return mapping.lookup(select.getTrueValue());
                                }));
         b.setInsertionPointToStart(lazy.elseBlock());
-        for (Operation &op : region.without_terminator())
-          if (deferredFor.lookup(&op) == select)
-            cloneForAll(op);
-        cloneForAll(*select);
+        SmallVector<Operation *> ops = deferredOps(select);
+        if (!llvm::all_of(ops, clonedPerVector)) {
+          // Some are computed once for a group: for all of it, without the vectors' tests.
+          for (Operation *op : ops)
+            cloneForAll(*op);
+        } else {
+          for (IRMapping &mapping : laneMappings) {
+            auto vectorLazy = ifAllTrue(mapping.lookup(select.getCondition()), 1);
+            OpBuilder::InsertionGuard vectorGuard(b);
+            b.setInsertionPointToStart(vectorLazy.thenBlock());
+            b.create<scf::YieldOp>(loc, mapping.lookup(select.getTrueValue()));
+            b.setInsertionPointToStart(vectorLazy.elseBlock());
+            for (Operation *op : ops)
+              cloneAs(*op, mapping, laneWidth);
+            b.create<scf::YieldOp>(loc, mapping.lookup(select.getResult()));
+            mapping.map(select.getResult(), vectorLazy.getResult(0));
+          }
+        }
         b.create<scf::YieldOp>(loc, llvm::map_to_vector(laneMappings, [&](IRMapping &mapping) {
                                  return mapping.lookup(select.getResult());
                                }));

@@ -31,18 +31,26 @@ init.param @sum : tensor<8x64xf32> {
 // FUSED:         init.yield
 
 // Two vector loops (across rows and along rows), each: all lanes' conditions and-ed, one test,
-// the tail only in the else branch, one result per vector and group. A truncated normal is a
-// function of its element's Philox word, so its vectors hold the words of two elements of each
-// block (x1 x0, x3 x2): 2 groups of 8 blocks give 4 vectors of 16.
+// and in its else branch one test per vector, the tail only for a vector some lane of which
+// takes it; one result per vector. A truncated normal is a function of its element's Philox
+// word, so its vectors hold the words of two elements of each block (x1 x0, x3 x2): 2 groups
+// of 8 blocks give 4 vectors of 16.
 // CHECK-LABEL: func.func @initc_kernel_0(
 // CHECK:         scf.for {{.+}} step %c16_i64 iter_args
 // CHECK:           %[[ALL:.+]] = vector.reduction <and>, %{{.+}} : vector<16xi1> into i1
 // CHECK-NEXT:      %{{.+}}:4 = scf.if %[[ALL]] -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 // CHECK-NEXT:        scf.yield
 // CHECK-NEXT:      } else {
-// CHECK-NEXT:        math.sqrt %{{.+}} : vector<16xf32>
-// CHECK:             arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<16xi1>, vector<16xf32>
-// CHECK:             scf.yield
+// CHECK-NEXT:        %[[ONE:.+]] = vector.reduction <and>, %{{.+}} : vector<16xi1> into i1
+// CHECK-NEXT:        %{{.+}} = scf.if %[[ONE]] -> (vector<16xf32>) {
+// CHECK-NEXT:          scf.yield
+// CHECK-NEXT:        } else {
+// CHECK-NEXT:          math.sqrt %{{.+}} : vector<16xf32>
+// CHECK:               arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<16xi1>, vector<16xf32>
+// CHECK-NEXT:          scf.yield
+// CHECK-COUNT-3:       math.sqrt %{{.+}} : vector<16xf32>
+// CHECK-NOT:           math.sqrt
+// CHECK:             scf.yield %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>
 // CHECK:         scf.for
 // CHECK:           math.sqrt %{{.+}} : f32
 // CHECK:           arith.select %{{.+}}, %{{.+}}, %{{.+}} {initc.rarely_false} : f32
@@ -52,15 +60,16 @@ init.param @sum : tensor<8x64xf32> {
 // CHECK-NOT:     vector.reduction
 // CHECK-NOT:     math.sqrt
 // CHECK:         return
-// Two such selects in one kernel: each test defers only its own branch.
+// Two such selects in one kernel: each test defers only its own branch. The sum is not a
+// function of one word: 2 groups of 4 lanes of 8 blocks, 8 vectors of 8.
 // CHECK-LABEL: func.func @initc_kernel_2(
 // CHECK:         scf.for {{.+}} step %c16_i64 iter_args
 // CHECK:           vector.reduction <and>
-// CHECK-NEXT:      scf.if
+// CHECK-NEXT:      scf.if {{.+}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK:           } else {
-// CHECK-NEXT:        math.sqrt %{{.+}} : vector<8xf32>
+// CHECK-COUNT-8:     math.sqrt %{{.+}} : vector<8xf32>
 // CHECK:           vector.reduction <and>
-// CHECK-NEXT:      scf.if
+// CHECK-NEXT:      scf.if {{.+}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK:           } else {
-// CHECK-NEXT:        math.sqrt %{{.+}} : vector<8xf32>
+// CHECK-COUNT-8:     math.sqrt %{{.+}} : vector<8xf32>
 // CHECK:           arith.addf %{{.+}}, %{{.+}} : vector<8xf32>
