@@ -1,19 +1,18 @@
 /* What one AVX-512 instruction costs the kernels: the reciprocal throughput, in core cycles, of
  * the instructions of the uniform loop and of the 16-bit conversions and permutes that could
  * follow it. Each is timed as a loop of independent copies (throughput, not latency), and a
- * chain of dependent scalar adds (one cycle each) timed just before it turns seconds into core
- * cycles, so the figures need no performance counters and do not depend on the clock rate of
- * the moment.
+ * chain of dependent scalar adds (one cycle each) timed just before and after it turns seconds
+ * into core cycles, so the figures need no performance counters and do not depend on the clock rate
+ * of the moment.
  *
  *   initc-instruction-cost      prints "instruction  cycles  elements  cycles per 32 elements"
  *
  * Exits 77 (skipped) on a CPU without AVX-512BW; the AVX512-BF16 rows need that extension.
  */
 #include <stdio.h>
-#include <string.h>
 #include <time.h>
 
-enum { kIterations = 1 << 20, kTimings = 15 };
+enum { kIterations = 1 << 15, kTimings = 15 };
 
 static double now(void) {
   struct timespec t;
@@ -64,7 +63,7 @@ THROUGHPUT(vcvtne2ps2bf16, "vcvtne2ps2bf16 %%zmm8, %%zmm9,", "zmm")
 struct Row {
   const char *name;
   void (*run)(long);
-  int elements; /* 32-bit elements one instruction takes in */
+  int elements; /* elements one instruction handles (words for vpermw, else 32-bit) */
   int bf16;     /* needs AVX512-BF16 */
 };
 
@@ -79,7 +78,7 @@ static double seconds(void (*run)(long), long n) {
  * A change of clock rate slows both alike; a guest on the other hardware thread of the core
  * takes vector pipes from `run` alone. */
 static double cyclesPerInstruction(void (*run)(long)) {
-  const long n = kIterations / 32;
+  const long n = kIterations;
   double best = 1e30, before = seconds(addChain, n);
   for (int t = 0; t < kTimings; ++t) {
     double instructions = seconds(run, n), after = seconds(addChain, n);
