@@ -1105,6 +1105,25 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       Value skip = b.create<arith::SubIOp>(loc, globalRowBlocks, rowBlocks);
       Value firstRow = b.create<arith::DivUIOp>(loc, blockBegin, rowBlocks);
       Value firstCol = b.create<arith::RemUIOp>(loc, blockBegin, rowBlocks);
+      // Lane offset l (its block is l blocks after the iteration's first) is q0 = l / rowBlocks
+      // rows and r0 = l % rowBlocks blocks from the iteration's first column `col`, once per
+      // call; in an iteration, the lane wraps one row further where col + r0 >= rowBlocks
+      // (col, r0 < rowBlocks), a compare and a masked add instead of a division per lane.
+      struct LaneOffsets {
+        Value q0, r0, blocks; // blocks: l + q0 * skip, the lane's block without the wrap
+      };
+      SmallVector<LaneOffsets, kMaxGroups> offsets;
+      Value rowBlocksVector = splat(b, rowBlocks), skipVector = splat(b, skip);
+      {
+        Value magicVector = splat(b, magic), twenty = i64s(b, 20);
+        for (int64_t group = 0; group < groupCount; ++group) {
+          Value l = steps(b, group * vectorBlocks);
+          Value q0 = rowsIn(b, l, magicVector, twenty);
+          Value r0 = b.create<arith::SubIOp>(loc, l, mul32(b, q0, rowBlocksVector));
+          Value blocks = b.create<arith::AddIOp>(loc, l, mul32(b, q0, skipVector));
+          offsets.push_back({q0, r0, blocks});
+        }
+      }
       auto loop = b.create<scf::ForOp>(loc, blockBegin, vectorEnd, iteration,
                                        ValueRange{firstRow, firstCol});
       {
@@ -1116,20 +1135,24 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         Value globalRow = b.create<arith::AddIOp>(loc, row, off[0]);
         Value rowStartBlock = b.create<arith::AddIOp>(
             loc, b.create<arith::MulIOp>(loc, globalRow, globalRowBlocks), colBlockOffset);
-        Value magicVector = splat(b, magic), twenty = i64s(b, 20);
+        Value firstBlock = splat(b, b.create<arith::AddIOp>(loc, rowStartBlock, col));
+        Value firstColBlock = splat(b, b.create<arith::AddIOp>(loc, col, colBlockOffset));
+        Value wrapAt = splat(b, b.create<arith::SubIOp>(loc, rowBlocks, col));
+        Value noVector = i64s(b, 0), oneVector = i64s(b, 1);
         SmallVector<GroupPlace, kMaxGroups> places;
         for (int64_t group = 0; group < groupCount; ++group) {
+          const LaneOffsets &lane = offsets[group];
           GroupPlace place;
-          // Column block x of row `row`, possibly past its end: q = x / rowBlocks rows further.
-          Value x = b.create<arith::AddIOp>(loc, splat(b, col), steps(b, group * vectorBlocks));
-          Value q = rowsIn(b, x, magicVector, twenty);
+          Value wraps = b.create<arith::CmpIOp>(loc, CmpIPredicate::uge, lane.r0, wrapAt);
+          auto ifWraps = [&](Value v) -> Value {
+            return b.create<arith::SelectOp>(loc, wraps, v, noVector);
+          };
           place.blocks = b.create<arith::AddIOp>(
-              loc, b.create<arith::AddIOp>(loc, splat(b, rowStartBlock), x),
-              mul32(b, q, splat(b, skip)));
+              loc, b.create<arith::AddIOp>(loc, firstBlock, lane.blocks), ifWraps(skipVector));
+          Value q = b.create<arith::AddIOp>(loc, lane.q0, ifWraps(oneVector));
           place.leading.push_back(b.create<arith::AddIOp>(loc, splat(b, globalRow), q));
           Value colBlock = b.create<arith::SubIOp>(
-              loc, b.create<arith::AddIOp>(loc, x, splat(b, colBlockOffset)),
-              mul32(b, q, splat(b, rowBlocks)));
+              loc, b.create<arith::AddIOp>(loc, firstColBlock, lane.r0), ifWraps(rowBlocksVector));
           Value firstColumn = b.create<arith::ShLIOp>(loc, colBlock, i64s(b, 2));
           place.last = [=](OpBuilder &b, Value linear) -> Value {
             return b.create<arith::OrIOp>(loc, firstColumn,

@@ -14,10 +14,17 @@
 // CHECK-LABEL: init.param @half : tensor<4x64xf16> kernel @initc_kernel_2{{$}}
 // A 2-D slice has two vector loops: across rows, when its rows are whole blocks but shorter
 // than a few iterations (the iteration's first row and column carried), and along each row.
+// Across rows, each lane's offset in rows and columns is divided out once, before the loop;
+// in an iteration a lane past the row's end (a compare) adds one row's skip (a select).
 // CHECK-LABEL: func.func @initc_kernel_0(
 // CHECK-SAME:      attributes {initc.kernel, initc.target_cpu = "x86-64-v4"}
 // CHECK:         scf.if %{{.+}} {
+// CHECK:           arith.constant dense<[0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15]> : vector<16xi64>
+// CHECK:           arith.shrui %{{.+}}, %{{.+}} : vector<16xi64>
 // CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32_i64 iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}) -> (i64, i64)
+// CHECK-NOT:         arith.shrui %{{.+}} : vector<16xi64>
+// CHECK:             %[[WRAPS:.+]] = arith.cmpi uge, %{{.+}}, %{{.+}} : vector<16xi64>
+// CHECK:             arith.select %[[WRAPS]], %{{.+}}, %{{.+}} : vector<16xi1>, vector<16xi64>
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 // CHECK:             scf.yield %{{.+}}, %{{.+}} : i64, i64
@@ -49,8 +56,8 @@
 // 128-bit halves (unpck*) leaves two whole blocks in each vector, and no halves to exchange.
 // CHECK-LABEL: func.func @initc_kernel_0.x86_64_v3(
 // CHECK-SAME:      attributes {initc.kernel, initc.target_cpu = "x86-64-v3"}
+// CHECK:           arith.constant dense<[0, 2, 4, 6, 1, 3, 5, 7]> : vector<8xi64>
 // CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c8_i64
-// CHECK:             arith.constant dense<[0, 2, 4, 6, 1, 3, 5, 7]> : vector<8xi64>
 // CHECK:             %[[T0:.+]] = vector.shuffle %[[L0:.+]], %[[L1:.+]] [0, 8, 1, 9, 4, 12, 5, 13] : vector<8xi32>, vector<8xi32>
 // CHECK-NEXT:        %[[T1:.+]] = vector.shuffle %[[L0]], %[[L1]] [2, 10, 3, 11, 6, 14, 7, 15] : vector<8xi32>, vector<8xi32>
 // CHECK-NEXT:        %[[T2:.+]] = vector.shuffle %[[L2:.+]], %[[L3:.+]] [0, 8, 1, 9, 4, 12, 5, 13] : vector<8xi32>, vector<8xi32>
