@@ -1143,7 +1143,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         for (int64_t group = 0; group < groupCount; ++group) {
           const LaneOffsets &lane = offsets[group];
           GroupPlace place;
-          Value wraps = b.create<arith::CmpIOp>(loc, CmpIPredicate::uge, lane.r0, wrapAt);
+          // Signed: both are below 2^31, and AVX2 compares signed 64-bit lanes in one instruction.
+          Value wraps = b.create<arith::CmpIOp>(loc, CmpIPredicate::sge, lane.r0, wrapAt);
           auto ifWraps = [&](Value v) -> Value {
             return b.create<arith::SelectOp>(loc, wraps, v, noVector);
           };

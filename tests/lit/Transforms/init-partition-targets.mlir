@@ -23,7 +23,7 @@
 // CHECK:           arith.shrui %{{.+}}, %{{.+}} : vector<16xi64>
 // CHECK:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32_i64 iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}) -> (i64, i64)
 // CHECK-NOT:         arith.shrui %{{.+}} : vector<16xi64>
-// CHECK:             %[[WRAPS:.+]] = arith.cmpi uge, %{{.+}}, %{{.+}} : vector<16xi64>
+// CHECK:             %[[WRAPS:.+]] = arith.cmpi sge, %{{.+}}, %{{.+}} : vector<16xi64>
 // CHECK:             arith.select %[[WRAPS]], %{{.+}}, %{{.+}} : vector<16xi1>, vector<16xi64>
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<64xi32>, !llvm.ptr
