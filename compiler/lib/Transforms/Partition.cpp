@@ -17,12 +17,14 @@
 // dependency chains interleave (the `targets` option, one kernel per CPU). A region that is a
 // function of its element's Philox word alone (uniform, truncated normal) runs on two vectors of
 // twice the width instead, the words of two elements side by side as the last Philox round
-// leaves them (WordFunction). The blocks left over run in a scalar block loop that LLVM may
-// vectorize, and scalar loops cover the partial blocks at either end of a row. A 2-D slice whose rows are whole blocks but shorter than a few iterations
-// runs the same vector code across rows instead (ir-spec/lowering.md). A select marked rarely
-// false (erfinv's tail branch) computes its false operand on vectors only in iterations where
-// some lane takes it. The region's trailing arguments (Philox keys) are read from the kernel's
-// `args`, so parameters that differ only in their keys share a kernel.
+// leaves them (WordFunction). The partial blocks at either end of a row and the blocks left
+// after the iterations run in groups whose masked stores write only the row's elements (a
+// region that cannot run on vectors: a scalar block loop that LLVM may vectorize, and scalar
+// loops for the partial blocks). A 2-D slice whose rows are whole blocks but shorter than a few
+// iterations runs the same vector code across rows instead (ir-spec/lowering.md). A select marked
+// rarely false (erfinv's tail branch) computes its false operand on vectors only in iterations
+// where some lane takes it. The region's trailing arguments (Philox keys) are read from the
+// kernel's `args`, so parameters that differ only in their keys share a kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "initc/Random/Expand.h"
@@ -363,6 +365,9 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     SmallVector<Value> leading;
     std::function<Value(OpBuilder &, Value)> last;
     Value localIndex;
+    // If set, the group stores only its elements of local indices [storeFrom, storeTo): a group
+    // that holds the partial blocks at a row's ends or the blocks left after the iterations.
+    Value storeFrom, storeTo;
   };
   // Evaluates the region for the 4 * vectorBlocks elements of each group in `places` on vectors
   // (one vector per lane of a block and group, each op of the region given a vector type),
@@ -856,21 +861,54 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       else
         pieces.push_back(lanesInOrder(group));
       unsigned align = std::max(1u, storeType.getIntOrFloatBitWidth() / 8);
-      Value index = places[group].localIndex;
+      const GroupPlace &place = places[group];
+      Value index = place.localIndex;
       for (auto [k, piece] : llvm::enumerate(pieces)) {
         if (k)
           index = b.create<arith::AddIOp>(
               loc, index, cst(cast<VectorType>(pieces[k - 1].getType()).getNumElements()));
         Value address = b.create<LLVM::GEPOp>(loc, ptr, storeType, out, ValueRange{index});
-        b.create<LLVM::StoreOp>(loc, piece, address, align);
+        if (!place.storeFrom) {
+          b.create<LLVM::StoreOp>(loc, piece, address, align);
+          continue;
+        }
+        // A masked store of the piece's elements (as stored) whose local index is in range;
+        // the others are not written (nor read: masked lanes do not fault).
+        auto pieceType = cast<VectorType>(piece.getType());
+        int64_t count = pieceType.getNumElements() * pieceType.getElementTypeBitWidth() /
+                        storeType.getIntOrFloatBitWidth();
+        // As integers: a masked store of bf16 lanes is legalized through f32 and back on CPUs
+        // without bf16 conversions (a call of a helper libgcc does not have).
+        auto elements =
+            VectorType::get({count}, b.getIntegerType(storeType.getIntOrFloatBitWidth()));
+        Value stored =
+            pieceType == elements ? piece : b.create<vector::BitCastOp>(loc, elements, piece);
+        Type i32 = b.getI32Type();
+        auto offsetIn = [&](Value local) -> Value {
+          Value offset = b.create<arith::SubIOp>(loc, local, index);
+          offset = b.create<arith::MinSIOp>(
+              loc, b.create<arith::MaxSIOp>(loc, offset, zero).getResult(), cst(count));
+          Value narrow = b.create<arith::TruncIOp>(loc, i32, offset);
+          return b.create<vector::BroadcastOp>(loc, VectorType::get({count}, i32), narrow);
+        };
+        SmallVector<int32_t> positions(count);
+        std::iota(positions.begin(), positions.end(), 0);
+        Value position = b.create<arith::ConstantOp>(
+            loc, DenseElementsAttr::get(VectorType::get({count}, i32), ArrayRef(positions)));
+        Value after = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, position,
+                                              offsetIn(place.storeFrom));
+        Value before = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, position,
+                                               offsetIn(place.storeTo));
+        Value mask = b.create<arith::AndIOp>(loc, after, before);
+        b.create<LLVM::MaskedStoreOp>(loc, stored, address, mask, align);
       }
     }
   };
 
-  // Elements [rangeBegin, rangeEnd) row by row: the partial blocks at either end of a row one
-  // element at a time, whole Philox blocks in between on vectors (when vectorizable: in
-  // iterations of `groupCount` groups, then of one), the blocks left over one by one in a loop
-  // LLVM may vectorize.
+  // Elements [rangeBegin, rangeEnd) row by row: when vectorizable, all on vectors (whole groups,
+  // and masked groups for the partial blocks and the blocks left over); otherwise the partial
+  // blocks at either end of a row one element at a time and the whole blocks one by one in a
+  // loop LLVM may vectorize.
   auto emitRows = [&](Value rangeBegin, Value rangeEnd) {
     Value rowBegin = b.create<arith::DivUIOp>(loc, rangeBegin, rowLength);
     Value rowEnd = b.create<arith::DivUIOp>(
@@ -931,48 +969,89 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     Value tailBegin = b.create<arith::MaxSIOp>(
         loc, headEnd,
         b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, blockEnd, four), base));
-    scalarLoop(colLo, headEnd);
+    // The group of vectorBlocks blocks from block `firstBlock`, as group `group` of an iteration.
+    auto placeAt = [&](OpBuilder &b, Value firstBlock, int64_t group) {
+      GroupPlace place;
+      place.blocks =
+          b.create<arith::AddIOp>(loc, splat(b, firstBlock), steps(b, group * vectorBlocks));
+      for (int64_t d = 0; d + 1 < rank; ++d)
+        place.leading.push_back(splat(b, globalIndex[d]));
+      Value baseVector = splat(b, base), offLast = rank ? splat(b, off.back()) : Value();
+      place.last = [=](OpBuilder &b, Value linear) -> Value {
+        return b.create<arith::AddIOp>(loc, offLast,
+                                       b.create<arith::SubIOp>(loc, linear, baseVector));
+      };
+      Value firstElement = b.create<arith::ShLIOp>(
+          loc, b.create<arith::AddIOp>(loc, firstBlock, cst(group * vectorBlocks)), two);
+      place.localIndex =
+          b.create<arith::AddIOp>(loc, rowStart, b.create<arith::SubIOp>(loc, firstElement, base));
+      return place;
+    };
     // Iterations of `groups` groups of vectorBlocks blocks on vectors from block `from` while
-    // they fit before blockEnd; returns where they end.
-    auto groupLoop = [&](Value from, int64_t groups) -> Value {
+    // they fit before block `to`; returns where they end.
+    auto groupLoop = [&](Value from, Value to, int64_t groups) -> Value {
       Value step = cst(vectorBlocks * groups);
-      Value count = b.create<arith::SubIOp>(loc, blockEnd, from);
+      Value count = b.create<arith::SubIOp>(loc, to, from);
       Value whole = b.create<arith::DivUIOp>(loc, count, step);
       Value end = b.create<arith::AddIOp>(loc, from, b.create<arith::MulIOp>(loc, whole, step));
       auto loop = b.create<scf::ForOp>(loc, from, end, step);
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(loop.getBody());
-      Value firstBlock = loop.getInductionVar();
       SmallVector<GroupPlace, kMaxGroups> places;
-      for (int64_t group = 0; group < groups; ++group) {
-        GroupPlace place;
-        place.blocks = b.create<arith::AddIOp>(loc, splat(b, firstBlock),
-                                               steps(b, group * vectorBlocks));
-        for (int64_t d = 0; d + 1 < rank; ++d)
-          place.leading.push_back(splat(b, globalIndex[d]));
-        Value baseVector = splat(b, base), offLast = rank ? splat(b, off.back()) : Value();
-        place.last = [=](OpBuilder &b, Value linear) -> Value {
-          return b.create<arith::AddIOp>(loc, offLast,
-                                         b.create<arith::SubIOp>(loc, linear, baseVector));
-        };
-        Value firstElement = b.create<arith::ShLIOp>(
-            loc, b.create<arith::AddIOp>(loc, firstBlock, cst(group * vectorBlocks)), two);
-        place.localIndex = b.create<arith::AddIOp>(
-            loc, rowStart, b.create<arith::SubIOp>(loc, firstElement, base));
-        places.push_back(std::move(place));
-      }
+      for (int64_t group = 0; group < groups; ++group)
+        places.push_back(placeAt(b, loop.getInductionVar(), group));
       emitBlockGroups(b, places);
       return end;
     };
-    // Whole iterations of groupCount groups on vectors, then single groups (a row of 512
-    // blocks leaves 32 to them after 10 iterations of 3 groups of 16), then the remaining
-    // blocks one by one.
-    Value vectorEnd = blockBegin;
     if (vectorizable) {
-      vectorEnd = groupLoop(blockBegin, groupCount);
+      // The row on vectors only: a group from the block holding the first element when that
+      // is not a block's first (its elements before the row masked off), whole iterations of
+      // groupCount groups, then of one group (a row of 512 blocks leaves 32 to them after 10
+      // iterations of 3 groups of 16), and one group for the fewer than 16 blocks left and
+      // the last partial block. A masked store costs what a store does on AVX-512; one at a
+      // time, the row's partial blocks and the blocks left took up to a third of the time of
+      // rows 682 wide.
+      auto localOf = [&](Value linear) -> Value {
+        return b.create<arith::AddIOp>(loc, rowStart, b.create<arith::SubIOp>(loc, linear, base));
+      };
+      auto partialGroup = [&](Value from, Value to) {
+        auto any = b.create<scf::IfOp>(
+            loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, from, to),
+            /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(any.thenBlock());
+        GroupPlace place = placeAt(b, b.create<arith::ShRUIOp>(loc, from, two), 0);
+        place.storeFrom = localOf(from);
+        place.storeTo = localOf(to);
+        emitBlockGroups(b, {place});
+      };
+      Value firstBlock = b.create<arith::ShRUIOp>(loc, lin0, two);
+      Value wholeEnd = b.create<arith::ShRUIOp>(loc, lin1, two);
+      Value headTo = b.create<arith::SelectOp>(
+          loc,
+          b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne,
+                                  b.create<arith::AndIOp>(loc, lin0, cst(3)), zero),
+          b.create<arith::MinUIOp>(
+              loc, lin1,
+              b.create<arith::ShLIOp>(
+                  loc, b.create<arith::AddIOp>(loc, firstBlock, cst(vectorBlocks)), two)),
+          lin0);
+      partialGroup(lin0, headTo);
+      Value mainFrom = b.create<arith::MinUIOp>(
+          loc, b.create<arith::ShRUIOp>(loc, b.create<arith::AddIOp>(loc, headTo, cst(3)), two),
+          wholeEnd);
+      Value vectorEnd = groupLoop(mainFrom, wholeEnd, groupCount);
       if (groupCount > 1)
-        vectorEnd = groupLoop(vectorEnd, 1);
+        vectorEnd = groupLoop(vectorEnd, wholeEnd, 1);
+      partialGroup(
+          b.create<arith::MaxUIOp>(loc, b.create<arith::ShLIOp>(loc, vectorEnd, two), headTo),
+          lin1);
+      return;
     }
+    // Without vectors: the head, the whole blocks one by one in a loop LLVM may vectorize, and
+    // the tail.
+    scalarLoop(colLo, headEnd);
+    Value vectorEnd = blockBegin;
     {
       auto blocks = b.create<scf::ForOp>(loc, vectorEnd, blockEnd, one);
       OpBuilder::InsertionGuard inner(b);
@@ -1058,11 +1137,9 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
                                   iteration));
       Value headEnd =
           b.create<arith::MinUIOp>(loc, b.create<arith::ShLIOp>(loc, blockBegin, two), end);
-      // The elements outside the vector loop, fewer than 4 before it and fewer than 4 *
-      // perIteration after it, one at a time (one scalar copy of the region each: a kernel
-      // per recipe is compiled for each CPU, so its size is compile time).
-      auto elementLoop = [&](Value from, Value to) {
-        auto elements = b.create<scf::ForOp>(loc, from, to, one);
+      // The elements before the vector loop's first whole block (fewer than 4), one at a time.
+      {
+        auto elements = b.create<scf::ForOp>(loc, begin, headEnd, one);
         OpBuilder::InsertionGuard inner(b);
         b.setInsertionPointToStart(elements.getBody());
         Value local = elements.getInductionVar();
@@ -1076,8 +1153,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         Value value = valueAt(b, linear, {globalRow, globalCol});
         b.create<LLVM::StoreOp>(
             loc, value, b.create<LLVM::GEPOp>(loc, ptr, storeType, out, ValueRange{local}));
-      };
-      elementLoop(begin, headEnd);
+      }
       // x / rowBlocks as (x * m) >> 20 with m = ceil(2^20 / rowBlocks): exact while
       // x * (m * rowBlocks - 2^20) < 2^20, which x < 9 * perIteration <= 576 and
       // rowBlocks < 8 * perIteration <= 512 guarantee.
@@ -1124,14 +1200,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
           offsets.push_back({q0, r0, blocks});
         }
       }
-      auto loop = b.create<scf::ForOp>(loc, blockBegin, vectorEnd, iteration,
-                                       ValueRange{firstRow, firstCol});
-      {
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPointToStart(loop.getBody());
-        // The iteration's first block is column block `col` of local row `row`.
-        Value block = loop.getInductionVar();
-        Value row = loop.getRegionIterArgs()[0], col = loop.getRegionIterArgs()[1];
+      // The groups of the iteration from `block`, column block `col` of local row `row`.
+      auto iterationPlaces = [&](OpBuilder &b, Value block, Value row, Value col) {
         Value globalRow = b.create<arith::AddIOp>(loc, row, off[0]);
         Value rowStartBlock = b.create<arith::AddIOp>(
             loc, b.create<arith::MulIOp>(loc, globalRow, globalRowBlocks), colBlockOffset);
@@ -1163,7 +1233,15 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
               loc, b.create<arith::AddIOp>(loc, block, cst(group * vectorBlocks)), two);
           places.push_back(std::move(place));
         }
-        emitBlockGroups(b, places);
+        return places;
+      };
+      auto loop = b.create<scf::ForOp>(loc, blockBegin, vectorEnd, iteration,
+                                       ValueRange{firstRow, firstCol});
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value row = loop.getRegionIterArgs()[0], col = loop.getRegionIterArgs()[1];
+        emitBlockGroups(b, iterationPlaces(b, loop.getInductionVar(), row, col));
         Value next = b.create<arith::AddIOp>(loc, col, iteration);
         Value wrapped = rowsIn(b, next, magic, cst(20));
         b.create<scf::YieldOp>(
@@ -1171,9 +1249,24 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
                             b.create<arith::SubIOp>(
                                 loc, next, b.create<arith::MulIOp>(loc, wrapped, rowBlocks))});
       }
+      // The elements after the last whole iteration (fewer than 4 * perIteration): one more
+      // iteration whose masked stores write only them (one at a time, the 64 after a 512 x 32
+      // slice's 85 iterations took 4% of its time).
       Value tailBegin = b.create<arith::MaxUIOp>(
           loc, b.create<arith::ShLIOp>(loc, vectorEnd, two), headEnd);
-      elementLoop(tailBegin, end);
+      auto tail = b.create<scf::IfOp>(loc, cmp(CmpIPredicate::ult, tailBegin, end),
+                                      /*withElseRegion=*/false);
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(tail.thenBlock());
+        SmallVector<GroupPlace, kMaxGroups> places =
+            iterationPlaces(b, vectorEnd, loop.getResult(0), loop.getResult(1));
+        for (GroupPlace &place : places) {
+          place.storeFrom = tailBegin;
+          place.storeTo = end;
+        }
+        emitBlockGroups(b, places);
+      }
     }
   }
   b.create<func::ReturnOp>(loc);

@@ -21,28 +21,32 @@
 // CHECK-SAME:      attributes {initc.kernel}
 // A 2-D slice whose rows are whole Philox blocks of 4 but short: the elements before the first
 // whole block, the blocks on vectors across rows (the iteration's first row and column carried),
-// the elements after the last whole iteration.
+// and one more iteration whose masked stores write the elements after the last whole one.
 // CHECK:         scf.if %{{.+}} {
 // CHECK:           scf.for %{{[^ ]+}} = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
 // CHECK:             llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr
 // CHECK:           scf.for %{{[^ ]+}} = %{{.+}} to %{{.+}} step %c8_i64 iter_args(%{{.+}}, %{{.+}}) -> (i64, i64)
 // CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<32xi32>, !llvm.ptr
 // CHECK:             scf.yield %{{.+}}, %{{.+}} : i64, i64
-// CHECK:           scf.for %{{[^ ]+}} = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
-// CHECK:             llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr
-// Otherwise rows of the slice, then per row: head columns, whole Philox blocks of 4 (on vectors,
-// then one by one), tail columns.
+// CHECK:           scf.if %{{.+}} {
+// CHECK:             llvm.intr.masked.store %{{.+}}, %{{.+}}, %{{.+}} {alignment = 4 : i32} : vector<32xi32>, vector<32xi1> into !llvm.ptr
+// Otherwise rows of the slice, each on vectors only: a group from the block of the row's first
+// element when that starts no block (the elements before the row masked off), whole groups,
+// and a group of the blocks left and the last partial block, whose store writes the elements
+// of the row's range [from, to) alone: the lanes at positions from - index to to - index.
 // CHECK:         } else {
 // CHECK:         scf.for %[[ROW:[^ ]+]] = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
-// CHECK:           scf.for %{{[^ ]+}} = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
-// CHECK:             %[[V:.+]] = arith.sitofp %{{.+}} : i64 to f32
-// CHECK:             %[[P:.+]] = llvm.getelementptr %[[OUT]][%{{.+}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-// CHECK-NEXT:        llvm.store %[[V]], %[[P]] : f32, !llvm.ptr
-// CHECK:           scf.for %[[BLOCK:[^ ]+]] = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
-// CHECK:             arith.shli %[[BLOCK]]
-// CHECK-COUNT-4:     llvm.store
-// CHECK:           scf.for %{{[^ ]+}} = %{{.+}} to %{{.+}} step %{{.+}} : i64 {
-// CHECK:             llvm.store
+// CHECK:           scf.if %{{.+}} {
+// CHECK:             llvm.intr.masked.store
+// CHECK:           scf.for %{{[^ ]+}} = %{{.+}} to %{{.+}} step %c8_i64{{.*}} : i64 {
+// CHECK:             llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<32xi32>, !llvm.ptr
+// CHECK:           scf.if %{{.+}} {
+// CHECK:             %[[POSITION:.+]] = arith.constant dense<[0, 1, 2, {{.+}}, 31]> : vector<32xi32>
+// CHECK:             %[[AFTER:.+]] = arith.cmpi sge, %[[POSITION]], %{{.+}} : vector<32xi32>
+// CHECK:             %[[BEFORE:.+]] = arith.cmpi slt, %[[POSITION]], %{{.+}} : vector<32xi32>
+// CHECK:             %[[MASK:.+]] = arith.andi %[[AFTER]], %[[BEFORE]] : vector<32xi1>
+// CHECK:             llvm.intr.masked.store %{{.+}}, %{{.+}}, %[[MASK]] {alignment = 4 : i32}
+// CHECK-NOT:       scf.for
 // CHECK:         return
 // CHECK-LABEL: func.func @initc_kernel_1(
 // CHECK-SAME:      attributes {initc.kernel}
@@ -52,7 +56,8 @@
 // CHECK-SAME:      %[[KARGS:[^:]+]]: !llvm.ptr {llvm.noalias, llvm.nocapture, llvm.readonly})
 // CHECK:         %[[KP:.+]] = llvm.getelementptr %[[KARGS]][0] : (!llvm.ptr) -> !llvm.ptr, i64
 // CHECK-NEXT:    %[[KEY:.+]] = llvm.load %[[KP]] : !llvm.ptr -> i64
-// CHECK:             arith.xori %{{.+}}, %[[KEY]] : i64
+// CHECK:             %[[KEYS:.+]] = vector.broadcast %[[KEY]] : i64 to vector<8xi64>
+// CHECK:             arith.xori %{{.+}}, %[[KEYS]] : vector<8xi64>
 // CHECK-NOT:   func.func
 init.seed 0
 init.param @a : tensor<4x8xf32> axes ["mlp", "embed"] {

@@ -391,14 +391,28 @@ protected:
       for (const Box &box : boxesOf(c.shape)) {
         int64_t n = box.elements();
         for (const std::vector<int64_t> &cuts : splitsOf(n)) {
-          // Guard bytes on both sides catch writes outside [begin, end).
-          std::vector<uint8_t> out((size_t(n) + 2) * width, 0xa5);
-          for (size_t s = 0; s + 1 < cuts.size(); ++s)
-            callKernel(kernel, param, out.data() + width, c.shape, box, cuts[s], cuts[s + 1]);
-          for (size_t b = 0; b < width; ++b) {
-            EXPECT_EQ(out[b], 0xa5) << c.name << ": wrote before element 0";
-            EXPECT_EQ(out[(size_t(n) + 1) * width + b], 0xa5) << c.name << ": wrote past the end";
+          // Guards of a vector group's 64 elements on both sides, and the elements after each
+          // call's [begin, end) still unwritten, catch writes outside it (a masked store's
+          // lanes past either end of the range).
+          const size_t guard = 64 * width;
+          std::vector<uint8_t> out(size_t(n) * width + 2 * guard, 0xa5);
+          uint8_t *elements = out.data() + guard;
+          const uint8_t *outBegin = out.data(), *outEnd = out.data() + out.size();
+          auto untouched = [](const uint8_t *from, const uint8_t *to) {
+            return std::all_of(from, to, [](uint8_t byte) { return byte == 0xa5; });
+          };
+          for (size_t s = 0; s + 1 < cuts.size(); ++s) {
+            const uint8_t *begin = elements + size_t(cuts[s]) * width;
+            std::vector<uint8_t> before(begin - std::min(guard, size_t(begin - outBegin)), begin);
+            callKernel(kernel, param, elements, c.shape, box, cuts[s], cuts[s + 1]);
+            EXPECT_TRUE(std::equal(before.begin(), before.end(), begin - before.size()))
+                << cpu << ": " << c.name << " wrote before element " << cuts[s];
+            const uint8_t *next = elements + size_t(cuts[s + 1]) * width;
+            EXPECT_TRUE(untouched(next, std::min(next + guard, outEnd)))
+                << cpu << ": " << c.name << " wrote past element " << cuts[s + 1] - 1;
           }
+          EXPECT_TRUE(untouched(out.data(), elements))
+              << cpu << ": " << c.name << " wrote before element 0";
           // Compare every element with the reference at its global index.
           for (int64_t local = 0; local < n && failures < 20; ++local) {
             int64_t rest = local, global = 0, stride = 1;
@@ -409,7 +423,7 @@ protected:
               stride *= c.shape[d];
             }
             std::vector<uint8_t> want = referenceElement(c, uint64_t(global));
-            if (std::memcmp(want.data(), out.data() + (size_t(local) + 1) * width, width)) {
+            if (std::memcmp(want.data(), elements + size_t(local) * width, width)) {
               ++failures;
               ADD_FAILURE() << cpu << ": " << c.name << " (" << c.dtype << ") element " << global
                             << " (local " << local << ", " << cuts.size() - 1
