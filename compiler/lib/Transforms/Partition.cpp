@@ -1009,8 +1009,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       // groupCount groups, then of one group (a row of 512 blocks leaves 32 to them after 10
       // iterations of 3 groups of 16), and one group for the fewer than 16 blocks left and
       // the last partial block. A masked store costs what a store does on AVX-512; one at a
-      // time, the row's partial blocks and the blocks left took up to a third of the time of
-      // rows 682 wide.
+      // time, the row's partial blocks and the blocks left took a quarter of the time of rows
+      // 682 wide.
       auto localOf = [&](Value linear) -> Value {
         return b.create<arith::AddIOp>(loc, rowStart, b.create<arith::SubIOp>(loc, linear, base));
       };
@@ -1051,9 +1051,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     // Without vectors: the head, the whole blocks one by one in a loop LLVM may vectorize, and
     // the tail.
     scalarLoop(colLo, headEnd);
-    Value vectorEnd = blockBegin;
     {
-      auto blocks = b.create<scf::ForOp>(loc, vectorEnd, blockEnd, one);
+      auto blocks = b.create<scf::ForOp>(loc, blockBegin, blockEnd, one);
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(blocks.getBody());
       Value first = b.create<arith::ShLIOp>(loc, blocks.getInductionVar(), two);
