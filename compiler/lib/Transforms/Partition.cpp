@@ -1009,7 +1009,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       // groupCount groups, then of one group (a row of 512 blocks leaves 32 to them after 10
       // iterations of 3 groups of 16), and one group for the fewer than 16 blocks left and
       // the last partial block. A masked store costs what a store does on AVX-512; one at a
-      // time, the row's partial blocks and the blocks left took a quarter of the time of rows
+      // time, the row's partial blocks and the blocks left took 10-25% of the time of rows
       // 682 wide.
       auto localOf = [&](Value linear) -> Value {
         return b.create<arith::AddIOp>(loc, rowStart, b.create<arith::SubIOp>(loc, linear, base));
