@@ -970,6 +970,10 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         loc, headEnd,
         b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, blockEnd, four), base));
     // The group of vectorBlocks blocks from block `firstBlock`, as group `group` of an iteration.
+    // The local index of the row's element at global linear index `linear`.
+    auto localOf = [&](OpBuilder &b, Value linear) -> Value {
+      return b.create<arith::AddIOp>(loc, rowStart, b.create<arith::SubIOp>(loc, linear, base));
+    };
     auto placeAt = [&](OpBuilder &b, Value firstBlock, int64_t group) {
       GroupPlace place;
       place.blocks =
@@ -983,8 +987,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       };
       Value firstElement = b.create<arith::ShLIOp>(
           loc, b.create<arith::AddIOp>(loc, firstBlock, cst(group * vectorBlocks)), two);
-      place.localIndex =
-          b.create<arith::AddIOp>(loc, rowStart, b.create<arith::SubIOp>(loc, firstElement, base));
+      place.localIndex = localOf(b, firstElement);
       return place;
     };
     // Iterations of `groups` groups of vectorBlocks blocks on vectors from block `from` while
@@ -1011,9 +1014,6 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       // the last partial block. A masked store costs what a store does on AVX-512; one at a
       // time, the row's partial blocks and the blocks left took 10-25% of the time of rows
       // 682 wide.
-      auto localOf = [&](Value linear) -> Value {
-        return b.create<arith::AddIOp>(loc, rowStart, b.create<arith::SubIOp>(loc, linear, base));
-      };
       auto partialGroup = [&](Value from, Value to) {
         auto any = b.create<scf::IfOp>(
             loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, from, to),
@@ -1021,8 +1021,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
         OpBuilder::InsertionGuard inner(b);
         b.setInsertionPointToStart(any.thenBlock());
         GroupPlace place = placeAt(b, b.create<arith::ShRUIOp>(loc, from, two), 0);
-        place.storeFrom = localOf(from);
-        place.storeTo = localOf(to);
+        place.storeFrom = localOf(b, from);
+        place.storeTo = localOf(b, to);
         emitBlockGroups(b, {place});
       };
       Value firstBlock = b.create<arith::ShRUIOp>(loc, lin0, two);
