@@ -17,35 +17,70 @@
 namespace initrt {
 namespace {
 
-// Eight running sums in eight variables: the compiler keeps them in whatever vectors it builds
-// for (four SSE2 registers, two AVX ones), lane for lane, so the arithmetic is the same
-// everywhere. The project builds with -ffp-contract=off: a product and a sum never fuse.
+// Eight running sums, one per lane of an eight-double vector: the compiler builds it from the
+// vectors the target has (four SSE2 registers, two AVX ones, one AVX-512 one), lane for lane, so
+// the arithmetic is the same everywhere. The project builds with -ffp-contract=off: a product
+// and a sum never fuse.
 constexpr int64_t kLanes = 8;
+using Lanes = double __attribute__((vector_size(kLanes * sizeof(double))));
+// Functions taking or returning Lanes are always inlined, so no call passes one and GCC's
+// note that the ABI of such calls differs with and without AVX-512 does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+[[gnu::always_inline]] inline Lanes load(const double *p) {
+  Lanes x;
+  std::memcpy(&x, p, sizeof x);
+  return x;
+}
+
+[[gnu::always_inline]] inline void store(double *p, Lanes x) { std::memcpy(p, &x, sizeof x); }
 
 // The running sums of a dot product, added in their fixed order.
 [[gnu::always_inline]] inline double addLanes(const double *s) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-// x . y over [0, len): eight running sums, sum l taking x_i y_i for i mod 8 = l in order of i.
-[[gnu::always_inline]] inline double dot(const double *x, const double *y, int64_t len) {
-  double s[kLanes] = {};
+// x . y_j over [0, len) for each of the `Columns` vectors y: eight running sums, sum l taking
+// x_i y_i for i mod 8 = l in order of i.
+template <int Columns>
+[[gnu::always_inline]] inline void dots(const double *x, const double *const *y, int64_t len,
+                                        double *out) {
+  Lanes sums[Columns] = {};
   int64_t i = 0;
-  for (; i + kLanes <= len; i += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l)
-      s[l] += x[i + l] * y[i + l];
-  for (int64_t l = 0; i < len; ++i, ++l)
-    s[l] += x[i] * y[i];
-  return addLanes(s);
+  for (; i + kLanes <= len; i += kLanes) {
+    const Lanes xi = load(x + i);
+    for (int j = 0; j < Columns; ++j)
+      sums[j] += xi * load(y[j] + i);
+  }
+  for (int j = 0; j < Columns; ++j) {
+    double s[kLanes];
+    store(s, sums[j]);
+    for (int64_t r = i, l = 0; r < len; ++r, ++l)
+      s[l] += x[r] * y[j][r];
+    out[j] = addLanes(s);
+  }
+}
+
+[[gnu::always_inline]] inline double dot(const double *x, const double *y, int64_t len) {
+  double out;
+  dots<1>(x, &y, len, &out);
+  return out;
 }
 
 // The reflectors k in [k0, k1) of the m-row matrix `v` (column k from row k down), ascending
-// or descending, applied to column c from row k. One pass over the column per reflector: each
-// pass updates the rows by one reflector and adds up, in the same order as dot() would, the
-// products of the next reflector with the rows it has just updated.
-[[gnu::always_inline]] inline void reflectColumnWith(const double *v, int64_t m, const double *beta,
-                                                     int64_t k0, int64_t k1, bool descending,
-                                                     double *c) {
+// or descending, applied to the `Columns` columns `cs` from row k. One pass over the columns per
+// reflector: each pass updates the rows by one reflector and adds up, in the same order as dot()
+// would, the products of the next reflector with the rows it has just updated. Each column gets
+// exactly the operations it would get alone; together, the columns share the loads of the
+// reflectors, and their running sums are independent chains of additions (one column alone
+// waits for each addition before the next).
+template <int Columns>
+[[gnu::always_inline]] inline void reflectColumnsWith(const double *v, int64_t m,
+                                                      const double *beta, int64_t k0, int64_t k1,
+                                                      bool descending, double *const *cs) {
+  double *c[Columns];
+  for (int j = 0; j < Columns; ++j)
+    c[j] = cs[j];
   int64_t step = 0;
   auto nextReflector = [&]() -> int64_t { // the next with beta != 0, or -1
     for (; step < k1 - k0; ++step) {
@@ -60,66 +95,113 @@ constexpr int64_t kLanes = 8;
   int64_t k = nextReflector();
   if (k < 0)
     return;
-  double s = dot(v + k * m + k, c + k, m - k) * beta[k];
+  double s[Columns];
+  const double *fromK[Columns];
+  for (int j = 0; j < Columns; ++j)
+    fromK[j] = c[j] + k;
+  dots<Columns>(v + k * m + k, fromK, m - k, s);
+  for (int j = 0; j < Columns; ++j)
+    s[j] *= beta[k];
   for (;;) {
     const double *vk = v + k * m; // row i of reflector k: vk[i], from row k
     const int64_t b = nextReflector();
     if (b < 0) {
-      for (int64_t i = k; i < m; ++i)
-        c[i] -= s * vk[i];
+      for (int j = 0; j < Columns; ++j)
+        for (int64_t i = k; i < m; ++i)
+          c[j][i] -= s[j] * vk[i];
       return;
     }
     const double *vb = v + b * m; // the next reflector's dot product runs over rows b.., lanes
-    double sums[kLanes] = {};     // (i - b) mod 8
+    double sums[Columns][kLanes] = {}; // (i - b) mod 8
     int64_t i = b;
     for (; i < k; ++i) // rows above k (descending): not changed by reflector k
-      sums[(i - b) % kLanes] += vb[i] * c[i];
+      for (int j = 0; j < Columns; ++j)
+        sums[j][(i - b) % kLanes] += vb[i] * c[j][i];
     for (i = k; i < b; ++i) // rows above b (ascending): not in the next dot product
-      c[i] -= s * vk[i];
-    for (i = std::max(k, b); i < m && (i - b) % kLanes != 0; ++i) {
-      c[i] -= s * vk[i];
-      sums[(i - b) % kLanes] += vb[i] * c[i];
-    }
-    for (; i + kLanes <= m; i += kLanes)
-      for (int64_t l = 0; l < kLanes; ++l) {
-        const double updated = c[i + l] - s * vk[i + l];
-        c[i + l] = updated;
-        sums[l] += vb[i + l] * updated;
+      for (int j = 0; j < Columns; ++j)
+        c[j][i] -= s[j] * vk[i];
+    for (i = std::max(k, b); i < m && (i - b) % kLanes != 0; ++i)
+      for (int j = 0; j < Columns; ++j) {
+        c[j][i] -= s[j] * vk[i];
+        sums[j][(i - b) % kLanes] += vb[i] * c[j][i];
       }
-    for (; i < m; ++i) {
-      c[i] -= s * vk[i];
-      sums[(i - b) % kLanes] += vb[i] * c[i];
+    if (i + kLanes <= m) {
+      Lanes laneSums[Columns];
+      for (int j = 0; j < Columns; ++j)
+        laneSums[j] = load(sums[j]);
+      for (; i + kLanes <= m; i += kLanes) {
+        const Lanes vki = load(vk + i), vbi = load(vb + i);
+        for (int j = 0; j < Columns; ++j) {
+          const Lanes updated = load(c[j] + i) - s[j] * vki;
+          store(c[j] + i, updated);
+          laneSums[j] += vbi * updated;
+        }
+      }
+      for (int j = 0; j < Columns; ++j)
+        store(sums[j], laneSums[j]);
     }
-    s = addLanes(sums) * beta[b];
+    for (; i < m; ++i)
+      for (int j = 0; j < Columns; ++j) {
+        c[j][i] -= s[j] * vk[i];
+        sums[j][(i - b) % kLanes] += vb[i] * c[j][i];
+      }
+    for (int j = 0; j < Columns; ++j)
+      s[j] = addLanes(sums[j]) * beta[b];
     k = b;
   }
 }
 
-void reflectColumnPortable(const double *v, int64_t m, const double *beta, int64_t k0, int64_t k1,
-                           bool descending, double *c) {
-  reflectColumnWith(v, m, beta, k0, k1, descending, c);
+// Columns taken four at a time (eight vectors of running sums: half of AVX2's registers), then
+// two, then one.
+[[gnu::always_inline]] inline void reflectColumnsIn(const double *v, int64_t m, const double *beta,
+                                                    int64_t k0, int64_t k1, bool descending,
+                                                    double *const *cs, int64_t count) {
+  int64_t j = 0;
+  for (; j + 4 <= count; j += 4)
+    reflectColumnsWith<4>(v, m, beta, k0, k1, descending, cs + j);
+  for (; j + 2 <= count; j += 2)
+    reflectColumnsWith<2>(v, m, beta, k0, k1, descending, cs + j);
+  for (; j < count; ++j)
+    reflectColumnsWith<1>(v, m, beta, k0, k1, descending, cs + j);
+}
+
+void reflectColumnsPortable(const double *v, int64_t m, const double *beta, int64_t k0, int64_t k1,
+                            bool descending, double *const *cs, int64_t count) {
+  reflectColumnsIn(v, m, beta, k0, k1, descending, cs, count);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// The same operations on AVX2's wider vectors, chosen at run time where the CPU has them (by a
-// plain check rather than an ifunc, which would run before a sanitizer's run time is ready).
-__attribute__((target("avx2"))) void reflectColumnAvx2(const double *v, int64_t m,
-                                                       const double *beta, int64_t k0, int64_t k1,
-                                                       bool descending, double *c) {
-  reflectColumnWith(v, m, beta, k0, k1, descending, c);
+// The same operations on AVX2's and AVX-512's wider vectors, chosen at run time where the CPU
+// has them (by a plain check rather than an ifunc, which would run before a sanitizer's run time
+// is ready).
+__attribute__((target("avx2"))) void reflectColumnsAvx2(const double *v, int64_t m,
+                                                        const double *beta, int64_t k0, int64_t k1,
+                                                        bool descending, double *const *cs,
+                                                        int64_t count) {
+  reflectColumnsIn(v, m, beta, k0, k1, descending, cs, count);
+}
+
+__attribute__((target("avx512f"))) void reflectColumnsAvx512(const double *v, int64_t m,
+                                                             const double *beta, int64_t k0,
+                                                             int64_t k1, bool descending,
+                                                             double *const *cs, int64_t count) {
+  reflectColumnsIn(v, m, beta, k0, k1, descending, cs, count);
 }
 #endif
 
-using ReflectColumn = void (*)(const double *, int64_t, const double *, int64_t, int64_t, bool,
-                               double *);
+using ReflectColumns = void (*)(const double *, int64_t, const double *, int64_t, int64_t, bool,
+                                double *const *, int64_t);
 
-ReflectColumn chooseReflectColumn() {
+ReflectColumns chooseReflectColumns() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx2 = cpuHasExtension("avx2");
-  if (avx2 && !OrthogonalMatrix::portableOnly)
-    return reflectColumnAvx2;
+  using Loops = OrthogonalMatrix::Loops;
+  static const bool avx512 = cpuHasExtension("avx512f"), avx2 = cpuHasExtension("avx2");
+  if (avx512 && OrthogonalMatrix::loops == Loops::Widest)
+    return reflectColumnsAvx512;
+  if (avx2 && OrthogonalMatrix::loops != Loops::Portable)
+    return reflectColumnsAvx2;
 #endif
-  return reflectColumnPortable;
+  return reflectColumnsPortable;
 }
 
 // Columns of m doubles whose panel of reflectors (kPanelBytes of them) stays in a core's
@@ -219,7 +301,7 @@ uint64_t reflectorFlops(int64_t m, int64_t k0, int64_t k1) {
 
 } // namespace
 
-bool OrthogonalMatrix::portableOnly = false;
+OrthogonalMatrix::Loops OrthogonalMatrix::loops = OrthogonalMatrix::Loops::Widest;
 
 double orthogonalFlops(int64_t rows, int64_t cols) {
   const double m = double(std::max(rows, cols)), n = double(std::min(rows, cols));
@@ -262,7 +344,7 @@ OrthogonalMatrix::OrthogonalMatrix(std::vector<float> normal, int64_t rows, int6
   std::vector<double> beta(size_t(n), 0.0);
   negative.assign(size_t(n), 0);
   auto column = [&](int64_t j) { return a.data() + j * m; };
-  const ReflectColumn reflectColumn = chooseReflectColumn();
+  const ReflectColumns reflectColumns = chooseReflectColumns();
   const int64_t panel = std::clamp<int64_t>(kPanelBytes / (m * int64_t(sizeof(double))), 4, 64);
 
   // Each panel: worker 0 factors it while the others wait, then all take the columns right of it
@@ -277,8 +359,8 @@ OrthogonalMatrix::OrthogonalMatrix(std::vector<float> normal, int64_t rows, int6
         // Each column takes the panel's earlier reflectors, then becomes a reflector itself (in
         // place: v is the column from row k down, with alpha taken off).
         for (int64_t k = k0; k < k1; ++k) {
-          double *x = column(k) + k;
-          reflectColumn(a.data(), m, beta.data(), k0, k, false, column(k));
+          double *const target = column(k), *x = target + k;
+          reflectColumns(a.data(), m, beta.data(), k0, k, false, &target, 1);
           flopsDone.fetch_add(reflectorFlops(m, k0, k), std::memory_order_relaxed);
           const int64_t len = m - k;
           const double norm = std::sqrt(dot(x, x, len));
@@ -294,8 +376,10 @@ OrthogonalMatrix::OrthogonalMatrix(std::vector<float> normal, int64_t rows, int6
       const int64_t pieces = (n - k1 + kFactorPiece - 1) / kFactorPiece;
       for (int64_t p; (p = nextPiece.fetch_add(1, std::memory_order_relaxed)) < pieces;) {
         const int64_t j0 = k1 + p * kFactorPiece, j1 = std::min(n, j0 + kFactorPiece);
+        double *columns[kFactorPiece];
         for (int64_t j = j0; j < j1; ++j)
-          reflectColumn(a.data(), m, beta.data(), k0, k1, false, column(j));
+          columns[j - j0] = column(j);
+        reflectColumns(a.data(), m, beta.data(), k0, k1, false, columns, j1 - j0);
         flopsDone.fetch_add(uint64_t(j1 - j0) * reflectorFlops(m, k0, k1),
                             std::memory_order_relaxed);
       }
@@ -312,10 +396,17 @@ OrthogonalMatrix::OrthogonalMatrix(std::vector<float> normal, int64_t rows, int6
         q[size_t(j + j * m)] = 1.0;
       for (int64_t k1 = j1; k1 > 0;) {
         const int64_t k0 = std::max<int64_t>(0, k1 - panel);
-        uint64_t flops = 0;
-        for (int64_t j = std::max(j0, k0); j < j1; ++j) { // column j takes the reflectors k <= j
-          reflectColumn(a.data(), m, beta.data(), k0, std::min(k1, j + 1), true, q.get() + j * m);
-          flops += reflectorFlops(m, k0, std::min(k1, j + 1));
+        // Column j takes the reflectors k <= j: those from k1 - 1 on the whole panel, together.
+        const int64_t whole = std::max(j0, k1 - 1);
+        uint64_t flops = uint64_t(j1 - whole) * reflectorFlops(m, k0, k1);
+        double *columns[kQPiece];
+        for (int64_t j = whole; j < j1; ++j)
+          columns[j - whole] = q.get() + j * m;
+        reflectColumns(a.data(), m, beta.data(), k0, k1, true, columns, j1 - whole);
+        for (int64_t j = std::max(j0, k0); j < whole; ++j) {
+          double *const target = q.get() + j * m;
+          reflectColumns(a.data(), m, beta.data(), k0, j + 1, true, &target, 1);
+          flops += reflectorFlops(m, k0, j + 1);
         }
         flopsDone.fetch_add(flops, std::memory_order_relaxed);
         k1 = k0;

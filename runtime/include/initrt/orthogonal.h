@@ -51,8 +51,10 @@ public:
     return negative[size_t(j)] ? -value : value;
   }
 
-  /// For tests: use the portable build of the loops even where the CPU has AVX2.
-  static bool portableOnly;
+  /// For tests: the widest vectors the loops may use, where the CPU has them (the bits are the
+  /// same with any).
+  enum class Loops { Widest, Avx2, Portable };
+  static Loops loops;
 
 private:
   int64_t m = 0, n = 0;       // the factored matrix is m x n, m >= n

@@ -134,18 +134,20 @@ TEST(OrthogonalMatrix, IsTheUnblockedAlgorithmBitForBitWhateverTheBlocksThreadsA
         normal[size_t(i * shape.cols + 9)] = normal[size_t(i * shape.cols + 8)];
       }
     const std::vector<double> expected = specOrthogonal(normal, shape.rows, shape.cols, 1.5);
-    for (bool portable : {false, true})
+    using Loops = OrthogonalMatrix::Loops;
+    for (Loops loops : {Loops::Widest, Loops::Avx2, Loops::Portable})
       for (int threads : {1, 3}) {
-        OrthogonalMatrix::portableOnly = portable;
+        OrthogonalMatrix::loops = loops;
         const OrthogonalMatrix q(normal, shape.rows, shape.cols, threads);
-        OrthogonalMatrix::portableOnly = false;
+        OrthogonalMatrix::loops = Loops::Widest;
         const std::vector<double> got = elements(q, shape.rows, shape.cols, 1.5);
         ASSERT_EQ(got.size(), expected.size());
         size_t differing = 0;
         for (size_t i = 0; i < got.size(); ++i)
           differing += std::memcmp(&got[i], &expected[i], sizeof(double)) != 0;
+        const char *names[] = {"the widest vectors", "AVX2 at most", "the portable build"};
         EXPECT_EQ(differing, 0u) << shape.rows << "x" << shape.cols << " on " << threads
-                                 << " threads" << (portable ? ", portable build" : "");
+                                 << " threads, " << names[int(loops)];
       }
   }
 }
