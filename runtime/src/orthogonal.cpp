@@ -68,7 +68,7 @@ template <int Columns>
 }
 
 // The reflectors k in [k0, k1) of the m-row matrix `v` (column k from row k down), ascending
-// or descending, applied to the `Columns` columns `cs` from row k. One pass over the columns per
+// or descending, applied to the `Columns` columns `c` from row k. One pass over the columns per
 // reflector: each pass updates the rows by one reflector and adds up, in the same order as dot()
 // would, the products of the next reflector with the rows it has just updated. Each column gets
 // exactly the operations it would get alone; together, the columns share the loads of the
@@ -77,10 +77,7 @@ template <int Columns>
 template <int Columns>
 [[gnu::always_inline]] inline void reflectColumnsWith(const double *v, int64_t m,
                                                       const double *beta, int64_t k0, int64_t k1,
-                                                      bool descending, double *const *cs) {
-  double *c[Columns];
-  for (int j = 0; j < Columns; ++j)
-    c[j] = cs[j];
+                                                      bool descending, double *const *c) {
   int64_t step = 0;
   auto nextReflector = [&]() -> int64_t { // the next with beta != 0, or -1
     for (; step < k1 - k0; ++step) {
