@@ -311,7 +311,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
   // narrowing shuffles into 32-bit vectors, and the two pairs of a block go into element order
   // by one in-lane shuffle (shufps) per register stored, where four lanes take a 4x4 transpose:
   // on AVX-512, 28 fewer instructions an iteration of the uniform f32 loop (507 to 479). 16-bit
-  // elements are put in order as f32, then converted.
+  // elements are put in order as f32, then converted; bf16 rounded in integer ops is rounded
+  // first and put in order by the word shuffle that takes its high halves.
   std::optional<WordFunction> wordFunction;
   bool convertsPairs =
       conversion && conversion.getIn().getType().isF32() &&
@@ -703,6 +704,12 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
     // A group's two vectors of pairs of 32-bit elements (x1 x0 and x3 x2 of a block, at its
     // position) in element order, a register's worth at a time: [x0 x1 x2 x3] of the blocks
     // in pairPositions order (shufps: two elements of each source within a 128-bit lane).
+    // The four words of the block at `position`, in element order, as indices into the two
+    // vectors of pairs [x10 | x32] (x0 in the high half of its 64-bit lane).
+    auto blockWords = [&](int64_t position) -> std::array<int64_t, 4> {
+      const int64_t n = 2 * vectorBlocks;
+      return {2 * position + 1, 2 * position, n + 2 * position + 1, n + 2 * position};
+    };
     auto interleavePairs = [&](Value x10, Value x32) -> Value {
       const int64_t n = 2 * vectorBlocks, perPiece = vectorBlocks / 4;
       auto elements = VectorType::get({n}, b.getI32Type());
@@ -712,7 +719,7 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       for (int64_t from = 0; from < vectorBlocks; from += perPiece) {
         SmallVector<int64_t> mask;
         for (int64_t position : ArrayRef(pairPositions).slice(from, perPiece))
-          mask.append({2 * position + 1, 2 * position, n + 2 * position + 1, n + 2 * position});
+          llvm::append_range(mask, blockWords(position));
         pieces.push_back(shuffle(x10, x32, mask));
       }
       while (pieces.size() > 1) {
@@ -731,32 +738,39 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Eleme
       Value value = cast<YieldOp>(region.getTerminator()).getValue();
       if (convertLast)
         value = conversion.getIn();
-      Value all = interleavePairs(pairMappings[group * 2].lookup(value),
-                                  pairMappings[group * 2 + 1].lookup(value));
-      if (!convertLast)
-        return {all};
+      Value x10 = pairMappings[group * 2].lookup(value),
+            x32 = pairMappings[group * 2 + 1].lookup(value);
       const int64_t count = 4 * vectorBlocks,
                     perConversion = element.isF16() ? count / 4 : count / 2;
-      all = b.create<vector::BitCastOp>(loc, VectorType::get({count}, b.getF32Type()), all);
       SmallVector<Value, 4> pieces;
+      if (convertLast && element.isBF16() && !convertsBF16) {
+        // Rule 8's rounding (the conversion is marked: no NaN case) on the pairs as they are:
+        // it leaves each bf16 in its word's high half, so interleaving the pairs and taking
+        // the high halves is one word shuffle of the two.
+        const int64_t n = 2 * vectorBlocks;
+        auto halvesOf = [&](Value x) {
+          return b.create<vector::BitCastOp>(loc, VectorType::get({2 * n}, b.getI16Type()),
+                                             random::emitRoundToBF16Words(b, loc, x));
+        };
+        Value halves10 = halvesOf(x10), halves32 = halvesOf(x32);
+        SmallVector<int64_t> highHalves; // interleavePairs' order, of the words' high halves
+        for (int64_t position : pairPositions)
+          for (int64_t word : blockWords(position))
+            highHalves.push_back(2 * word + 1);
+        for (int64_t from = 0; from < count; from += perConversion)
+          pieces.push_back(b.create<vector::BitCastOp>(
+              loc, VectorType::get({perConversion}, element),
+              shuffle(halves10, halves32, ArrayRef(highHalves).slice(from, perConversion))));
+        return pieces;
+      }
+      Value all = interleavePairs(x10, x32);
+      if (!convertLast)
+        return {all};
+      all = b.create<vector::BitCastOp>(loc, VectorType::get({count}, b.getF32Type()), all);
       for (int64_t from = 0; from < count; from += perConversion) {
         SmallVector<int64_t> mask(perConversion);
         std::iota(mask.begin(), mask.end(), from);
         Value wide = shuffle(all, all, mask);
-        if (element.isBF16() && !convertsBF16) {
-          // Rule 8's rounding leaves each bf16 in its word's high half (the conversion is
-          // marked: no NaN case): taken by one word shuffle, where the conversion's shift and
-          // narrowing of each half are 2 shifts, 2 vpmovdw and a vinserti64x4 per 32 lanes.
-          Value words = random::emitRoundToBF16Words(b, loc, wide);
-          Value halves = b.create<vector::BitCastOp>(
-              loc, VectorType::get({2 * perConversion}, b.getI16Type()), words);
-          SmallVector<int64_t> highHalves;
-          for (int64_t k = 0; k < perConversion; ++k)
-            highHalves.push_back(2 * k + 1);
-          pieces.push_back(b.create<vector::BitCastOp>(
-              loc, VectorType::get({perConversion}, element), shuffle(halves, halves, highHalves)));
-          continue;
-        }
         Operation *converted = b.clone(*conversion);
         converted->setOperand(0, wide);
         converted->getResult(0).setType(VectorType::get({perConversion}, element));
