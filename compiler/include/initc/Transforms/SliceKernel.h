@@ -1,0 +1,36 @@
+//===- SliceKernel.h - a recipe's native kernel over any slice --*- C++ -*-===//
+//
+// The function init-partition builds for each distinct recipe and target CPU: it computes any
+// range of any rank's slice of a parameter, with the values of the RNG contract. See
+// compiler/lib/Transforms/SliceKernel.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef INITC_TRANSFORMS_SLICEKERNEL_H
+#define INITC_TRANSFORMS_SLICEKERNEL_H
+
+#include "initc/Dialect/Init/IR/InitOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace initc {
+
+/// Blocks per vector of the explicitly vectorized block loop, by default: 8 lanes of i64 Philox
+/// arithmetic fill two AVX2 registers, and 8 x f32 one. AVX-512 takes 16, so that the float
+/// transforms fill its registers too.
+inline constexpr int64_t kDefaultVectorBlocks = 8;
+inline constexpr int64_t kMaxVectorBlocks = 16;
+/// At most this many groups of vector blocks per iteration.
+inline constexpr int64_t kMaxGroups = 4;
+
+/// Builds `func.func @name(out, globalShape, offset, localShape, begin, end, args)` evaluating
+/// `fused`, `groupCount` vectors of `vectorBlocks` blocks per iteration of its main loop.
+/// `convertsBF16`: the CPU rounds f32 to bf16 in one instruction (AVX512-BF16), which the
+/// lowering uses for conversions marked random::kNoNaNOrSubnormalAttr. The ABI is
+/// initrt::KernelFn (runtime/include/initrt/program.h).
+mlir::func::FuncOp buildKernel(mlir::OpBuilder &builder, mlir::Location loc, llvm::StringRef name,
+                               init::ElementwiseOp fused, int64_t groupCount, int64_t vectorBlocks,
+                               bool convertsBF16);
+
+} // namespace initc
+
+#endif // INITC_TRANSFORMS_SLICEKERNEL_H

@@ -1,0 +1,1269 @@
+//===- SliceKernel.cpp - a recipe's native kernel over any slice ----------===//
+//
+// A kernel computes elements [begin, end) of one slice, in local row-major order. It walks the
+// slice row by row (a row: all dims but the last fixed) so the inner loop is a plain counted loop
+// over the last dim that LLVM vectorizes; each element's global index is offset + local index,
+// and its linear index is taken in the global shape, so every rank computes the same value for
+// the same element. The ABI is initrt::KernelFn (runtime/include/initrt/program.h).
+//
+// One Philox block gives four consecutive elements (ir-spec/rng.md rule 2), so the inner loop runs
+// over whole blocks of the linear index, evaluating the region for the four elements of a block in
+// one iteration: LLVM sees the four Philox evaluations are the same and keeps one. The main loop
+// takes 8 blocks at a time on explicit vectors (each op of the region given a vector<8> type, one
+// vector per lane of a block, the four interleaved into one store; what depends on the block
+// alone, such as the Philox rounds, is built once for the four), so the vector width does not
+// depend on LLVM's cost model (ir-spec/lowering.md says why); with AVX-512 it takes 16 blocks
+// (vector<16>: zmm floats) and several such groups, cloned op by op so that their independent
+// dependency chains interleave (the `targets` option, one kernel per CPU). A region that is a
+// function of its element's Philox word alone (uniform, truncated normal) runs on two vectors of
+// twice the width instead, the words of two elements side by side as the last Philox round
+// leaves them (WordFunction). The partial blocks at either end of a row and the blocks left
+// after the iterations run in groups whose masked stores write only the row's elements (a
+// region that cannot run on vectors: a scalar block loop that LLVM may vectorize, and scalar
+// loops for the partial blocks). A 2-D slice whose rows are whole blocks but shorter than a few
+// iterations runs the same vector code across rows instead (ir-spec/lowering.md). A select marked
+// rarely false (erfinv's tail branch) computes its false operand on vectors only in iterations
+// where some lane takes it. The region's trailing arguments (Philox keys) are read from the
+// kernel's `args`, so parameters that differ only in their keys share a kernel.
+//
+//===----------------------------------------------------------------------===//
+#include "initc/Transforms/SliceKernel.h"
+
+#include "initc/Random/Expand.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/SwapByteOrder.h"
+
+#include <array>
+#include <functional>
+#include <numeric>
+
+using namespace mlir;
+using namespace initc;
+using namespace initc::init;
+
+namespace {
+
+/// Whether every op of `region` is an arith or math op on scalars, so that it can be evaluated
+/// on vectors by giving each result a vector type.
+bool isVectorizable(Block &region) {
+  for (Operation &op : region.without_terminator()) {
+    if (!isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) || op.getNumRegions())
+      return false;
+    auto scalar = [](Value v) { return v.getType().isIntOrFloat(); };
+    if (!llvm::all_of(op.getOperands(), scalar) || !llvm::all_of(op.getResults(), scalar))
+      return false;
+  }
+  return true;
+}
+
+/// One pair of the last Philox round's words, as the region computes them (rng::philox): the
+/// even word is the low half of (product >> 32) ^ previous ^ key and the odd word that of
+/// product, so the 64-bit product ^ (previous << 32) ^ (key << 32) holds the odd word in its low
+/// half and the even one in its high half.
+struct WordPair {
+  Value product, previous, key;
+};
+
+/// A region whose value depends on its element only through the element's Philox word, an
+/// elementwise function of it (uniform, truncated normal: not Box-Muller, which takes both words
+/// of a pair): the vector code can then keep the words of a pair side by side, as the last round
+/// leaves them, and evaluate the function on both at once.
+struct WordFunction {
+  Operation *word;                    // select(index & 2, select(index & 1, x3, x2), ..x1, x0)
+  std::array<WordPair, 2> pairs;      // (x0, x1) and (x2, x3)
+  llvm::DenseSet<Operation *> ofWord; // the ops after it, the region's value among them
+};
+
+std::optional<WordFunction> findWordFunction(Block &region, int64_t rank) {
+  Value index = region.getArgument(0);
+  auto isConstant = [](Value v, int64_t expected) {
+    APInt value;
+    return matchPattern(v, m_ConstantInt(&value)) && value == expected;
+  };
+  // cond = (index & bit) != 0
+  auto testsIndexBit = [&](Value cond, int64_t bit) {
+    auto cmp = cond.getDefiningOp<arith::CmpIOp>();
+    if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::ne || !isConstant(cmp.getRhs(), 0))
+      return false;
+    auto mask = cmp.getLhs().getDefiningOp<arith::AndIOp>();
+    return mask && mask.getLhs() == index && isConstant(mask.getRhs(), bit);
+  };
+  auto lowHalfOf = [](Value word) -> Value {
+    auto trunc = word.getDefiningOp<arith::TruncIOp>();
+    if (!trunc || !trunc.getType().isInteger(32) || !trunc.getIn().getType().isInteger(64))
+      return {};
+    return trunc.getIn();
+  };
+  auto pairOf = [&](Value even, Value odd) -> std::optional<WordPair> {
+    Value high = lowHalfOf(even), product = lowHalfOf(odd);
+    auto outer = high ? high.getDefiningOp<arith::XOrIOp>() : nullptr;
+    if (!product || !outer)
+      return std::nullopt;
+    for (unsigned o = 0; o < 2; ++o) {
+      auto inner = outer->getOperand(o).getDefiningOp<arith::XOrIOp>();
+      for (unsigned i = 0; inner && i < 2; ++i) {
+        auto shift = inner->getOperand(i).getDefiningOp<arith::ShRUIOp>();
+        if (shift && shift.getLhs() == product && isConstant(shift.getRhs(), 32))
+          return WordPair{product, inner->getOperand(1 - i), outer->getOperand(1 - o)};
+      }
+    }
+    return std::nullopt;
+  };
+  std::optional<WordFunction> found;
+  llvm::DenseSet<Operation *> selection; // the word's selects and lane tests
+  for (Operation &op : region.without_terminator()) {
+    auto select = dyn_cast<arith::SelectOp>(op);
+    if (!select || !testsIndexBit(select.getCondition(), 2))
+      continue;
+    auto low = select.getFalseValue().getDefiningOp<arith::SelectOp>();
+    auto high = select.getTrueValue().getDefiningOp<arith::SelectOp>();
+    if (found || !low || !high || !testsIndexBit(low.getCondition(), 1) ||
+        !testsIndexBit(high.getCondition(), 1))
+      return std::nullopt;
+    auto first = pairOf(low.getFalseValue(), low.getTrueValue());
+    auto second = pairOf(high.getFalseValue(), high.getTrueValue());
+    if (!first || !second)
+      return std::nullopt;
+    found = WordFunction{select, {*first, *second}, {}};
+    for (Operation *part : {select.getOperation(), low.getOperation(), high.getOperation()})
+      for (Value operand : part->getOperands())
+        if (Operation *def = operand.getDefiningOp(); def && isa<arith::CmpIOp>(def)) {
+          selection.insert(def);
+          selection.insert(def->getOperand(0).getDefiningOp());
+        }
+    selection.insert(select);
+    selection.insert(low);
+    selection.insert(high);
+  }
+  if (!found)
+    return std::nullopt;
+  // Every other op reads the index or the column only through the word, and every op after
+  // the word reads nothing else but constants.
+  llvm::DenseSet<Value> perElement = {index, region.getArgument(rank)};
+  for (Operation &op : region.without_terminator()) {
+    bool readsElement = llvm::any_of(op.getOperands(), [&](Value v) {
+      return perElement.contains(v) || v == found->word->getResult(0);
+    });
+    IntegerAttr amount; // index >> 2 and more: the same for the four elements of a block
+    auto shift = dyn_cast<arith::ShRUIOp>(op);
+    bool blockOnly = shift && shift.getLhs() == index &&
+                     matchPattern(shift.getRhs(), m_Constant(&amount)) && amount.getInt() >= 2;
+    if (selection.contains(&op))
+      perElement.insert(op.getResults().begin(), op.getResults().end());
+    if (!readsElement || blockOnly || selection.contains(&op))
+      continue;
+    bool wordOnly = llvm::all_of(op.getOperands(), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return v == found->word->getResult(0) ||
+             (def && (found->ofWord.contains(def) || isa<arith::ConstantOp>(def)));
+    });
+    if (!wordOnly || op.getNumRegions())
+      return std::nullopt;
+    found->ofWord.insert(&op);
+    perElement.insert(op.getResults().begin(), op.getResults().end());
+  }
+  Value value = cast<YieldOp>(region.getTerminator()).getValue();
+  Operation *def = value.getDefiningOp();
+  if (value != found->word->getResult(0) && !(def && found->ofWord.contains(def)))
+    return std::nullopt;
+  return found;
+}
+
+/// How the vector code puts the four lanes of a group of blocks into element order.
+enum class StoreShuffle {
+  Interleave,     // any element type and width: interleaves of interleaves
+  TransposeWords, // 32-bit, 8 or 16 blocks: 4x4 transposes within 128-bit lanes
+  PermuteHalves,  // f16, 8 blocks: 16-bit unpacks within 128-bit halves and a dword permute
+  PairHalves,     // 16-bit: 32-bit words of two elements each, interleaved
+  ConvertPairs,   // bf16 by a conversion instruction, 16 blocks: f32 pairs, converted, interleaved
+};
+
+} // namespace
+
+func::FuncOp initc::buildKernel(OpBuilder &builder, Location loc, StringRef name,
+                                ElementwiseOp fused, int64_t groupCount, int64_t vectorBlocks,
+                                bool convertsBF16) {
+  MLIRContext *ctx = builder.getContext();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  Type i64 = builder.getI64Type();
+  auto funcType = builder.getFunctionType({ptr, ptr, ptr, ptr, i64, i64, ptr}, {});
+  auto func = builder.create<func::FuncOp>(loc, name, funcType);
+  func->setAttr("initc.kernel", builder.getUnitAttr());
+  // The runtime's promises (ir-spec/lowering.md): `out` overlaps no input array and no pointer
+  // is kept, so LLVM vectorizes without run-time alias checks.
+  for (unsigned arg : {0u, 1u, 2u, 3u, 6u}) {
+    func.setArgAttr(arg, LLVM::LLVMDialect::getNoAliasAttrName(), builder.getUnitAttr());
+    func.setArgAttr(arg, LLVM::LLVMDialect::getNoCaptureAttrName(), builder.getUnitAttr());
+    if (arg != 0)
+      func.setArgAttr(arg, LLVM::LLVMDialect::getReadonlyAttrName(), builder.getUnitAttr());
+  }
+  OpBuilder b = OpBuilder::atBlockBegin(func.addEntryBlock());
+  Value out = func.getArgument(0), gshapePtr = func.getArgument(1), offPtr = func.getArgument(2),
+        lshapePtr = func.getArgument(3), begin = func.getArgument(4), end = func.getArgument(5),
+        argsPtr = func.getArgument(6);
+
+  RankedTensorType type = fused.getType();
+  int64_t rank = type.getRank();
+  auto cst = [&](int64_t v) { return b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(v)); };
+  auto load = [&](Value base, int64_t index) -> Value {
+    Value p = b.create<LLVM::GEPOp>(loc, ptr, i64, base, ArrayRef<LLVM::GEPArg>{(int32_t)index});
+    return b.create<LLVM::LoadOp>(loc, i64, p);
+  };
+  SmallVector<Value> gshape, off, lshape;
+  for (int64_t d = 0; d < rank; ++d) {
+    gshape.push_back(load(gshapePtr, d));
+    off.push_back(load(offPtr, d));
+    lshape.push_back(load(lshapePtr, d));
+  }
+  Block &region = fused.getBody().front();
+  SmallVector<Value> kernelArgs;
+  for (unsigned a = rank + 1; a < region.getNumArguments(); ++a)
+    kernelArgs.push_back(load(argsPtr, a - (rank + 1)));
+  // A rank-0 tensor is one row of one element.
+  Value one = cst(1), zero = cst(0);
+  Value rowLength = rank ? b.create<arith::MaxSIOp>(loc, lshape.back(), one).getResult() : one;
+  // Global strides (row-major).
+  SmallVector<Value> gstride(rank);
+  Value stride = one;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    gstride[d] = stride;
+    stride = b.create<arith::MulIOp>(loc, stride, gshape[d]);
+  }
+
+  Type element = type.getElementType();
+  Type storeType = element.isInteger(1) ? b.getI8Type() : element;
+  bool vectorizable = storeType.isIntOrFloat() && isVectorizable(region);
+  Value two = cst(2), four = cst(4);
+  auto vectorOf = [&](Type t) { return VectorType::get({vectorBlocks}, t); };
+  auto splat = [&](OpBuilder &b, Value scalar) -> Value {
+    return b.create<vector::BroadcastOp>(loc, vectorOf(scalar.getType()), scalar);
+  };
+  auto i64s = [&](OpBuilder &b, int64_t v) -> Value {
+    return b.create<arith::ConstantOp>(
+        loc, DenseElementsAttr::get(vectorOf(b.getI64Type()), b.getI64IntegerAttr(v)));
+  };
+  // How a group's four lanes (one vector each) reach element order for its store, and the
+  // order in which a vector's lanes hold the group's blocks so that few shuffles get them there.
+  // Each lane computes what its block's elements need whatever that order is; the store covers
+  // the same elements.
+  unsigned storeBits = storeType.getIntOrFloatBitWidth();
+  StoreShuffle storeShuffle = StoreShuffle::Interleave;
+  if ((vectorBlocks == 8 || vectorBlocks == 16) && storeBits == 32)
+    storeShuffle = StoreShuffle::TransposeWords;
+  else if (vectorBlocks == 8 && element.isF16())
+    storeShuffle = StoreShuffle::PermuteHalves;
+  else if (storeBits == 16 && llvm::sys::IsLittleEndianHost)
+    storeShuffle = StoreShuffle::PairHalves;
+  auto yielded = cast<YieldOp>(fused.getBody().front().getTerminator()).getValue();
+  auto conversion = yielded.getDefiningOp<arith::TruncFOp>();
+  if (storeShuffle == StoreShuffle::PairHalves && vectorBlocks == 16 && convertsBF16 &&
+      conversion && element.isBF16() && conversion->hasAttr(random::kNoNaNOrSubnormalAttr))
+    storeShuffle = StoreShuffle::ConvertPairs;
+  SmallVector<int64_t> blockOrder(vectorBlocks);
+  std::iota(blockOrder.begin(), blockOrder.end(), 0);
+  if (storeShuffle == StoreShuffle::ConvertPairs) {
+    // Dword j of a converted pair of lanes holds the two elements of position pairPosition(j)
+    // (below); the final interleave puts dwords 4L, 4L + 1 of two such vectors into 128-bit
+    // lane L of the first store and 4L + 2, 4L + 3 into that of the second, so those positions
+    // hold blocks 2L, 2L + 1 and 8 + 2L, 9 + 2L.
+    const int64_t n = vectorBlocks;
+    auto pairPosition = [&](int64_t j) {
+      int64_t half = j < n / 2 ? 0 : 1, k = j - half * n / 2;
+      return 4 * (k / 2) + 2 * half + k % 2;
+    };
+    for (int64_t lane = 0; lane < n / 4; ++lane)
+      for (int64_t i = 0; i < 2; ++i) {
+        blockOrder[pairPosition(4 * lane + i)] = 2 * lane + i;
+        blockOrder[pairPosition(4 * lane + 2 + i)] = n / 2 + 2 * lane + i;
+      }
+  } else if (storeShuffle == StoreShuffle::TransposeWords) {
+    // Position 4L + k (128-bit lane L, word k) holds block (vectorBlocks / 4) k + L.
+    for (int64_t position = 0; position < vectorBlocks; ++position)
+      blockOrder[position] = position % 4 * (vectorBlocks / 4) + position / 4;
+  } else if (storeShuffle == StoreShuffle::PairHalves && vectorBlocks == 8)
+    blockOrder = {0, 1, 4, 5, 2, 3, 6, 7};
+  // Where the region is an elementwise function of its element's Philox word (WordFunction)
+  // and its elements are 32-bit, f16, or bf16 from a conversion marked never NaN nor subnormal
+  // (by AVX512-BF16's instruction, or rule 8's integer rounding without it), each group
+  // evaluates the function on two vectors of twice the width: x1, x0 of each block in one
+  // 64-bit lane, as the last Philox round's product leaves them, and x3, x2. The words need no
+  // narrowing shuffles into 32-bit vectors, and the two pairs of a block go into element order
+  // by one in-lane shuffle (shufps) per register stored, where four lanes take a 4x4 transpose:
+  // on AVX-512, 28 fewer instructions an iteration of the uniform f32 loop (507 to 479). 16-bit
+  // elements are put in order as f32, then converted; bf16 rounded in integer ops is rounded
+  // first and put in order by the word shuffle that takes its high halves.
+  std::optional<WordFunction> wordFunction;
+  bool convertsPairs =
+      conversion && conversion.getIn().getType().isF32() &&
+      (element.isF16() || (element.isBF16() && conversion->hasAttr(random::kNoNaNOrSubnormalAttr)));
+  if ((vectorBlocks == 8 || vectorBlocks == 16) && vectorizable && llvm::sys::IsLittleEndianHost &&
+      (storeBits == 32 || convertsPairs))
+    wordFunction = findWordFunction(region, rank);
+  bool convertLast = wordFunction && storeBits == 16;
+  // The shuffles take the two pairs of the block in the low 64 bits of each 128-bit lane of a
+  // register's worth (half a group), then those of the high 64 bits: the blocks' positions in
+  // the vectors in that order.
+  SmallVector<int64_t> pairPositions;
+  if (wordFunction) {
+    const int64_t half = vectorBlocks / 2;
+    for (int64_t reg = 0; reg < 2; ++reg)
+      for (int64_t high = 0; high < 2; ++high)
+        for (int64_t lane = 0; lane < half / 2; ++lane)
+          pairPositions.push_back(reg * half + 2 * lane + high);
+    for (auto [block, position] : llvm::enumerate(pairPositions))
+      blockOrder[position] = block;
+  }
+  // The blocks first, first + 1, ..., first + vectorBlocks - 1 in blockOrder
+  auto steps = [&](OpBuilder &b, int64_t first) -> Value {
+    SmallVector<int64_t> values =
+        llvm::map_to_vector(blockOrder, [&](int64_t k) { return first + k; });
+    return b.create<arith::ConstantOp>(loc, b.getI64VectorAttr(values));
+  };
+
+  // The element at global linear index `linear` and global index `indices` (one per dim), as its
+  // stored type: the region cloned on scalars.
+  auto valueAt = [&](OpBuilder &b, Value linear, ArrayRef<Value> indices) -> Value {
+    IRMapping mapping;
+    mapping.map(region.getArgument(0), linear);
+    for (int64_t d = 0; d < rank; ++d)
+      mapping.map(region.getArgument(d + 1), indices[d]);
+    for (auto [a, value] : llvm::enumerate(kernelArgs))
+      mapping.map(region.getArgument(rank + 1 + a), value);
+    for (Operation &op : region.without_terminator())
+      b.clone(op, mapping);
+    Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
+    if (element.isInteger(1))
+      value = b.create<arith::ExtUIOp>(loc, b.getI8Type(), value);
+    return value;
+  };
+
+  // Where one group of vectorBlocks blocks lies: its blocks' global indices, the region's
+  // arguments for every dim but the last (one vector each), the last dim's argument for a lane
+  // given the lane's linear indices, and the local index of the group's first element.
+  struct GroupPlace {
+    Value blocks;
+    SmallVector<Value> leading;
+    std::function<Value(OpBuilder &, Value)> last;
+    Value localIndex;
+    // If set, the group stores only its elements of local indices [storeFrom, storeTo): a group
+    // that holds the partial blocks at a row's ends or the blocks left after the iterations.
+    Value storeFrom, storeTo;
+  };
+  // Evaluates the region for the 4 * vectorBlocks elements of each group in `places` on vectors
+  // (one vector per lane of a block and group, each op of the region given a vector type),
+  // interleaves the four lanes of a group into element order and stores them with one store.
+  // Every op is elementwise, so each vector lane computes exactly what the scalar code computes
+  // for its element.
+  auto emitBlockGroups = [&](OpBuilder &b, ArrayRef<GroupPlace> places) {
+    int64_t groups = places.size();
+    SmallVector<Value> keys =
+        llvm::map_to_vector(kernelArgs, [&](Value key) { return splat(b, key); });
+    // One mapping per lane of a block and group; the region is cloned op by op across all of
+    // them, so that the instruction stream alternates between independent dependency chains
+    // (out-of-order cores dispatch in order into small schedulers: one long chain at a time
+    // leaves them waiting on latency).
+    SmallVector<IRMapping, 4 * kMaxGroups> mappings(4 * groups);
+    for (int64_t group = 0; group < groups; ++group) {
+      const GroupPlace &place = places[group];
+      Value first = b.create<arith::ShLIOp>(loc, place.blocks, i64s(b, 2));
+      for (int64_t lane = 0; lane < 4; ++lane) {
+        // `or`, not `add`: LLVM then knows `linear >> 2` is the block for every lane.
+        Value linear = lane ? b.create<arith::OrIOp>(loc, first, i64s(b, lane)).getResult() : first;
+        IRMapping &mapping = mappings[group * 4 + lane];
+        mapping.map(region.getArgument(0), linear);
+        for (int64_t d = 0; d + 1 < rank; ++d)
+          mapping.map(region.getArgument(d + 1), place.leading[d]);
+        if (rank)
+          mapping.map(region.getArgument(rank), place.last(b, linear));
+        for (auto [a, value] : llvm::enumerate(keys))
+          mapping.map(region.getArgument(rank + 1 + a), value);
+      }
+    }
+    // With a word function, the ops of the word are evaluated on its pairs instead: two
+    // mappings per group, for vectors of twice the width.
+    const int64_t laneWidth = wordFunction ? 2 * vectorBlocks : vectorBlocks;
+    auto laneVectorOf = [&](Type t) { return VectorType::get({laneWidth}, t); };
+    SmallVector<IRMapping, 4 * kMaxGroups> pairMappings(wordFunction ? 2 * groups : 0);
+    SmallVectorImpl<IRMapping> &laneMappings = wordFunction ? pairMappings : mappings;
+    // What the four lanes of a group share: the block index (`index >> 2`: the lanes differ
+    // in the index's two low bits only), the other arguments but the column, and every op of
+    // those alone, such as the Philox rounds. Such ops are cloned once per group, so each
+    // block's Philox is computed once. (Cloned per lane, LLVM trims each copy to the words its
+    // lane uses before it merges the copies, and the trimmed last rounds stay: 12 extra
+    // 64-bit multiplies per 32 blocks.)
+    llvm::DenseSet<Value> shared;
+    for (BlockArgument arg : region.getArguments())
+      if (arg.getArgNumber() != 0 && arg.getArgNumber() != unsigned(rank))
+        shared.insert(arg);
+    auto isShared = [&](Operation &op) {
+      if (auto shift = dyn_cast<arith::ShRUIOp>(op)) {
+        IntegerAttr amount;
+        if (shift.getLhs() == region.getArgument(0) &&
+            matchPattern(shift.getRhs(), m_Constant(&amount)) && amount.getInt() >= 2)
+          return true;
+      }
+      return llvm::all_of(op.getOperands(), [&](Value v) { return shared.contains(v); });
+    };
+    // `op` on vectors of `width`, its operands and results in `mapping`.
+    auto cloneAs = [&](Operation &op, IRMapping &mapping, int64_t width) {
+      auto vectorOfWidth = [&](Type t) { return VectorType::get({width}, t); };
+      if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+        mapping.map(constant.getResult(),
+                    b.create<arith::ConstantOp>(
+                        loc, DenseElementsAttr::get(vectorOfWidth(constant.getType()),
+                                                    constant.getValue())));
+        return;
+      }
+      Operation *clone = b.clone(op, mapping);
+      clone->removeAttr(random::kRarelyFalseAttr);
+      for (Value result : clone->getResults())
+        result.setType(vectorOfWidth(result.getType()));
+    };
+    // The word's pairs of each group from its last Philox round (WordPair): product ^
+    // (previous << 32) ^ (key << 32), whose 32-bit halves are x1 (x3) and x0 (x2). The shifts
+    // are shuffles: LLVM makes a shift of a product a 64-bit multiply.
+    auto mapWordPairs = [&]() {
+      const int64_t n = vectorBlocks;
+      auto words = VectorType::get({2 * n}, b.getI32Type());
+      SmallVector<int64_t> lowToHigh;
+      for (int64_t k = 0; k < n; ++k)
+        lowToHigh.append({2 * n, 2 * k});
+      Value zeros =
+          b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(words, b.getI32IntegerAttr(0)));
+      for (int64_t group = 0; group < groups; ++group) {
+        IRMapping &blocks = mappings[group * 4];
+        auto up = [&](Value v) -> Value {
+          Value low = b.create<vector::BitCastOp>(loc, words, blocks.lookup(v));
+          Value high = b.create<vector::ShuffleOp>(loc, low, zeros, lowToHigh);
+          return b.create<vector::BitCastOp>(loc, vectorOf(b.getI64Type()), high);
+        };
+        for (auto [k, pair] : llvm::enumerate(wordFunction->pairs)) {
+          Value previous = up(pair.previous), key = up(pair.key);
+          Value words64 = b.create<arith::XOrIOp>(
+              loc, b.create<arith::XOrIOp>(loc, blocks.lookup(pair.product), previous), key);
+          pairMappings[group * 2 + k].map(wordFunction->word->getResult(0),
+                                          b.create<vector::BitCastOp>(loc, words, words64));
+        }
+      }
+    };
+    // Clones `op` for every lane and group (once per group when shared).
+    auto cloneForAll = [&](Operation &op) {
+      if (convertLast && &op == conversion.getOperation())
+        return; // converted after the interleave
+      // The word's ops on the pairs; the constants they read as pair-wide vectors too, made
+      // where the constant stands (never inside a lazy select's branch) so every use sees them.
+      bool ofWord = wordFunction && wordFunction->ofWord.contains(&op);
+      if (ofWord) {
+        for (IRMapping &mapping : pairMappings)
+          cloneAs(op, mapping, laneWidth);
+        return;
+      }
+      if (wordFunction && isa<arith::ConstantOp>(op) &&
+          llvm::any_of(op.getUsers(),
+                       [&](Operation *user) { return wordFunction->ofWord.contains(user); })) {
+        cloneAs(op, pairMappings.front(), laneWidth);
+        for (IRMapping &mapping : llvm::drop_begin(pairMappings))
+          mapping.map(op.getResult(0), pairMappings.front().lookup(op.getResult(0)));
+      }
+      if (wordFunction && &op == wordFunction->word)
+        return mapWordPairs();
+      bool once = isShared(op);
+      if (wordFunction && !once)
+        return; // how the word is selected: replaced by its pairs
+      if (once)
+        shared.insert(op.getResults().begin(), op.getResults().end());
+      for (int64_t group = 0; group < groups; ++group) {
+        for (int64_t lane = 0; lane < (once ? 1 : 4); ++lane)
+          cloneAs(op, mappings[group * 4 + lane], vectorBlocks);
+        if (once)
+          for (int64_t lane = 1; lane < 4; ++lane)
+            for (Value result : op.getResults())
+              mappings[group * 4 + lane].map(result, mappings[group * 4].lookup(result));
+      }
+    };
+    // A select marked rarely false runs the ops only its false operand needs (erfinv's tail
+    // branch: a sqrt and a degree-8 polynomial) after a test that some lane of the iteration
+    // takes it, for each vector one of whose lanes does. An op is deferred for the select when
+    // every use is that select's false operand or an op deferred for it; constants are not (they
+    // cost nothing and may have other uses).
+    auto isLazySelect = [](Operation &op) {
+      return isa<arith::SelectOp>(op) && op.hasAttr(random::kRarelyFalseAttr);
+    };
+    llvm::DenseMap<Operation *, Operation *> deferredFor;
+    for (Operation &select : region.without_terminator()) {
+      if (!isLazySelect(select))
+        continue;
+      for (Operation *op = select.getPrevNode(); op; op = op->getPrevNode()) {
+        if (op->use_empty() || isa<arith::ConstantOp>(op) || isLazySelect(*op))
+          continue;
+        bool forThisSelect = llvm::all_of(op->getUses(), [&](OpOperand &use) {
+          Operation *user = use.getOwner();
+          return (user == &select && use.getOperandNumber() == 2) ||
+                 deferredFor.lookup(user) == &select;
+        });
+        if (forThisSelect)
+          deferredFor[op] = &select;
+      }
+    }
+    // The ops deferred for `select`, in order, then the select.
+    auto deferredOps = [&](arith::SelectOp select) {
+      SmallVector<Operation *> ops;
+      for (Operation &op : region.without_terminator())
+        if (deferredFor.lookup(&op) == select)
+          ops.push_back(&op);
+      ops.push_back(select);
+      return ops;
+    };
+    // Whether cloneForAll clones `op` for each vector of laneMappings (not once per group).
+    auto clonedPerVector = [&](Operation *op) {
+      return wordFunction ? wordFunction->ofWord.contains(op) : !isShared(*op);
+    };
+    auto emitLazySelect = [&](arith::SelectOp select) {
+      // scf.if (every lane's condition holds) { the true operands } else { for each vector,
+      // scf.if (its lanes' conditions hold) { its true operand } else { its deferred ops and
+      // select } }, one result per vector: in an iteration where some lane takes the false
+      // operand, most vectors still do not.
+      Value allTrue;
+      for (IRMapping &mapping : laneMappings) {
+        Value condition = mapping.lookup(select.getCondition());
+        allTrue =
+            allTrue ? b.create<arith::AndIOp>(loc, allTrue, condition).getResult() : condition;
+      }
+      auto ifAllTrue = [&](Value conditions, int64_t results) {
+        Value all = b.create<vector::ReductionOp>(loc, vector::CombiningKind::AND, conditions);
+        SmallVector<Type> types(results, laneVectorOf(select.getType()));
+        return b.create<scf::IfOp>(loc, types, all, /*withElseRegion=*/true);
+      };
+      auto lazy = ifAllTrue(allTrue, laneMappings.size());
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(lazy.thenBlock());
+        b.create<scf::YieldOp>(loc, llvm::map_to_vector(laneMappings, [&](IRMapping &mapping) {
+                                 return mapping.lookup(select.getTrueValue());
+                               }));
+        b.setInsertionPointToStart(lazy.elseBlock());
+        SmallVector<Operation *> ops = deferredOps(select);
+        if (!llvm::all_of(ops, clonedPerVector)) {
+          // Some are computed once for a group: for all of it, without the vectors' tests.
+          for (Operation *op : ops)
+            cloneForAll(*op);
+        } else {
+          for (IRMapping &mapping : laneMappings) {
+            auto vectorLazy = ifAllTrue(mapping.lookup(select.getCondition()), 1);
+            OpBuilder::InsertionGuard vectorGuard(b);
+            b.setInsertionPointToStart(vectorLazy.thenBlock());
+            b.create<scf::YieldOp>(loc, mapping.lookup(select.getTrueValue()));
+            b.setInsertionPointToStart(vectorLazy.elseBlock());
+            for (Operation *op : ops)
+              cloneAs(*op, mapping, laneWidth);
+            b.create<scf::YieldOp>(loc, mapping.lookup(select.getResult()));
+            mapping.map(select.getResult(), vectorLazy.getResult(0));
+          }
+        }
+        b.create<scf::YieldOp>(loc, llvm::map_to_vector(laneMappings, [&](IRMapping &mapping) {
+                                 return mapping.lookup(select.getResult());
+                               }));
+      }
+      for (auto [mapping, result] : llvm::zip(laneMappings, lazy.getResults()))
+        mapping.map(select.getResult(), result);
+    };
+    for (Operation &op : region.without_terminator()) {
+      if (deferredFor.count(&op))
+        continue;
+      if (isLazySelect(op))
+        emitLazySelect(cast<arith::SelectOp>(op));
+      else
+        cloneForAll(op);
+    }
+    auto shuffle = [&](Value x, Value y, ArrayRef<int64_t> mask) -> Value {
+      return b.create<vector::ShuffleOp>(loc, x, y, mask);
+    };
+    SmallVector<int64_t> concat16(16), concat32(32);
+    std::iota(concat16.begin(), concat16.end(), 0);
+    std::iota(concat32.begin(), concat32.end(), 0);
+    // [x y]
+    auto concat = [&](Value x, Value y) -> Value {
+      SmallVector<int64_t> mask(2 * cast<VectorType>(x.getType()).getNumElements());
+      std::iota(mask.begin(), mask.end(), 0);
+      return shuffle(x, y, mask);
+    };
+    // [a0 b0 a1 b1 ...]
+    auto interleave = [&](Value x, Value y) -> Value {
+      int64_t n = cast<VectorType>(x.getType()).getNumElements();
+      SmallVector<int64_t> mask;
+      for (int64_t k = 0; k < n; ++k)
+        mask.append({k, n + k});
+      return shuffle(x, y, mask);
+    };
+    // Within each 128-bit lane L of two vectors of vectorBlocks 32-bit words (4L + k):
+    // [x0 y0 x1 y1] and [x2 y2 x3 y3] (unpckl*, unpckh*), and the same on pairs of words.
+    auto withinLanes = [&](Value x, Value y, std::array<int64_t, 4> pattern) {
+      SmallVector<int64_t> mask;
+      for (int64_t lane = 0; lane < vectorBlocks / 4; ++lane)
+        for (int64_t k : pattern)
+          mask.push_back(k + 4 * lane);
+      return shuffle(x, y, mask);
+    };
+    const int64_t n = vectorBlocks; // an index into y
+    auto low = [&](Value x, Value y) { return withinLanes(x, y, {0, n, 1, n + 1}); };
+    auto high = [&](Value x, Value y) { return withinLanes(x, y, {2, n + 2, 3, n + 3}); };
+    // The four lanes of 8 or 16 blocks of 32-bit elements (one ymm or zmm each, position 4L + k
+    // holding block (vectorBlocks / 4) k + L) in element order, by the 4x4 transpose within
+    // 128-bit lanes: 8 shuffles that x86 has as single instructions (unpcklps/unpckhps,
+    // unpcklpd/unpckhpd), the k-th result blocks (vectorBlocks / 4) k and up. Given the
+    // interleave at once, LLVM 19 builds each ymm of it from four sources, 44 instructions
+    // (vpermps, vblendps and index loads) where AVX-512's two-source vpermt2ps is missing, and
+    // each zmm from two vpermt2ps and a masked move.
+    auto transposeWords = [&](ArrayRef<Value> lanes) -> Value {
+      auto lowPairs = [&](Value x, Value y) { return withinLanes(x, y, {0, 1, n, n + 1}); };
+      auto highPairs = [&](Value x, Value y) { return withinLanes(x, y, {2, 3, n + 2, n + 3}); };
+      Value t0 = low(lanes[0], lanes[1]);
+      Value t1 = high(lanes[0], lanes[1]);
+      Value t2 = low(lanes[2], lanes[3]);
+      Value t3 = high(lanes[2], lanes[3]);
+      Value u0 = lowPairs(t0, t2), u1 = highPairs(t0, t2);
+      Value u2 = lowPairs(t1, t3), u3 = highPairs(t1, t3);
+      SmallVector<int64_t> concat(2 * n), concatTwice(4 * n);
+      std::iota(concat.begin(), concat.end(), 0);
+      std::iota(concatTwice.begin(), concatTwice.end(), 0);
+      Value firstHalf = shuffle(u0, u1, concat);
+      Value secondHalf = shuffle(u2, u3, concat);
+      return shuffle(firstHalf, secondHalf, concatTwice);
+    };
+    // The four lanes of 8 blocks of 16-bit elements (one xmm each, as an f16 conversion leaves
+    // them) in element order: the lanes paired into ymm [l0 | l2] and [l1 | l3], 16-bit unpacks
+    // within 128-bit halves, and one dword permute each: 6 instructions, where widening the
+    // lanes to 32-bit words (the bf16 path below) takes 12 on the two shuffle pipes.
+    auto permuteHalves = [&](ArrayRef<Value> lanes) -> Value {
+      Value evenLanes = shuffle(lanes[0], lanes[2], concat16);
+      Value oddLanes = shuffle(lanes[1], lanes[3], concat16);
+      // [l0_0 l1_0 .. l0_3 l1_3 | l2_0 l3_0 .. l2_3 l3_3] and the same for elements 4 to 7
+      Value low =
+          shuffle(evenLanes, oddLanes, {0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27});
+      Value high = shuffle(evenLanes, oddLanes,
+                           {4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31});
+      auto words = VectorType::get({8}, b.getI32Type());
+      auto blocksInOrder = [&](Value halves) {
+        Value pairs = b.create<vector::BitCastOp>(loc, words, halves);
+        return shuffle(pairs, pairs, {0, 4, 1, 5, 2, 6, 3, 7});
+      };
+      return shuffle(blocksInOrder(low), blocksInOrder(high), concat16);
+    };
+    // Lanes that are a conversion instruction's: f16 lanes whatever the region's last op (x86
+    // has no f16 arithmetic before AVX512-FP16, so LLVM computes f16 in f32 and converts), bf16
+    // lanes where the CPU converts in one instruction. Elsewhere a marked bf16 conversion is
+    // rule 8's integer rounding once lowered, whose shifts the widening path below cancels
+    // (uniform bf16 1.5% faster than narrowing each lane, on x86-64-v4 code on a Zen 5).
+    bool converted = element.isF16() || (conversion && convertsBF16);
+    // The bf16 lanes of 16 blocks (ConvertPairs) in element order from the f32 lanes they
+    // convert: two lanes interleaved within 128-bit lanes (unpcklps, unpckhps), the two results
+    // converted together (vcvtne2ps2bf16, PairBF16Conversions.cpp: dwords of both elements of a
+    // position), and the dwords of the two pairs interleaved within 128-bit lanes (punpckldq,
+    // punpckhdq). 6 shuffles on single 128-bit lanes and 2 conversions per 64 elements, where
+    // two-source word permutes (vpermt2w) are slow on Zen 5 and the f32 transpose takes 8.
+    auto convertPairs = [&](ArrayRef<Value> wide) -> Value {
+      SmallVector<int64_t> concat(2 * n);
+      std::iota(concat.begin(), concat.end(), 0);
+      auto convert = [&](Value x) -> Value {
+        Operation *copy = b.clone(*conversion);
+        copy->setOperand(0, x);
+        copy->getResult(0).setType(VectorType::get({n}, element));
+        return copy->getResult(0);
+      };
+      auto words = VectorType::get({n}, b.getI32Type());
+      auto pairs = [&](Value x, Value y) -> Value {
+        Value both = shuffle(convert(low(x, y)), convert(high(x, y)), concat);
+        return b.create<vector::BitCastOp>(loc, words, both);
+      };
+      Value first = pairs(wide[0], wide[1]), second = pairs(wide[2], wide[3]);
+      Value ordered = shuffle(low(first, second), high(first, second), concat);
+      return b.create<vector::BitCastOp>(loc, VectorType::get({4 * n}, b.getI16Type()), ordered);
+    };
+    // A group's two vectors of pairs of 32-bit elements (x1 x0 and x3 x2 of a block, at its
+    // position) in element order, a register's worth at a time: [x0 x1 x2 x3] of the blocks
+    // in pairPositions order (shufps: two elements of each source within a 128-bit lane).
+    // The four words of the block at `position`, in element order, as indices into the two
+    // vectors of pairs [x10 | x32] (x0 in the high half of its 64-bit lane).
+    auto blockWords = [&](int64_t position) -> std::array<int64_t, 4> {
+      const int64_t n = 2 * vectorBlocks;
+      return {2 * position + 1, 2 * position, n + 2 * position + 1, n + 2 * position};
+    };
+    auto interleavePairs = [&](Value x10, Value x32) -> Value {
+      const int64_t n = 2 * vectorBlocks, perPiece = vectorBlocks / 4;
+      auto elements = VectorType::get({n}, b.getI32Type());
+      x10 = b.create<vector::BitCastOp>(loc, elements, x10);
+      x32 = b.create<vector::BitCastOp>(loc, elements, x32);
+      SmallVector<Value, 4> pieces;
+      for (int64_t from = 0; from < vectorBlocks; from += perPiece) {
+        SmallVector<int64_t> mask;
+        for (int64_t position : ArrayRef(pairPositions).slice(from, perPiece))
+          llvm::append_range(mask, blockWords(position));
+        pieces.push_back(shuffle(x10, x32, mask));
+      }
+      while (pieces.size() > 1) {
+        SmallVector<Value, 4> joined;
+        for (size_t k = 0; k < pieces.size(); k += 2)
+          joined.push_back(concat(pieces[k], pieces[k + 1]));
+        pieces = std::move(joined);
+      }
+      return pieces.front();
+    };
+    // Both pairs of each block of a group in element order, as stored: in one piece, or for
+    // 16-bit elements one per conversion instruction (a vcvtps2ph of 16 lanes, which stores
+    // its ymm itself where joining two for a zmm store takes a vinsertf64x4, uniform f16 3-7%
+    // faster on a Zen 5; a vcvtne2ps2bf16 of 32, PairBF16Conversions.cpp).
+    auto pairsInOrder = [&](int64_t group) -> SmallVector<Value, 4> {
+      Value value = cast<YieldOp>(region.getTerminator()).getValue();
+      if (convertLast)
+        value = conversion.getIn();
+      Value x10 = pairMappings[group * 2].lookup(value),
+            x32 = pairMappings[group * 2 + 1].lookup(value);
+      const int64_t count = 4 * vectorBlocks,
+                    perConversion = element.isF16() ? count / 4 : count / 2;
+      SmallVector<Value, 4> pieces;
+      if (convertLast && element.isBF16() && !convertsBF16) {
+        // Rule 8's rounding (the conversion is marked: no NaN case) on the pairs as they are:
+        // it leaves each bf16 in its word's high half, so interleaving the pairs and taking
+        // the high halves is one word shuffle of the two.
+        const int64_t n = 2 * vectorBlocks;
+        auto halvesOf = [&](Value x) {
+          return b.create<vector::BitCastOp>(loc, VectorType::get({2 * n}, b.getI16Type()),
+                                             random::emitRoundToBF16Words(b, loc, x));
+        };
+        Value halves10 = halvesOf(x10), halves32 = halvesOf(x32);
+        SmallVector<int64_t> highHalves; // interleavePairs' order, of the words' high halves
+        for (int64_t position : pairPositions)
+          for (int64_t word : blockWords(position))
+            highHalves.push_back(2 * word + 1);
+        for (int64_t from = 0; from < count; from += perConversion)
+          pieces.push_back(b.create<vector::BitCastOp>(
+              loc, VectorType::get({perConversion}, element),
+              shuffle(halves10, halves32, ArrayRef(highHalves).slice(from, perConversion))));
+        return pieces;
+      }
+      Value all = interleavePairs(x10, x32);
+      if (!convertLast)
+        return {all};
+      all = b.create<vector::BitCastOp>(loc, VectorType::get({count}, b.getF32Type()), all);
+      for (int64_t from = 0; from < count; from += perConversion) {
+        SmallVector<int64_t> mask(perConversion);
+        std::iota(mask.begin(), mask.end(), from);
+        Value wide = shuffle(all, all, mask);
+        Operation *converted = b.clone(*conversion);
+        converted->setOperand(0, wide);
+        converted->getResult(0).setType(VectorType::get({perConversion}, element));
+        pieces.push_back(converted->getResult(0));
+      }
+      return pieces;
+    };
+    // The four lanes of each block of a group in element order, as stored.
+    auto lanesInOrder = [&](int64_t group) -> Value {
+      SmallVector<Value, 4> lanes;
+      // Shuffle integers: every element type has an integer of its width.
+      Type bits = b.getIntegerType(storeType.getIntOrFloatBitWidth());
+      for (int64_t lane = 0; lane < 4; ++lane) {
+        IRMapping &mapping = mappings[group * 4 + lane];
+        Value value = mapping.lookup(cast<YieldOp>(region.getTerminator()).getValue());
+        if (element.isInteger(1))
+          value = b.create<arith::ExtUIOp>(loc, vectorOf(bits), value);
+        else if (value.getType() != vectorOf(bits))
+          value = b.create<arith::BitcastOp>(loc, vectorOf(bits), value);
+        lanes.push_back(value);
+      }
+      Value all;
+      switch (storeShuffle) {
+      case StoreShuffle::TransposeWords:
+        all = transposeWords(lanes);
+        break;
+      case StoreShuffle::PermuteHalves:
+        all = permuteHalves(lanes);
+        break;
+      case StoreShuffle::ConvertPairs: {
+        SmallVector<Value, 4> wide;
+        for (int64_t lane = 0; lane < 4; ++lane)
+          wide.push_back(mappings[group * 4 + lane]
+                             .lookup(conversion.getResult())
+                             .getDefiningOp<arith::TruncFOp>()
+                             .getIn());
+        all = convertPairs(wide);
+        for (Value lane : lanes) // the bf16 lanes, unused: converted again in pairs
+          if (Operation *bitcast = lane.getDefiningOp(); bitcast && bitcast->use_empty()) {
+            Operation *single = bitcast->getOperand(0).getDefiningOp();
+            bitcast->erase();
+            if (single && single->use_empty())
+              single->erase();
+          }
+        break;
+      }
+      case StoreShuffle::PairHalves: {
+        if (converted) {
+          // Lanes a conversion made, joined as [l0 | l1] and [l2 | l3] (where the CPU converts
+          // to bf16 in one instruction, each join is one vcvtne2ps2bf16; ConvertPairs orders
+          // 16 blocks with cheaper shuffles), then element order in one shuffle (two vpermt2w).
+          // For f16 this is 4 instructions an iteration fewer than widening the lanes to words
+          // (below); on an AMD EPYC Zen 5 the two measured alike, within the runs' noise.
+          SmallVector<int64_t> position(vectorBlocks), concat(2 * vectorBlocks), order;
+          for (int64_t p = 0; p < vectorBlocks; ++p)
+            position[blockOrder[p]] = p;
+          std::iota(concat.begin(), concat.end(), 0);
+          for (int64_t block = 0; block < vectorBlocks; ++block)
+            for (int64_t lane = 0; lane < 4; ++lane)
+              order.push_back(lane * vectorBlocks + position[block]);
+          Value first = shuffle(lanes[0], lanes[1], concat);
+          Value second = shuffle(lanes[2], lanes[3], concat);
+          all = shuffle(first, second, order);
+          break;
+        }
+        // Two 16-bit elements of a block per 32-bit word (the first in the low half), then
+        // the words of the two pairs interleaved: LLVM sees that a bf16 rounding's `>> 16`
+        // and `<< 16` cancel, and no 16-bit shuffle or narrowing remains. With 8 blocks in the
+        // order 0 1 4 5 | 2 3 6 7, the interleave within 128-bit halves is element order.
+        auto vectorOfI32 = vectorOf(b.getI32Type());
+        Value sixteen = b.create<arith::ConstantOp>(
+            loc, DenseElementsAttr::get(vectorOfI32, b.getI32IntegerAttr(16)));
+        auto pair = [&](Value low, Value high) -> Value {
+          Value first = b.create<arith::ExtUIOp>(loc, vectorOfI32, low);
+          Value second = b.create<arith::ExtUIOp>(loc, vectorOfI32, high);
+          second = b.create<arith::ShLIOp>(loc, second, sixteen);
+          return b.create<arith::OrIOp>(loc, first, second);
+        };
+        Value first = pair(lanes[0], lanes[1]);
+        Value second = pair(lanes[2], lanes[3]);
+        if (vectorBlocks == 8) {
+          Value blocks03 = shuffle(first, second, {0, 8, 1, 9, 4, 12, 5, 13});
+          Value blocks47 = shuffle(first, second, {2, 10, 3, 11, 6, 14, 7, 15});
+          all = shuffle(blocks03, blocks47, concat16);
+        } else
+          all = interleave(first, second);
+        break;
+      }
+      case StoreShuffle::Interleave: {
+        Value even = interleave(lanes[0], lanes[2]);
+        Value odd = interleave(lanes[1], lanes[3]);
+        all = interleave(even, odd);
+        break;
+      }
+      }
+      return all;
+    };
+    for (int64_t group = 0; group < groups; ++group) {
+      SmallVector<Value, 4> pieces;
+      if (wordFunction)
+        pieces = pairsInOrder(group);
+      else
+        pieces.push_back(lanesInOrder(group));
+      unsigned align = std::max(1u, storeType.getIntOrFloatBitWidth() / 8);
+      const GroupPlace &place = places[group];
+      Value index = place.localIndex;
+      for (auto [k, piece] : llvm::enumerate(pieces)) {
+        if (k)
+          index = b.create<arith::AddIOp>(
+              loc, index, cst(cast<VectorType>(pieces[k - 1].getType()).getNumElements()));
+        Value address = b.create<LLVM::GEPOp>(loc, ptr, storeType, out, ValueRange{index});
+        if (!place.storeFrom) {
+          b.create<LLVM::StoreOp>(loc, piece, address, align);
+          continue;
+        }
+        // A masked store of the piece's elements (as stored) whose local index is in range;
+        // the others are not written (nor read: masked lanes do not fault).
+        auto pieceType = cast<VectorType>(piece.getType());
+        int64_t count = pieceType.getNumElements() * pieceType.getElementTypeBitWidth() /
+                        storeType.getIntOrFloatBitWidth();
+        // As integers: a masked store of bf16 lanes is legalized through f32 and back on CPUs
+        // without bf16 conversions (a call of a helper libgcc does not have).
+        auto elements =
+            VectorType::get({count}, b.getIntegerType(storeType.getIntOrFloatBitWidth()));
+        Value stored =
+            pieceType == elements ? piece : b.create<vector::BitCastOp>(loc, elements, piece);
+        Type i32 = b.getI32Type();
+        auto offsetIn = [&](Value local) -> Value {
+          Value offset = b.create<arith::SubIOp>(loc, local, index);
+          offset = b.create<arith::MinSIOp>(
+              loc, b.create<arith::MaxSIOp>(loc, offset, zero).getResult(), cst(count));
+          Value narrow = b.create<arith::TruncIOp>(loc, i32, offset);
+          return b.create<vector::BroadcastOp>(loc, VectorType::get({count}, i32), narrow);
+        };
+        SmallVector<int32_t> positions(count);
+        std::iota(positions.begin(), positions.end(), 0);
+        Value position = b.create<arith::ConstantOp>(
+            loc, DenseElementsAttr::get(VectorType::get({count}, i32), ArrayRef(positions)));
+        Value after = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, position,
+                                              offsetIn(place.storeFrom));
+        Value before = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, position,
+                                               offsetIn(place.storeTo));
+        Value mask = b.create<arith::AndIOp>(loc, after, before);
+        b.create<LLVM::MaskedStoreOp>(loc, stored, address, mask, align);
+      }
+    }
+  };
+
+  // Elements [rangeBegin, rangeEnd) row by row: when vectorizable, all on vectors (whole groups,
+  // and masked groups for the partial blocks and the blocks left over); otherwise the partial
+  // blocks at either end of a row one element at a time and the whole blocks one by one in a
+  // loop LLVM may vectorize.
+  auto emitRows = [&](Value rangeBegin, Value rangeEnd) {
+    Value rowBegin = b.create<arith::DivUIOp>(loc, rangeBegin, rowLength);
+    Value rowEnd = b.create<arith::DivUIOp>(
+        loc, b.create<arith::AddIOp>(loc, rangeEnd, b.create<arith::SubIOp>(loc, rowLength, one)),
+        rowLength);
+    auto rows = b.create<scf::ForOp>(loc, rowBegin, rowEnd, one);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(rows.getBody());
+    Value row = rows.getInductionVar();
+    Value rowStart = b.create<arith::MulIOp>(loc, row, rowLength);
+    Value colLo =
+        b.create<arith::MaxSIOp>(loc, b.create<arith::SubIOp>(loc, rangeBegin, rowStart), zero);
+    Value colHi =
+        b.create<arith::MinSIOp>(loc, b.create<arith::SubIOp>(loc, rangeEnd, rowStart), rowLength);
+    // Global index of the row along every dim but the last, and the linear index of its start.
+    SmallVector<Value> globalIndex(rank);
+    Value base = zero, rest = row;
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      Value local = b.create<arith::RemUIOp>(loc, rest, lshape[d]);
+      rest = b.create<arith::DivUIOp>(loc, rest, lshape[d]);
+      globalIndex[d] = b.create<arith::AddIOp>(loc, local, off[d]);
+      base = b.create<arith::AddIOp>(loc, base,
+                                     b.create<arith::MulIOp>(loc, globalIndex[d], gstride[d]));
+    }
+    if (rank)
+      base = b.create<arith::AddIOp>(loc, base, off.back());
+
+    // Evaluates the element at column `col`, global linear index `linear`, as its stored type.
+    auto evaluate = [&](OpBuilder &b, Value col, Value linear) {
+      if (rank)
+        globalIndex.back() = b.create<arith::AddIOp>(loc, off.back(), col);
+      return valueAt(b, linear, globalIndex);
+    };
+    auto addressOf = [&](OpBuilder &b, Value col) -> Value {
+      Value localIndex = b.create<arith::AddIOp>(loc, rowStart, col);
+      return b.create<LLVM::GEPOp>(loc, ptr, storeType, out, ValueRange{localIndex});
+    };
+    auto scalarLoop = [&](Value from, Value to) {
+      auto cols = b.create<scf::ForOp>(loc, from, to, one);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(cols.getBody());
+      Value col = cols.getInductionVar();
+      Value linear = b.create<arith::AddIOp>(loc, base, col);
+      Value value = evaluate(b, col, linear);
+      b.create<LLVM::StoreOp>(loc, value, addressOf(b, col));
+    };
+    // Whole Philox blocks [blockBegin, blockEnd) of the row's linear range [lin0, lin1); the
+    // columns before and after them (fewer than 4 each) are the head and the tail.
+    Value lin0 = b.create<arith::AddIOp>(loc, base, colLo);
+    Value lin1 = b.create<arith::AddIOp>(loc, base, colHi);
+    Value blockBegin =
+        b.create<arith::ShRUIOp>(loc, b.create<arith::AddIOp>(loc, lin0, cst(3)), two);
+    Value blockEnd =
+        b.create<arith::MaxUIOp>(loc, b.create<arith::ShRUIOp>(loc, lin1, two), blockBegin);
+    Value headEnd = b.create<arith::MinSIOp>(
+        loc, colHi,
+        b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, blockBegin, four), base));
+    Value tailBegin = b.create<arith::MaxSIOp>(
+        loc, headEnd,
+        b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, blockEnd, four), base));
+    // The group of vectorBlocks blocks from block `firstBlock`, as group `group` of an iteration.
+    // The local index of the row's element at global linear index `linear`.
+    auto localOf = [&](OpBuilder &b, Value linear) -> Value {
+      return b.create<arith::AddIOp>(loc, rowStart, b.create<arith::SubIOp>(loc, linear, base));
+    };
+    auto placeAt = [&](OpBuilder &b, Value firstBlock, int64_t group) {
+      GroupPlace place;
+      place.blocks =
+          b.create<arith::AddIOp>(loc, splat(b, firstBlock), steps(b, group * vectorBlocks));
+      for (int64_t d = 0; d + 1 < rank; ++d)
+        place.leading.push_back(splat(b, globalIndex[d]));
+      Value baseVector = splat(b, base), offLast = rank ? splat(b, off.back()) : Value();
+      place.last = [=](OpBuilder &b, Value linear) -> Value {
+        return b.create<arith::AddIOp>(loc, offLast,
+                                       b.create<arith::SubIOp>(loc, linear, baseVector));
+      };
+      Value firstElement = b.create<arith::ShLIOp>(
+          loc, b.create<arith::AddIOp>(loc, firstBlock, cst(group * vectorBlocks)), two);
+      place.localIndex = localOf(b, firstElement);
+      return place;
+    };
+    // Iterations of `groups` groups of vectorBlocks blocks on vectors from block `from` while
+    // they fit before block `to`; returns where they end.
+    auto groupLoop = [&](Value from, Value to, int64_t groups) -> Value {
+      Value step = cst(vectorBlocks * groups);
+      Value count = b.create<arith::SubIOp>(loc, to, from);
+      Value whole = b.create<arith::DivUIOp>(loc, count, step);
+      Value end = b.create<arith::AddIOp>(loc, from, b.create<arith::MulIOp>(loc, whole, step));
+      auto loop = b.create<scf::ForOp>(loc, from, end, step);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(loop.getBody());
+      SmallVector<GroupPlace, kMaxGroups> places;
+      for (int64_t group = 0; group < groups; ++group)
+        places.push_back(placeAt(b, loop.getInductionVar(), group));
+      emitBlockGroups(b, places);
+      return end;
+    };
+    if (vectorizable) {
+      // The row on vectors only: a group from the block holding the first element when that
+      // is not a block's first (its elements before the row masked off), whole iterations of
+      // groupCount groups, then of one group (a row of 512 blocks leaves 32 to them after 10
+      // iterations of 3 groups of 16), and one group for the fewer than 16 blocks left and
+      // the last partial block. A masked store costs what a store does on AVX-512; one at a
+      // time, the row's partial blocks and the blocks left took 10-25% of the time of rows
+      // 682 wide.
+      auto partialGroup = [&](Value from, Value to) {
+        auto any = b.create<scf::IfOp>(
+            loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, from, to),
+            /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(any.thenBlock());
+        GroupPlace place = placeAt(b, b.create<arith::ShRUIOp>(loc, from, two), 0);
+        place.storeFrom = localOf(b, from);
+        place.storeTo = localOf(b, to);
+        emitBlockGroups(b, {place});
+      };
+      Value firstBlock = b.create<arith::ShRUIOp>(loc, lin0, two);
+      Value wholeEnd = b.create<arith::ShRUIOp>(loc, lin1, two);
+      Value headTo = b.create<arith::SelectOp>(
+          loc,
+          b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne,
+                                  b.create<arith::AndIOp>(loc, lin0, cst(3)), zero),
+          b.create<arith::MinUIOp>(
+              loc, lin1,
+              b.create<arith::ShLIOp>(
+                  loc, b.create<arith::AddIOp>(loc, firstBlock, cst(vectorBlocks)), two)),
+          lin0);
+      partialGroup(lin0, headTo);
+      Value mainFrom = b.create<arith::MinUIOp>(
+          loc, b.create<arith::ShRUIOp>(loc, b.create<arith::AddIOp>(loc, headTo, cst(3)), two),
+          wholeEnd);
+      Value vectorEnd = groupLoop(mainFrom, wholeEnd, groupCount);
+      if (groupCount > 1)
+        vectorEnd = groupLoop(vectorEnd, wholeEnd, 1);
+      partialGroup(
+          b.create<arith::MaxUIOp>(loc, b.create<arith::ShLIOp>(loc, vectorEnd, two), headTo),
+          lin1);
+      return;
+    }
+    // Without vectors: the head, the whole blocks one by one in a loop LLVM may vectorize, and
+    // the tail.
+    scalarLoop(colLo, headEnd);
+    {
+      auto blocks = b.create<scf::ForOp>(loc, blockBegin, blockEnd, one);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(blocks.getBody());
+      Value first = b.create<arith::ShLIOp>(loc, blocks.getInductionVar(), two);
+      SmallVector<Value, 4> values, cols;
+      for (int64_t lane = 0; lane < 4; ++lane) {
+        // `or`, not `add`: LLVM then knows `linear >> 2` is the block for every lane.
+        Value linear = lane ? b.create<arith::OrIOp>(loc, first, cst(lane)).getResult() : first;
+        cols.push_back(b.create<arith::SubIOp>(loc, linear, base));
+        values.push_back(evaluate(b, cols.back(), linear));
+      }
+      if (storeType.isIntOrFloat() && storeType.getIntOrFloatBitWidth() == 16 &&
+          llvm::sys::IsLittleEndianHost) {
+        // Two 16-bit elements per 32-bit store (the first in the low half): the vectorizer sizes
+        // its vectors by the stored type, and 16-bit stores would make it widen the i64 Philox
+        // arithmetic to 16 lanes (4 ymm registers a value, spilling) instead of 8.
+        Type i16 = b.getI16Type(), i32 = b.getI32Type();
+        Value sixteen = b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(16));
+        auto word = [&](Value v) -> Value {
+          if (v.getType() != i16)
+            v = b.create<arith::BitcastOp>(loc, i16, v);
+          return b.create<arith::ExtUIOp>(loc, i32, v);
+        };
+        for (int64_t pair = 0; pair < 4; pair += 2) {
+          Value packed =
+              b.create<arith::OrIOp>(loc, word(values[pair]),
+                                     b.create<arith::ShLIOp>(loc, word(values[pair + 1]), sixteen));
+          b.create<LLVM::StoreOp>(loc, packed, addressOf(b, cols[pair]), /*alignment=*/2);
+        }
+      } else {
+        for (int64_t lane = 0; lane < 4; ++lane)
+          b.create<LLVM::StoreOp>(loc, values[lane], addressOf(b, cols[lane]));
+      }
+    }
+    scalarLoop(tailBegin, colHi);
+  };
+
+  // Short rows (a 2-D slice split finely along its last dim, e.g. 32 columns of a 16384-wide
+  // weight over dp=512) leave the per-row vector loop idle: its blocks would run one by one.
+  // When every row is whole Philox blocks (the global and local row lengths and the column
+  // offset are multiples of 4), the slice's blocks are consecutive in local memory, so the main
+  // loop's vectors can take them in local order across rows, each vector lane computing its
+  // block's row from the block's place in the slice. Used where rows are shorter than 8
+  // iterations and not a whole number of them (and global rows have fewer than 2^32 blocks, so
+  // that the row arithmetic stays 32-bit).
+  int64_t perIteration = groupCount * vectorBlocks;
+  if (!vectorizable || rank != 2) {
+    emitRows(begin, end);
+  } else {
+    using arith::CmpIPredicate;
+    auto cmp = [&](CmpIPredicate p, Value x, Value y) {
+      return b.create<arith::CmpIOp>(loc, p, x, y).getResult();
+    };
+    auto both = [&](Value x, Value y) { return b.create<arith::AndIOp>(loc, x, y).getResult(); };
+    auto wholeBlocks = [&](Value v) {
+      return cmp(CmpIPredicate::eq, b.create<arith::AndIOp>(loc, v, cst(3)), zero);
+    };
+    Value rowBlocks = b.create<arith::ShRUIOp>(loc, lshape[1], two);
+    Value globalRowBlocks = b.create<arith::ShRUIOp>(loc, gshape[1], two);
+    Value iteration = cst(perIteration);
+    Value spanRows = both(
+        both(wholeBlocks(lshape[1]), both(wholeBlocks(off[1]), wholeBlocks(gshape[1]))),
+        both(both(cmp(CmpIPredicate::uge, rowBlocks, one),
+                  cmp(CmpIPredicate::ult, rowBlocks, cst(8 * perIteration))),
+             both(cmp(CmpIPredicate::ne, b.create<arith::RemUIOp>(loc, rowBlocks, iteration), zero),
+                  cmp(CmpIPredicate::ult, globalRowBlocks, cst(int64_t(1) << 32)))));
+    auto choice = b.create<scf::IfOp>(loc, spanRows, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(choice.elseBlock());
+      emitRows(begin, end);
+      b.setInsertionPointToStart(choice.thenBlock());
+      Value blockBegin =
+          b.create<arith::ShRUIOp>(loc, b.create<arith::AddIOp>(loc, begin, cst(3)), two);
+      Value blockEnd =
+          b.create<arith::MaxUIOp>(loc, b.create<arith::ShRUIOp>(loc, end, two), blockBegin);
+      Value count = b.create<arith::SubIOp>(loc, blockEnd, blockBegin);
+      Value vectorEnd = b.create<arith::AddIOp>(
+          loc, blockBegin,
+          b.create<arith::MulIOp>(loc, b.create<arith::DivUIOp>(loc, count, iteration), iteration));
+      Value headEnd =
+          b.create<arith::MinUIOp>(loc, b.create<arith::ShLIOp>(loc, blockBegin, two), end);
+      // The elements before the vector loop's first whole block (fewer than 4), one at a time.
+      {
+        auto elements = b.create<scf::ForOp>(loc, begin, headEnd, one);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(elements.getBody());
+        Value local = elements.getInductionVar();
+        Value globalRow =
+            b.create<arith::AddIOp>(loc, b.create<arith::DivUIOp>(loc, local, lshape[1]), off[0]);
+        Value globalCol =
+            b.create<arith::AddIOp>(loc, b.create<arith::RemUIOp>(loc, local, lshape[1]), off[1]);
+        Value linear = b.create<arith::AddIOp>(
+            loc, b.create<arith::MulIOp>(loc, globalRow, gshape[1]), globalCol);
+        Value value = valueAt(b, linear, {globalRow, globalCol});
+        b.create<LLVM::StoreOp>(loc, value,
+                                b.create<LLVM::GEPOp>(loc, ptr, storeType, out, ValueRange{local}));
+      }
+      // x / rowBlocks as (x * m) >> 20 with m = ceil(2^20 / rowBlocks): exact while
+      // x * (m * rowBlocks - 2^20) < 2^20, which x < 9 * perIteration <= 576 and
+      // rowBlocks < 8 * perIteration <= 512 guarantee.
+      static_assert(9 * kMaxGroups * kMaxVectorBlocks * 8 * kMaxGroups * kMaxVectorBlocks <
+                        (1 << 20),
+                    "the row division by multiplication is exact");
+      Value magic = b.create<arith::DivUIOp>(
+          loc,
+          b.create<arith::AddIOp>(loc, cst(1 << 20), b.create<arith::SubIOp>(loc, rowBlocks, one)),
+          rowBlocks);
+      // Products of factors below 2^32 on vectors, said so (masks the code generator drops), so
+      // that they are one 32x32->64 multiply (vpmuludq), not a 64-bit one (3 uops or more).
+      auto mul32 = [&](OpBuilder &b, Value x, Value y) -> Value {
+        auto low = [&](Value v) -> Value {
+          if (!isa<VectorType>(v.getType()))
+            return v;
+          return b.create<arith::AndIOp>(loc, v, i64s(b, 0xffffffffLL));
+        };
+        return b.create<arith::MulIOp>(loc, low(x), low(y));
+      };
+      auto rowsIn = [&](OpBuilder &b, Value x, Value m, Value twenty) {
+        return b.create<arith::ShRUIOp>(loc, mul32(b, x, m), twenty);
+      };
+      Value colBlockOffset = b.create<arith::ShRUIOp>(loc, off[1], two);
+      Value skip = b.create<arith::SubIOp>(loc, globalRowBlocks, rowBlocks);
+      Value firstRow = b.create<arith::DivUIOp>(loc, blockBegin, rowBlocks);
+      Value firstCol = b.create<arith::RemUIOp>(loc, blockBegin, rowBlocks);
+      // Lane offset l (its block is l blocks after the iteration's first) is q0 = l / rowBlocks
+      // rows and r0 = l % rowBlocks blocks from the iteration's first column `col`, once per
+      // call; in an iteration, the lane wraps one row further where col + r0 >= rowBlocks
+      // (col, r0 < rowBlocks), a compare and a masked add instead of a division per lane.
+      struct LaneOffsets {
+        Value q0, r0, blocks; // blocks: l + q0 * skip, the lane's block without the wrap
+      };
+      SmallVector<LaneOffsets, kMaxGroups> offsets;
+      Value rowBlocksVector = splat(b, rowBlocks), skipVector = splat(b, skip);
+      {
+        Value magicVector = splat(b, magic), twenty = i64s(b, 20);
+        for (int64_t group = 0; group < groupCount; ++group) {
+          Value l = steps(b, group * vectorBlocks);
+          Value q0 = rowsIn(b, l, magicVector, twenty);
+          Value r0 = b.create<arith::SubIOp>(loc, l, mul32(b, q0, rowBlocksVector));
+          Value blocks = b.create<arith::AddIOp>(loc, l, mul32(b, q0, skipVector));
+          offsets.push_back({q0, r0, blocks});
+        }
+      }
+      // The groups of the iteration from `block`, column block `col` of local row `row`.
+      auto iterationPlaces = [&](OpBuilder &b, Value block, Value row, Value col) {
+        Value globalRow = b.create<arith::AddIOp>(loc, row, off[0]);
+        Value rowStartBlock = b.create<arith::AddIOp>(
+            loc, b.create<arith::MulIOp>(loc, globalRow, globalRowBlocks), colBlockOffset);
+        Value firstBlock = splat(b, b.create<arith::AddIOp>(loc, rowStartBlock, col));
+        Value firstColBlock = splat(b, b.create<arith::AddIOp>(loc, col, colBlockOffset));
+        Value wrapAt = splat(b, b.create<arith::SubIOp>(loc, rowBlocks, col));
+        Value noVector = i64s(b, 0), oneVector = i64s(b, 1);
+        SmallVector<GroupPlace, kMaxGroups> places;
+        for (int64_t group = 0; group < groupCount; ++group) {
+          const LaneOffsets &lane = offsets[group];
+          GroupPlace place;
+          // Signed: both are below 2^31, and AVX2 compares signed 64-bit lanes in one instruction.
+          Value wraps = b.create<arith::CmpIOp>(loc, CmpIPredicate::sge, lane.r0, wrapAt);
+          auto ifWraps = [&](Value v) -> Value {
+            return b.create<arith::SelectOp>(loc, wraps, v, noVector);
+          };
+          place.blocks = b.create<arith::AddIOp>(
+              loc, b.create<arith::AddIOp>(loc, firstBlock, lane.blocks), ifWraps(skipVector));
+          Value q = b.create<arith::AddIOp>(loc, lane.q0, ifWraps(oneVector));
+          place.leading.push_back(b.create<arith::AddIOp>(loc, splat(b, globalRow), q));
+          Value colBlock = b.create<arith::SubIOp>(
+              loc, b.create<arith::AddIOp>(loc, firstColBlock, lane.r0), ifWraps(rowBlocksVector));
+          Value firstColumn = b.create<arith::ShLIOp>(loc, colBlock, i64s(b, 2));
+          place.last = [=](OpBuilder &b, Value linear) -> Value {
+            return b.create<arith::OrIOp>(loc, firstColumn,
+                                          b.create<arith::AndIOp>(loc, linear, i64s(b, 3)));
+          };
+          place.localIndex = b.create<arith::ShLIOp>(
+              loc, b.create<arith::AddIOp>(loc, block, cst(group * vectorBlocks)), two);
+          places.push_back(std::move(place));
+        }
+        return places;
+      };
+      auto loop = b.create<scf::ForOp>(loc, blockBegin, vectorEnd, iteration,
+                                       ValueRange{firstRow, firstCol});
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value row = loop.getRegionIterArgs()[0], col = loop.getRegionIterArgs()[1];
+        emitBlockGroups(b, iterationPlaces(b, loop.getInductionVar(), row, col));
+        Value next = b.create<arith::AddIOp>(loc, col, iteration);
+        Value wrapped = rowsIn(b, next, magic, cst(20));
+        b.create<scf::YieldOp>(
+            loc, ValueRange{b.create<arith::AddIOp>(loc, row, wrapped),
+                            b.create<arith::SubIOp>(
+                                loc, next, b.create<arith::MulIOp>(loc, wrapped, rowBlocks))});
+      }
+      // The elements after the last whole iteration (fewer than 4 * perIteration): one more
+      // iteration whose masked stores write only them (one at a time, the 64 after a 512 x 32
+      // slice's 85 iterations took 4% of its time).
+      Value tailBegin =
+          b.create<arith::MaxUIOp>(loc, b.create<arith::ShLIOp>(loc, vectorEnd, two), headEnd);
+      auto tail = b.create<scf::IfOp>(loc, cmp(CmpIPredicate::ult, tailBegin, end),
+                                      /*withElseRegion=*/false);
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(tail.thenBlock());
+        SmallVector<GroupPlace, kMaxGroups> places =
+            iterationPlaces(b, vectorEnd, loop.getResult(0), loop.getResult(1));
+        for (GroupPlace &place : places) {
+          place.storeFrom = tailBegin;
+          place.storeTo = end;
+        }
+        emitBlockGroups(b, places);
+      }
+    }
+  }
+  b.create<func::ReturnOp>(loc);
+  return func;
+}
