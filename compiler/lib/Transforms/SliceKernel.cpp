@@ -185,6 +185,353 @@ enum class StoreShuffle {
   ConvertPairs,   // bf16 by a conversion instruction, 16 blocks: f32 pairs, converted, interleaved
 };
 
+/// How the vector code lays out a group of blocks: how its four lanes (one vector each) reach
+/// element order for its store, and the order in which a vector's lanes hold the group's blocks
+/// so that few shuffles get them there. Each lane computes what its block's elements need
+/// whatever that order is; the store covers the same elements.
+struct GroupLayout {
+  StoreShuffle storeShuffle = StoreShuffle::Interleave;
+  SmallVector<int64_t> blockOrder;          // the block at each position of a vector
+  arith::TruncFOp conversion;               // the region's value, if a conversion
+  std::optional<WordFunction> wordFunction; // evaluated on pairs of words, if set
+  bool convertLast = false;                 // the word function's conversion, after the pairs
+  SmallVector<int64_t> pairPositions;       // with a word function, positions in store order
+};
+
+/// `storeType`: the type `element` is stored as (i8 for i1).
+GroupLayout planGroupLayout(Block &region, int64_t rank, Type element, Type storeType,
+                            int64_t vectorBlocks, bool convertsBF16, bool vectorizable) {
+  GroupLayout layout;
+  unsigned storeBits = storeType.getIntOrFloatBitWidth();
+  StoreShuffle &storeShuffle = layout.storeShuffle;
+  if ((vectorBlocks == 8 || vectorBlocks == 16) && storeBits == 32)
+    storeShuffle = StoreShuffle::TransposeWords;
+  else if (vectorBlocks == 8 && element.isF16())
+    storeShuffle = StoreShuffle::PermuteHalves;
+  else if (storeBits == 16 && llvm::sys::IsLittleEndianHost)
+    storeShuffle = StoreShuffle::PairHalves;
+  auto conversion =
+      cast<YieldOp>(region.getTerminator()).getValue().getDefiningOp<arith::TruncFOp>();
+  layout.conversion = conversion;
+  if (storeShuffle == StoreShuffle::PairHalves && vectorBlocks == 16 && convertsBF16 &&
+      conversion && element.isBF16() && conversion->hasAttr(random::kNoNaNOrSubnormalAttr))
+    storeShuffle = StoreShuffle::ConvertPairs;
+  SmallVector<int64_t> &blockOrder = layout.blockOrder;
+  blockOrder.resize(vectorBlocks);
+  std::iota(blockOrder.begin(), blockOrder.end(), 0);
+  if (storeShuffle == StoreShuffle::ConvertPairs) {
+    // Dword j of a converted pair of lanes holds the two elements of position pairPosition(j)
+    // (below); the final interleave puts dwords 4L, 4L + 1 of two such vectors into 128-bit
+    // lane L of the first store and 4L + 2, 4L + 3 into that of the second, so those positions
+    // hold blocks 2L, 2L + 1 and 8 + 2L, 9 + 2L.
+    const int64_t n = vectorBlocks;
+    auto pairPosition = [&](int64_t j) {
+      int64_t half = j < n / 2 ? 0 : 1, k = j - half * n / 2;
+      return 4 * (k / 2) + 2 * half + k % 2;
+    };
+    for (int64_t lane = 0; lane < n / 4; ++lane)
+      for (int64_t i = 0; i < 2; ++i) {
+        blockOrder[pairPosition(4 * lane + i)] = 2 * lane + i;
+        blockOrder[pairPosition(4 * lane + 2 + i)] = n / 2 + 2 * lane + i;
+      }
+  } else if (storeShuffle == StoreShuffle::TransposeWords) {
+    // Position 4L + k (128-bit lane L, word k) holds block (vectorBlocks / 4) k + L.
+    for (int64_t position = 0; position < vectorBlocks; ++position)
+      blockOrder[position] = position % 4 * (vectorBlocks / 4) + position / 4;
+  } else if (storeShuffle == StoreShuffle::PairHalves && vectorBlocks == 8)
+    blockOrder = {0, 1, 4, 5, 2, 3, 6, 7};
+  // Where the region is an elementwise function of its element's Philox word (WordFunction)
+  // and its elements are 32-bit, f16, or bf16 from a conversion marked never NaN nor subnormal
+  // (by AVX512-BF16's instruction, or rule 8's integer rounding without it), each group
+  // evaluates the function on two vectors of twice the width: x1, x0 of each block in one
+  // 64-bit lane, as the last Philox round's product leaves them, and x3, x2. The words need no
+  // narrowing shuffles into 32-bit vectors, and the two pairs of a block go into element order
+  // by one in-lane shuffle (shufps) per register stored, where four lanes take a 4x4 transpose:
+  // on AVX-512, 28 fewer instructions an iteration of the uniform f32 loop (507 to 479). 16-bit
+  // elements are put in order as f32, then converted; bf16 rounded in integer ops is rounded
+  // first and put in order by the word shuffle that takes its high halves.
+  std::optional<WordFunction> &wordFunction = layout.wordFunction;
+  bool convertsPairs =
+      conversion && conversion.getIn().getType().isF32() &&
+      (element.isF16() || (element.isBF16() && conversion->hasAttr(random::kNoNaNOrSubnormalAttr)));
+  if ((vectorBlocks == 8 || vectorBlocks == 16) && vectorizable && llvm::sys::IsLittleEndianHost &&
+      (storeBits == 32 || convertsPairs))
+    wordFunction = findWordFunction(region, rank);
+  layout.convertLast = wordFunction && storeBits == 16;
+  // The shuffles take the two pairs of the block in the low 64 bits of each 128-bit lane of a
+  // register's worth (half a group), then those of the high 64 bits: the blocks' positions in
+  // the vectors in that order.
+  SmallVector<int64_t> &pairPositions = layout.pairPositions;
+  if (wordFunction) {
+    const int64_t half = vectorBlocks / 2;
+    for (int64_t reg = 0; reg < 2; ++reg)
+      for (int64_t high = 0; high < 2; ++high)
+        for (int64_t lane = 0; lane < half / 2; ++lane)
+          pairPositions.push_back(reg * half + 2 * lane + high);
+    for (auto [block, position] : llvm::enumerate(pairPositions))
+      blockOrder[position] = block;
+  }
+  return layout;
+}
+
+/// The shuffles that put the values of a group of blocks into element order for its store, as
+/// its GroupLayout says.
+class GroupShuffles {
+public:
+  GroupShuffles(OpBuilder &b, Location loc, const GroupLayout &layout, Type element,
+                int64_t vectorBlocks, bool convertsBF16)
+      : b(b), loc(loc), layout(layout), element(element), vectorBlocks(vectorBlocks),
+        convertsBF16(convertsBF16) {}
+
+  /// The four lanes of a group (one vector each, as integers of the stored width) in element
+  /// order, as one vector. `wide`: with ConvertPairs, the f32 values each lane converts.
+  Value lanesInOrder(ArrayRef<Value> lanes, ArrayRef<Value> wide) {
+    switch (layout.storeShuffle) {
+    case StoreShuffle::TransposeWords:
+      return transposeWords(lanes);
+    case StoreShuffle::PermuteHalves:
+      return permuteHalves(lanes);
+    case StoreShuffle::ConvertPairs:
+      return convertPairs(wide);
+    case StoreShuffle::PairHalves:
+      return converted() ? joinConverted(lanes) : pairHalves(lanes);
+    case StoreShuffle::Interleave: {
+      Value even = interleave(lanes[0], lanes[2]);
+      Value odd = interleave(lanes[1], lanes[3]);
+      return interleave(even, odd);
+    }
+    }
+    llvm_unreachable("a StoreShuffle without its shuffles");
+  }
+
+  /// Both pairs of each block of a group (a word function's value on the group's two vectors
+  /// of pairs, x1 x0 and x3 x2 of a block at its position; for 16-bit elements, the value the
+  /// conversion takes) in element order, as stored: in one piece, or for 16-bit elements one
+  /// per conversion instruction (a vcvtps2ph of 16 lanes, which stores its ymm itself where
+  /// joining two for a zmm store takes a vinsertf64x4, uniform f16 3-7% faster on a Zen 5; a
+  /// vcvtne2ps2bf16 of 32, PairBF16Conversions.cpp).
+  SmallVector<Value, 4> pairsInOrder(Value x10, Value x32) {
+    const int64_t count = 4 * vectorBlocks, perConversion = element.isF16() ? count / 4 : count / 2;
+    SmallVector<Value, 4> pieces;
+    if (layout.convertLast && element.isBF16() && !convertsBF16) {
+      // Rule 8's rounding (the conversion is marked: no NaN case) on the pairs as they are:
+      // it leaves each bf16 in its word's high half, so interleaving the pairs and taking
+      // the high halves is one word shuffle of the two.
+      const int64_t n = 2 * vectorBlocks;
+      auto halvesOf = [&](Value x) {
+        return b.create<vector::BitCastOp>(loc, VectorType::get({2 * n}, b.getI16Type()),
+                                           random::emitRoundToBF16Words(b, loc, x));
+      };
+      Value halves10 = halvesOf(x10), halves32 = halvesOf(x32);
+      SmallVector<int64_t> highHalves; // interleavePairs' order, of the words' high halves
+      for (int64_t position : layout.pairPositions)
+        for (int64_t word : blockWords(position))
+          highHalves.push_back(2 * word + 1);
+      for (int64_t from = 0; from < count; from += perConversion)
+        pieces.push_back(b.create<vector::BitCastOp>(
+            loc, VectorType::get({perConversion}, element),
+            shuffle(halves10, halves32, ArrayRef(highHalves).slice(from, perConversion))));
+      return pieces;
+    }
+    Value all = interleavePairs(x10, x32);
+    if (!layout.convertLast)
+      return {all};
+    all = b.create<vector::BitCastOp>(loc, VectorType::get({count}, b.getF32Type()), all);
+    for (int64_t from = 0; from < count; from += perConversion) {
+      SmallVector<int64_t> mask(perConversion);
+      std::iota(mask.begin(), mask.end(), from);
+      Value wide = shuffle(all, all, mask);
+      Operation *converted = b.clone(*layout.conversion);
+      converted->setOperand(0, wide);
+      converted->getResult(0).setType(VectorType::get({perConversion}, element));
+      pieces.push_back(converted->getResult(0));
+    }
+    return pieces;
+  }
+
+private:
+  Value shuffle(Value x, Value y, ArrayRef<int64_t> mask) {
+    return b.create<vector::ShuffleOp>(loc, x, y, mask);
+  }
+  static SmallVector<int64_t> iota(int64_t count) {
+    SmallVector<int64_t> mask(count);
+    std::iota(mask.begin(), mask.end(), 0);
+    return mask;
+  }
+  // [x y]
+  Value concat(Value x, Value y) {
+    return shuffle(x, y, iota(2 * cast<VectorType>(x.getType()).getNumElements()));
+  }
+  // [a0 b0 a1 b1 ...]
+  Value interleave(Value x, Value y) {
+    int64_t n = cast<VectorType>(x.getType()).getNumElements();
+    SmallVector<int64_t> mask;
+    for (int64_t k = 0; k < n; ++k)
+      mask.append({k, n + k});
+    return shuffle(x, y, mask);
+  }
+  // Within each 128-bit lane L of two vectors of vectorBlocks 32-bit words (4L + k):
+  // [x0 y0 x1 y1] and [x2 y2 x3 y3] (unpckl*, unpckh*), and the same on pairs of words.
+  Value withinLanes(Value x, Value y, std::array<int64_t, 4> pattern) {
+    SmallVector<int64_t> mask;
+    for (int64_t lane = 0; lane < vectorBlocks / 4; ++lane)
+      for (int64_t k : pattern)
+        mask.push_back(k + 4 * lane);
+    return shuffle(x, y, mask);
+  }
+  Value low(Value x, Value y) {
+    const int64_t n = vectorBlocks; // an index into y
+    return withinLanes(x, y, {0, n, 1, n + 1});
+  }
+  Value high(Value x, Value y) {
+    const int64_t n = vectorBlocks;
+    return withinLanes(x, y, {2, n + 2, 3, n + 3});
+  }
+  // Lanes that are a conversion instruction's: f16 lanes whatever the region's last op (x86
+  // has no f16 arithmetic before AVX512-FP16, so LLVM computes f16 in f32 and converts), bf16
+  // lanes where the CPU converts in one instruction. Elsewhere a marked bf16 conversion is
+  // rule 8's integer rounding once lowered, whose shifts the widening path (pairHalves)
+  // cancels (uniform bf16 1.5% faster than narrowing each lane, on x86-64-v4 code on a Zen 5).
+  bool converted() const { return element.isF16() || (layout.conversion && convertsBF16); }
+  // The four lanes of 8 or 16 blocks of 32-bit elements (one ymm or zmm each, position 4L + k
+  // holding block (vectorBlocks / 4) k + L) in element order, by the 4x4 transpose within
+  // 128-bit lanes: 8 shuffles that x86 has as single instructions (unpcklps/unpckhps,
+  // unpcklpd/unpckhpd), the k-th result blocks (vectorBlocks / 4) k and up. Given the
+  // interleave at once, LLVM 19 builds each ymm of it from four sources, 44 instructions
+  // (vpermps, vblendps and index loads) where AVX-512's two-source vpermt2ps is missing, and
+  // each zmm from two vpermt2ps and a masked move.
+  Value transposeWords(ArrayRef<Value> lanes) {
+    const int64_t n = vectorBlocks;
+    auto lowPairs = [&](Value x, Value y) { return withinLanes(x, y, {0, 1, n, n + 1}); };
+    auto highPairs = [&](Value x, Value y) { return withinLanes(x, y, {2, 3, n + 2, n + 3}); };
+    Value t0 = low(lanes[0], lanes[1]);
+    Value t1 = high(lanes[0], lanes[1]);
+    Value t2 = low(lanes[2], lanes[3]);
+    Value t3 = high(lanes[2], lanes[3]);
+    Value u0 = lowPairs(t0, t2), u1 = highPairs(t0, t2);
+    Value u2 = lowPairs(t1, t3), u3 = highPairs(t1, t3);
+    Value firstHalf = concat(u0, u1);
+    Value secondHalf = concat(u2, u3);
+    return concat(firstHalf, secondHalf);
+  }
+  // The four lanes of 8 blocks of 16-bit elements (one xmm each, as an f16 conversion leaves
+  // them) in element order: the lanes paired into ymm [l0 | l2] and [l1 | l3], 16-bit unpacks
+  // within 128-bit halves, and one dword permute each: 6 instructions, where widening the
+  // lanes to 32-bit words (pairHalves) takes 12 on the two shuffle pipes.
+  Value permuteHalves(ArrayRef<Value> lanes) {
+    Value evenLanes = concat(lanes[0], lanes[2]);
+    Value oddLanes = concat(lanes[1], lanes[3]);
+    // [l0_0 l1_0 .. l0_3 l1_3 | l2_0 l3_0 .. l2_3 l3_3] and the same for elements 4 to 7
+    Value low =
+        shuffle(evenLanes, oddLanes, {0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27});
+    Value high =
+        shuffle(evenLanes, oddLanes, {4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31});
+    auto words = VectorType::get({8}, b.getI32Type());
+    auto blocksInOrder = [&](Value halves) {
+      Value pairs = b.create<vector::BitCastOp>(loc, words, halves);
+      return shuffle(pairs, pairs, {0, 4, 1, 5, 2, 6, 3, 7});
+    };
+    return concat(blocksInOrder(low), blocksInOrder(high));
+  }
+  // The bf16 lanes of 16 blocks (ConvertPairs) in element order from the f32 lanes they
+  // convert: two lanes interleaved within 128-bit lanes (unpcklps, unpckhps), the two results
+  // converted together (vcvtne2ps2bf16, PairBF16Conversions.cpp: dwords of both elements of a
+  // position), and the dwords of the two pairs interleaved within 128-bit lanes (punpckldq,
+  // punpckhdq). 6 shuffles on single 128-bit lanes and 2 conversions per 64 elements, where
+  // two-source word permutes (vpermt2w) are slow on Zen 5 and the f32 transpose takes 8.
+  Value convertPairs(ArrayRef<Value> wide) {
+    const int64_t n = vectorBlocks;
+    auto convert = [&](Value x) -> Value {
+      Operation *copy = b.clone(*layout.conversion);
+      copy->setOperand(0, x);
+      copy->getResult(0).setType(VectorType::get({n}, element));
+      return copy->getResult(0);
+    };
+    auto words = VectorType::get({n}, b.getI32Type());
+    auto pairs = [&](Value x, Value y) -> Value {
+      Value both = concat(convert(low(x, y)), convert(high(x, y)));
+      return b.create<vector::BitCastOp>(loc, words, both);
+    };
+    Value first = pairs(wide[0], wide[1]), second = pairs(wide[2], wide[3]);
+    Value ordered = concat(low(first, second), high(first, second));
+    return b.create<vector::BitCastOp>(loc, VectorType::get({4 * n}, b.getI16Type()), ordered);
+  }
+  // Lanes a conversion made, joined as [l0 | l1] and [l2 | l3] (where the CPU converts to bf16
+  // in one instruction, each join is one vcvtne2ps2bf16; ConvertPairs orders 16 blocks with
+  // cheaper shuffles), then element order in one shuffle (two vpermt2w). For f16 this is 4
+  // instructions an iteration fewer than widening the lanes to words (pairHalves); on an AMD
+  // EPYC Zen 5 the two measured alike, within the runs' noise.
+  Value joinConverted(ArrayRef<Value> lanes) {
+    SmallVector<int64_t> position(vectorBlocks), order;
+    for (int64_t p = 0; p < vectorBlocks; ++p)
+      position[layout.blockOrder[p]] = p;
+    for (int64_t block = 0; block < vectorBlocks; ++block)
+      for (int64_t lane = 0; lane < 4; ++lane)
+        order.push_back(lane * vectorBlocks + position[block]);
+    Value first = concat(lanes[0], lanes[1]);
+    Value second = concat(lanes[2], lanes[3]);
+    return shuffle(first, second, order);
+  }
+  // Two 16-bit elements of a block per 32-bit word (the first in the low half), then the words
+  // of the two pairs interleaved: LLVM sees that a bf16 rounding's `>> 16` and `<< 16` cancel,
+  // and no 16-bit shuffle or narrowing remains. With 8 blocks in the order 0 1 4 5 | 2 3 6 7,
+  // the interleave within 128-bit halves is element order.
+  Value pairHalves(ArrayRef<Value> lanes) {
+    auto vectorOfI32 = VectorType::get({vectorBlocks}, b.getI32Type());
+    Value sixteen = b.create<arith::ConstantOp>(
+        loc, DenseElementsAttr::get(vectorOfI32, b.getI32IntegerAttr(16)));
+    auto pair = [&](Value low, Value high) -> Value {
+      Value first = b.create<arith::ExtUIOp>(loc, vectorOfI32, low);
+      Value second = b.create<arith::ExtUIOp>(loc, vectorOfI32, high);
+      second = b.create<arith::ShLIOp>(loc, second, sixteen);
+      return b.create<arith::OrIOp>(loc, first, second);
+    };
+    Value first = pair(lanes[0], lanes[1]);
+    Value second = pair(lanes[2], lanes[3]);
+    if (vectorBlocks != 8)
+      return interleave(first, second);
+    Value blocks03 = shuffle(first, second, {0, 8, 1, 9, 4, 12, 5, 13});
+    Value blocks47 = shuffle(first, second, {2, 10, 3, 11, 6, 14, 7, 15});
+    return concat(blocks03, blocks47);
+  }
+  // The four words of the block at `position`, in element order, as indices into the two
+  // vectors of pairs [x10 | x32] (x0 in the high half of its 64-bit lane).
+  std::array<int64_t, 4> blockWords(int64_t position) const {
+    const int64_t n = 2 * vectorBlocks;
+    return {2 * position + 1, 2 * position, n + 2 * position + 1, n + 2 * position};
+  }
+  // A group's two vectors of pairs of 32-bit elements (x1 x0 and x3 x2 of a block, at its
+  // position) in element order, a register's worth at a time: [x0 x1 x2 x3] of the blocks
+  // in pairPositions order (shufps: two elements of each source within a 128-bit lane).
+  Value interleavePairs(Value x10, Value x32) {
+    const int64_t n = 2 * vectorBlocks, perPiece = vectorBlocks / 4;
+    auto elements = VectorType::get({n}, b.getI32Type());
+    x10 = b.create<vector::BitCastOp>(loc, elements, x10);
+    x32 = b.create<vector::BitCastOp>(loc, elements, x32);
+    SmallVector<Value, 4> pieces;
+    for (int64_t from = 0; from < vectorBlocks; from += perPiece) {
+      SmallVector<int64_t> mask;
+      for (int64_t position : ArrayRef(layout.pairPositions).slice(from, perPiece))
+        llvm::append_range(mask, blockWords(position));
+      pieces.push_back(shuffle(x10, x32, mask));
+    }
+    while (pieces.size() > 1) {
+      SmallVector<Value, 4> joined;
+      for (size_t k = 0; k < pieces.size(); k += 2)
+        joined.push_back(concat(pieces[k], pieces[k + 1]));
+      pieces = std::move(joined);
+    }
+    return pieces.front();
+  }
+
+  OpBuilder &b;
+  Location loc;
+  const GroupLayout &layout;
+  Type element;
+  int64_t vectorBlocks;
+  bool convertsBF16;
+};
+
 } // namespace
 
 func::FuncOp initc::buildKernel(OpBuilder &builder, Location loc, StringRef name,
@@ -249,77 +596,13 @@ func::FuncOp initc::buildKernel(OpBuilder &builder, Location loc, StringRef name
     return b.create<arith::ConstantOp>(
         loc, DenseElementsAttr::get(vectorOf(b.getI64Type()), b.getI64IntegerAttr(v)));
   };
-  // How a group's four lanes (one vector each) reach element order for its store, and the
-  // order in which a vector's lanes hold the group's blocks so that few shuffles get them there.
-  // Each lane computes what its block's elements need whatever that order is; the store covers
-  // the same elements.
-  unsigned storeBits = storeType.getIntOrFloatBitWidth();
-  StoreShuffle storeShuffle = StoreShuffle::Interleave;
-  if ((vectorBlocks == 8 || vectorBlocks == 16) && storeBits == 32)
-    storeShuffle = StoreShuffle::TransposeWords;
-  else if (vectorBlocks == 8 && element.isF16())
-    storeShuffle = StoreShuffle::PermuteHalves;
-  else if (storeBits == 16 && llvm::sys::IsLittleEndianHost)
-    storeShuffle = StoreShuffle::PairHalves;
-  auto yielded = cast<YieldOp>(fused.getBody().front().getTerminator()).getValue();
-  auto conversion = yielded.getDefiningOp<arith::TruncFOp>();
-  if (storeShuffle == StoreShuffle::PairHalves && vectorBlocks == 16 && convertsBF16 &&
-      conversion && element.isBF16() && conversion->hasAttr(random::kNoNaNOrSubnormalAttr))
-    storeShuffle = StoreShuffle::ConvertPairs;
-  SmallVector<int64_t> blockOrder(vectorBlocks);
-  std::iota(blockOrder.begin(), blockOrder.end(), 0);
-  if (storeShuffle == StoreShuffle::ConvertPairs) {
-    // Dword j of a converted pair of lanes holds the two elements of position pairPosition(j)
-    // (below); the final interleave puts dwords 4L, 4L + 1 of two such vectors into 128-bit
-    // lane L of the first store and 4L + 2, 4L + 3 into that of the second, so those positions
-    // hold blocks 2L, 2L + 1 and 8 + 2L, 9 + 2L.
-    const int64_t n = vectorBlocks;
-    auto pairPosition = [&](int64_t j) {
-      int64_t half = j < n / 2 ? 0 : 1, k = j - half * n / 2;
-      return 4 * (k / 2) + 2 * half + k % 2;
-    };
-    for (int64_t lane = 0; lane < n / 4; ++lane)
-      for (int64_t i = 0; i < 2; ++i) {
-        blockOrder[pairPosition(4 * lane + i)] = 2 * lane + i;
-        blockOrder[pairPosition(4 * lane + 2 + i)] = n / 2 + 2 * lane + i;
-      }
-  } else if (storeShuffle == StoreShuffle::TransposeWords) {
-    // Position 4L + k (128-bit lane L, word k) holds block (vectorBlocks / 4) k + L.
-    for (int64_t position = 0; position < vectorBlocks; ++position)
-      blockOrder[position] = position % 4 * (vectorBlocks / 4) + position / 4;
-  } else if (storeShuffle == StoreShuffle::PairHalves && vectorBlocks == 8)
-    blockOrder = {0, 1, 4, 5, 2, 3, 6, 7};
-  // Where the region is an elementwise function of its element's Philox word (WordFunction)
-  // and its elements are 32-bit, f16, or bf16 from a conversion marked never NaN nor subnormal
-  // (by AVX512-BF16's instruction, or rule 8's integer rounding without it), each group
-  // evaluates the function on two vectors of twice the width: x1, x0 of each block in one
-  // 64-bit lane, as the last Philox round's product leaves them, and x3, x2. The words need no
-  // narrowing shuffles into 32-bit vectors, and the two pairs of a block go into element order
-  // by one in-lane shuffle (shufps) per register stored, where four lanes take a 4x4 transpose:
-  // on AVX-512, 28 fewer instructions an iteration of the uniform f32 loop (507 to 479). 16-bit
-  // elements are put in order as f32, then converted; bf16 rounded in integer ops is rounded
-  // first and put in order by the word shuffle that takes its high halves.
-  std::optional<WordFunction> wordFunction;
-  bool convertsPairs =
-      conversion && conversion.getIn().getType().isF32() &&
-      (element.isF16() || (element.isBF16() && conversion->hasAttr(random::kNoNaNOrSubnormalAttr)));
-  if ((vectorBlocks == 8 || vectorBlocks == 16) && vectorizable && llvm::sys::IsLittleEndianHost &&
-      (storeBits == 32 || convertsPairs))
-    wordFunction = findWordFunction(region, rank);
-  bool convertLast = wordFunction && storeBits == 16;
-  // The shuffles take the two pairs of the block in the low 64 bits of each 128-bit lane of a
-  // register's worth (half a group), then those of the high 64 bits: the blocks' positions in
-  // the vectors in that order.
-  SmallVector<int64_t> pairPositions;
-  if (wordFunction) {
-    const int64_t half = vectorBlocks / 2;
-    for (int64_t reg = 0; reg < 2; ++reg)
-      for (int64_t high = 0; high < 2; ++high)
-        for (int64_t lane = 0; lane < half / 2; ++lane)
-          pairPositions.push_back(reg * half + 2 * lane + high);
-    for (auto [block, position] : llvm::enumerate(pairPositions))
-      blockOrder[position] = block;
-  }
+  const GroupLayout layout =
+      planGroupLayout(region, rank, element, storeType, vectorBlocks, convertsBF16, vectorizable);
+  const StoreShuffle storeShuffle = layout.storeShuffle;
+  const std::optional<WordFunction> &wordFunction = layout.wordFunction;
+  const bool convertLast = layout.convertLast;
+  const ArrayRef<int64_t> blockOrder = layout.blockOrder, pairPositions = layout.pairPositions;
+  arith::TruncFOp conversion = layout.conversion;
   // The blocks first, first + 1, ..., first + vectorBlocks - 1 in blockOrder
   auto steps = [&](OpBuilder &b, int64_t first) -> Value {
     SmallVector<int64_t> values =
@@ -582,187 +865,7 @@ func::FuncOp initc::buildKernel(OpBuilder &builder, Location loc, StringRef name
       else
         cloneForAll(op);
     }
-    auto shuffle = [&](Value x, Value y, ArrayRef<int64_t> mask) -> Value {
-      return b.create<vector::ShuffleOp>(loc, x, y, mask);
-    };
-    SmallVector<int64_t> concat16(16), concat32(32);
-    std::iota(concat16.begin(), concat16.end(), 0);
-    std::iota(concat32.begin(), concat32.end(), 0);
-    // [x y]
-    auto concat = [&](Value x, Value y) -> Value {
-      SmallVector<int64_t> mask(2 * cast<VectorType>(x.getType()).getNumElements());
-      std::iota(mask.begin(), mask.end(), 0);
-      return shuffle(x, y, mask);
-    };
-    // [a0 b0 a1 b1 ...]
-    auto interleave = [&](Value x, Value y) -> Value {
-      int64_t n = cast<VectorType>(x.getType()).getNumElements();
-      SmallVector<int64_t> mask;
-      for (int64_t k = 0; k < n; ++k)
-        mask.append({k, n + k});
-      return shuffle(x, y, mask);
-    };
-    // Within each 128-bit lane L of two vectors of vectorBlocks 32-bit words (4L + k):
-    // [x0 y0 x1 y1] and [x2 y2 x3 y3] (unpckl*, unpckh*), and the same on pairs of words.
-    auto withinLanes = [&](Value x, Value y, std::array<int64_t, 4> pattern) {
-      SmallVector<int64_t> mask;
-      for (int64_t lane = 0; lane < vectorBlocks / 4; ++lane)
-        for (int64_t k : pattern)
-          mask.push_back(k + 4 * lane);
-      return shuffle(x, y, mask);
-    };
-    const int64_t n = vectorBlocks; // an index into y
-    auto low = [&](Value x, Value y) { return withinLanes(x, y, {0, n, 1, n + 1}); };
-    auto high = [&](Value x, Value y) { return withinLanes(x, y, {2, n + 2, 3, n + 3}); };
-    // The four lanes of 8 or 16 blocks of 32-bit elements (one ymm or zmm each, position 4L + k
-    // holding block (vectorBlocks / 4) k + L) in element order, by the 4x4 transpose within
-    // 128-bit lanes: 8 shuffles that x86 has as single instructions (unpcklps/unpckhps,
-    // unpcklpd/unpckhpd), the k-th result blocks (vectorBlocks / 4) k and up. Given the
-    // interleave at once, LLVM 19 builds each ymm of it from four sources, 44 instructions
-    // (vpermps, vblendps and index loads) where AVX-512's two-source vpermt2ps is missing, and
-    // each zmm from two vpermt2ps and a masked move.
-    auto transposeWords = [&](ArrayRef<Value> lanes) -> Value {
-      auto lowPairs = [&](Value x, Value y) { return withinLanes(x, y, {0, 1, n, n + 1}); };
-      auto highPairs = [&](Value x, Value y) { return withinLanes(x, y, {2, 3, n + 2, n + 3}); };
-      Value t0 = low(lanes[0], lanes[1]);
-      Value t1 = high(lanes[0], lanes[1]);
-      Value t2 = low(lanes[2], lanes[3]);
-      Value t3 = high(lanes[2], lanes[3]);
-      Value u0 = lowPairs(t0, t2), u1 = highPairs(t0, t2);
-      Value u2 = lowPairs(t1, t3), u3 = highPairs(t1, t3);
-      SmallVector<int64_t> concat(2 * n), concatTwice(4 * n);
-      std::iota(concat.begin(), concat.end(), 0);
-      std::iota(concatTwice.begin(), concatTwice.end(), 0);
-      Value firstHalf = shuffle(u0, u1, concat);
-      Value secondHalf = shuffle(u2, u3, concat);
-      return shuffle(firstHalf, secondHalf, concatTwice);
-    };
-    // The four lanes of 8 blocks of 16-bit elements (one xmm each, as an f16 conversion leaves
-    // them) in element order: the lanes paired into ymm [l0 | l2] and [l1 | l3], 16-bit unpacks
-    // within 128-bit halves, and one dword permute each: 6 instructions, where widening the
-    // lanes to 32-bit words (the bf16 path below) takes 12 on the two shuffle pipes.
-    auto permuteHalves = [&](ArrayRef<Value> lanes) -> Value {
-      Value evenLanes = shuffle(lanes[0], lanes[2], concat16);
-      Value oddLanes = shuffle(lanes[1], lanes[3], concat16);
-      // [l0_0 l1_0 .. l0_3 l1_3 | l2_0 l3_0 .. l2_3 l3_3] and the same for elements 4 to 7
-      Value low =
-          shuffle(evenLanes, oddLanes, {0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27});
-      Value high = shuffle(evenLanes, oddLanes,
-                           {4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31});
-      auto words = VectorType::get({8}, b.getI32Type());
-      auto blocksInOrder = [&](Value halves) {
-        Value pairs = b.create<vector::BitCastOp>(loc, words, halves);
-        return shuffle(pairs, pairs, {0, 4, 1, 5, 2, 6, 3, 7});
-      };
-      return shuffle(blocksInOrder(low), blocksInOrder(high), concat16);
-    };
-    // Lanes that are a conversion instruction's: f16 lanes whatever the region's last op (x86
-    // has no f16 arithmetic before AVX512-FP16, so LLVM computes f16 in f32 and converts), bf16
-    // lanes where the CPU converts in one instruction. Elsewhere a marked bf16 conversion is
-    // rule 8's integer rounding once lowered, whose shifts the widening path below cancels
-    // (uniform bf16 1.5% faster than narrowing each lane, on x86-64-v4 code on a Zen 5).
-    bool converted = element.isF16() || (conversion && convertsBF16);
-    // The bf16 lanes of 16 blocks (ConvertPairs) in element order from the f32 lanes they
-    // convert: two lanes interleaved within 128-bit lanes (unpcklps, unpckhps), the two results
-    // converted together (vcvtne2ps2bf16, PairBF16Conversions.cpp: dwords of both elements of a
-    // position), and the dwords of the two pairs interleaved within 128-bit lanes (punpckldq,
-    // punpckhdq). 6 shuffles on single 128-bit lanes and 2 conversions per 64 elements, where
-    // two-source word permutes (vpermt2w) are slow on Zen 5 and the f32 transpose takes 8.
-    auto convertPairs = [&](ArrayRef<Value> wide) -> Value {
-      SmallVector<int64_t> concat(2 * n);
-      std::iota(concat.begin(), concat.end(), 0);
-      auto convert = [&](Value x) -> Value {
-        Operation *copy = b.clone(*conversion);
-        copy->setOperand(0, x);
-        copy->getResult(0).setType(VectorType::get({n}, element));
-        return copy->getResult(0);
-      };
-      auto words = VectorType::get({n}, b.getI32Type());
-      auto pairs = [&](Value x, Value y) -> Value {
-        Value both = shuffle(convert(low(x, y)), convert(high(x, y)), concat);
-        return b.create<vector::BitCastOp>(loc, words, both);
-      };
-      Value first = pairs(wide[0], wide[1]), second = pairs(wide[2], wide[3]);
-      Value ordered = shuffle(low(first, second), high(first, second), concat);
-      return b.create<vector::BitCastOp>(loc, VectorType::get({4 * n}, b.getI16Type()), ordered);
-    };
-    // A group's two vectors of pairs of 32-bit elements (x1 x0 and x3 x2 of a block, at its
-    // position) in element order, a register's worth at a time: [x0 x1 x2 x3] of the blocks
-    // in pairPositions order (shufps: two elements of each source within a 128-bit lane).
-    // The four words of the block at `position`, in element order, as indices into the two
-    // vectors of pairs [x10 | x32] (x0 in the high half of its 64-bit lane).
-    auto blockWords = [&](int64_t position) -> std::array<int64_t, 4> {
-      const int64_t n = 2 * vectorBlocks;
-      return {2 * position + 1, 2 * position, n + 2 * position + 1, n + 2 * position};
-    };
-    auto interleavePairs = [&](Value x10, Value x32) -> Value {
-      const int64_t n = 2 * vectorBlocks, perPiece = vectorBlocks / 4;
-      auto elements = VectorType::get({n}, b.getI32Type());
-      x10 = b.create<vector::BitCastOp>(loc, elements, x10);
-      x32 = b.create<vector::BitCastOp>(loc, elements, x32);
-      SmallVector<Value, 4> pieces;
-      for (int64_t from = 0; from < vectorBlocks; from += perPiece) {
-        SmallVector<int64_t> mask;
-        for (int64_t position : ArrayRef(pairPositions).slice(from, perPiece))
-          llvm::append_range(mask, blockWords(position));
-        pieces.push_back(shuffle(x10, x32, mask));
-      }
-      while (pieces.size() > 1) {
-        SmallVector<Value, 4> joined;
-        for (size_t k = 0; k < pieces.size(); k += 2)
-          joined.push_back(concat(pieces[k], pieces[k + 1]));
-        pieces = std::move(joined);
-      }
-      return pieces.front();
-    };
-    // Both pairs of each block of a group in element order, as stored: in one piece, or for
-    // 16-bit elements one per conversion instruction (a vcvtps2ph of 16 lanes, which stores
-    // its ymm itself where joining two for a zmm store takes a vinsertf64x4, uniform f16 3-7%
-    // faster on a Zen 5; a vcvtne2ps2bf16 of 32, PairBF16Conversions.cpp).
-    auto pairsInOrder = [&](int64_t group) -> SmallVector<Value, 4> {
-      Value value = cast<YieldOp>(region.getTerminator()).getValue();
-      if (convertLast)
-        value = conversion.getIn();
-      Value x10 = pairMappings[group * 2].lookup(value),
-            x32 = pairMappings[group * 2 + 1].lookup(value);
-      const int64_t count = 4 * vectorBlocks,
-                    perConversion = element.isF16() ? count / 4 : count / 2;
-      SmallVector<Value, 4> pieces;
-      if (convertLast && element.isBF16() && !convertsBF16) {
-        // Rule 8's rounding (the conversion is marked: no NaN case) on the pairs as they are:
-        // it leaves each bf16 in its word's high half, so interleaving the pairs and taking
-        // the high halves is one word shuffle of the two.
-        const int64_t n = 2 * vectorBlocks;
-        auto halvesOf = [&](Value x) {
-          return b.create<vector::BitCastOp>(loc, VectorType::get({2 * n}, b.getI16Type()),
-                                             random::emitRoundToBF16Words(b, loc, x));
-        };
-        Value halves10 = halvesOf(x10), halves32 = halvesOf(x32);
-        SmallVector<int64_t> highHalves; // interleavePairs' order, of the words' high halves
-        for (int64_t position : pairPositions)
-          for (int64_t word : blockWords(position))
-            highHalves.push_back(2 * word + 1);
-        for (int64_t from = 0; from < count; from += perConversion)
-          pieces.push_back(b.create<vector::BitCastOp>(
-              loc, VectorType::get({perConversion}, element),
-              shuffle(halves10, halves32, ArrayRef(highHalves).slice(from, perConversion))));
-        return pieces;
-      }
-      Value all = interleavePairs(x10, x32);
-      if (!convertLast)
-        return {all};
-      all = b.create<vector::BitCastOp>(loc, VectorType::get({count}, b.getF32Type()), all);
-      for (int64_t from = 0; from < count; from += perConversion) {
-        SmallVector<int64_t> mask(perConversion);
-        std::iota(mask.begin(), mask.end(), from);
-        Value wide = shuffle(all, all, mask);
-        Operation *converted = b.clone(*conversion);
-        converted->setOperand(0, wide);
-        converted->getResult(0).setType(VectorType::get({perConversion}, element));
-        pieces.push_back(converted->getResult(0));
-      }
-      return pieces;
-    };
+    GroupShuffles shuffles(b, loc, layout, element, vectorBlocks, convertsBF16);
     // The four lanes of each block of a group in element order, as stored.
     auto lanesInOrder = [&](int64_t group) -> Value {
       SmallVector<Value, 4> lanes;
@@ -777,81 +880,32 @@ func::FuncOp initc::buildKernel(OpBuilder &builder, Location loc, StringRef name
           value = b.create<arith::BitcastOp>(loc, vectorOf(bits), value);
         lanes.push_back(value);
       }
-      Value all;
-      switch (storeShuffle) {
-      case StoreShuffle::TransposeWords:
-        all = transposeWords(lanes);
-        break;
-      case StoreShuffle::PermuteHalves:
-        all = permuteHalves(lanes);
-        break;
-      case StoreShuffle::ConvertPairs: {
-        SmallVector<Value, 4> wide;
-        for (int64_t lane = 0; lane < 4; ++lane)
-          wide.push_back(mappings[group * 4 + lane]
-                             .lookup(conversion.getResult())
-                             .getDefiningOp<arith::TruncFOp>()
-                             .getIn());
-        all = convertPairs(wide);
-        for (Value lane : lanes) // the bf16 lanes, unused: converted again in pairs
-          if (Operation *bitcast = lane.getDefiningOp(); bitcast && bitcast->use_empty()) {
-            Operation *single = bitcast->getOperand(0).getDefiningOp();
-            bitcast->erase();
-            if (single && single->use_empty())
-              single->erase();
-          }
-        break;
-      }
-      case StoreShuffle::PairHalves: {
-        if (converted) {
-          // Lanes a conversion made, joined as [l0 | l1] and [l2 | l3] (where the CPU converts
-          // to bf16 in one instruction, each join is one vcvtne2ps2bf16; ConvertPairs orders
-          // 16 blocks with cheaper shuffles), then element order in one shuffle (two vpermt2w).
-          // For f16 this is 4 instructions an iteration fewer than widening the lanes to words
-          // (below); on an AMD EPYC Zen 5 the two measured alike, within the runs' noise.
-          SmallVector<int64_t> position(vectorBlocks), concat(2 * vectorBlocks), order;
-          for (int64_t p = 0; p < vectorBlocks; ++p)
-            position[blockOrder[p]] = p;
-          std::iota(concat.begin(), concat.end(), 0);
-          for (int64_t block = 0; block < vectorBlocks; ++block)
-            for (int64_t lane = 0; lane < 4; ++lane)
-              order.push_back(lane * vectorBlocks + position[block]);
-          Value first = shuffle(lanes[0], lanes[1], concat);
-          Value second = shuffle(lanes[2], lanes[3], concat);
-          all = shuffle(first, second, order);
-          break;
+      if (storeShuffle != StoreShuffle::ConvertPairs)
+        return shuffles.lanesInOrder(lanes, {});
+      SmallVector<Value, 4> wide;
+      for (int64_t lane = 0; lane < 4; ++lane)
+        wide.push_back(mappings[group * 4 + lane]
+                           .lookup(conversion.getResult())
+                           .getDefiningOp<arith::TruncFOp>()
+                           .getIn());
+      Value all = shuffles.lanesInOrder(lanes, wide);
+      for (Value lane : lanes) // the bf16 lanes, unused: converted again in pairs
+        if (Operation *bitcast = lane.getDefiningOp(); bitcast && bitcast->use_empty()) {
+          Operation *single = bitcast->getOperand(0).getDefiningOp();
+          bitcast->erase();
+          if (single && single->use_empty())
+            single->erase();
         }
-        // Two 16-bit elements of a block per 32-bit word (the first in the low half), then
-        // the words of the two pairs interleaved: LLVM sees that a bf16 rounding's `>> 16`
-        // and `<< 16` cancel, and no 16-bit shuffle or narrowing remains. With 8 blocks in the
-        // order 0 1 4 5 | 2 3 6 7, the interleave within 128-bit halves is element order.
-        auto vectorOfI32 = vectorOf(b.getI32Type());
-        Value sixteen = b.create<arith::ConstantOp>(
-            loc, DenseElementsAttr::get(vectorOfI32, b.getI32IntegerAttr(16)));
-        auto pair = [&](Value low, Value high) -> Value {
-          Value first = b.create<arith::ExtUIOp>(loc, vectorOfI32, low);
-          Value second = b.create<arith::ExtUIOp>(loc, vectorOfI32, high);
-          second = b.create<arith::ShLIOp>(loc, second, sixteen);
-          return b.create<arith::OrIOp>(loc, first, second);
-        };
-        Value first = pair(lanes[0], lanes[1]);
-        Value second = pair(lanes[2], lanes[3]);
-        if (vectorBlocks == 8) {
-          Value blocks03 = shuffle(first, second, {0, 8, 1, 9, 4, 12, 5, 13});
-          Value blocks47 = shuffle(first, second, {2, 10, 3, 11, 6, 14, 7, 15});
-          all = shuffle(blocks03, blocks47, concat16);
-        } else
-          all = interleave(first, second);
-        break;
-      }
-      case StoreShuffle::Interleave: {
-        Value even = interleave(lanes[0], lanes[2]);
-        Value odd = interleave(lanes[1], lanes[3]);
-        all = interleave(even, odd);
-        break;
-      }
-      }
       return all;
+    };
+    // A word function's value on both vectors of pairs of a group (the value its conversion
+    // takes, where that comes last).
+    auto pairsInOrder = [&](int64_t group) {
+      Value value = cast<YieldOp>(region.getTerminator()).getValue();
+      if (convertLast)
+        value = conversion.getIn();
+      return shuffles.pairsInOrder(pairMappings[group * 2].lookup(value),
+                                   pairMappings[group * 2 + 1].lookup(value));
     };
     for (int64_t group = 0; group < groups; ++group) {
       SmallVector<Value, 4> pieces;
