@@ -26,6 +26,11 @@
 // where some lane takes it. The region's trailing arguments (Philox keys) are read from the
 // kernel's `args`, so parameters that differ only in their keys share a kernel.
 //
+// In this file: findWordFunction recognizes a word function; planGroupLayout decides, once per
+// kernel, how a group of blocks reaches element order; GroupEvaluation clones the region onto
+// the vectors of an iteration's groups; GroupShuffles puts each group's values in element
+// order; buildKernel builds the loops over rows, iterations and masked ends around them.
+//
 //===----------------------------------------------------------------------===//
 #include "initc/Transforms/SliceKernel.h"
 
