@@ -839,17 +839,12 @@ func::FuncOp initc::buildKernel(OpBuilder &builder, Location loc, StringRef name
     return b.create<arith::ConstantOp>(
         loc, DenseElementsAttr::get(vectorOf(b.getI64Type()), b.getI64IntegerAttr(v)));
   };
-  const GroupLayout layout =
+  GroupLayout layout =
       planGroupLayout(region, rank, element, storeType, vectorBlocks, convertsBF16, vectorizable);
-  const StoreShuffle storeShuffle = layout.storeShuffle;
-  const std::optional<WordFunction> &wordFunction = layout.wordFunction;
-  const bool convertLast = layout.convertLast;
-  const ArrayRef<int64_t> blockOrder = layout.blockOrder, pairPositions = layout.pairPositions;
-  arith::TruncFOp conversion = layout.conversion;
-  // The blocks first, first + 1, ..., first + vectorBlocks - 1 in blockOrder
+  // The blocks first, first + 1, ..., first + vectorBlocks - 1 in the layout's blockOrder
   auto steps = [&](OpBuilder &b, int64_t first) -> Value {
     SmallVector<int64_t> values =
-        llvm::map_to_vector(blockOrder, [&](int64_t k) { return first + k; });
+        llvm::map_to_vector(layout.blockOrder, [&](int64_t k) { return first + k; });
     return b.create<arith::ConstantOp>(loc, b.getI64VectorAttr(values));
   };
 
@@ -929,12 +924,12 @@ func::FuncOp initc::buildKernel(OpBuilder &builder, Location loc, StringRef name
           value = b.create<arith::BitcastOp>(loc, vectorOf(bits), value);
         lanes.push_back(value);
       }
-      if (storeShuffle != StoreShuffle::ConvertPairs)
+      if (layout.storeShuffle != StoreShuffle::ConvertPairs)
         return shuffles.lanesInOrder(lanes, {});
       SmallVector<Value, 4> wide;
       for (int64_t lane = 0; lane < 4; ++lane)
         wide.push_back(evaluation.lane(group, lane)
-                           .lookup(conversion.getResult())
+                           .lookup(layout.conversion.getResult())
                            .getDefiningOp<arith::TruncFOp>()
                            .getIn());
       Value all = shuffles.lanesInOrder(lanes, wide);
@@ -951,14 +946,14 @@ func::FuncOp initc::buildKernel(OpBuilder &builder, Location loc, StringRef name
     // takes, where that comes last).
     auto pairsInOrder = [&](int64_t group) {
       Value value = cast<YieldOp>(region.getTerminator()).getValue();
-      if (convertLast)
-        value = conversion.getIn();
+      if (layout.convertLast)
+        value = layout.conversion.getIn();
       return shuffles.pairsInOrder(evaluation.pair(group, 0).lookup(value),
                                    evaluation.pair(group, 1).lookup(value));
     };
     for (int64_t group = 0; group < groups; ++group) {
       SmallVector<Value, 4> pieces;
-      if (wordFunction)
+      if (layout.wordFunction)
         pieces = pairsInOrder(group);
       else
         pieces.push_back(lanesInOrder(group));
