@@ -409,6 +409,138 @@ bool baseOutsideOutput(const Program &program, const Options &options, std::stri
   return true;
 }
 
+// The ranks of one job must run one program and write one directory: otherwise each would write
+// a valid file of its own, and rank 0 an index of a checkpoint that does not exist. Rank 0 tells
+// its program id, program and --out; before anything is written, every rank that differs fails,
+// and the lowest of them says how.
+int checkOneJob(World &world, const Program &program, const Options &options,
+                const std::string &progDir, std::string &error) {
+  std::string myDir = normalizedPath(progDir), myOut = normalizedPath(options.out);
+  auto modeOf = [](const Options &o) {
+    return std::string(o.discard ? "--discard" : "--out") + (o.overwrite ? " --overwrite" : "");
+  };
+  std::string rootId = program.programId, rootDir = myDir, rootOut = myOut;
+  std::string myMode = modeOf(options), rootMode = myMode;
+  world.broadcast(rootId);
+  world.broadcast(rootDir);
+  world.broadcast(rootOut);
+  world.broadcast(rootMode);
+  if (rootId != program.programId) {
+    error = "ranks run different programs: this rank runs " + myDir + "/init (program id " +
+            program.programId + "), rank 0 runs " + rootDir + "/init (program id " + rootId +
+            "): start every rank of the job with the same prog/init";
+    return kExitUsage;
+  }
+  if (myMode != rootMode) {
+    // Some ranks would write shards that no index lists, or replace a checkpoint that the
+    // others keep.
+    error = "ranks were started with different options: this rank has " + myMode + ", rank 0 has " +
+            rootMode + ": start every rank of the job with the same options";
+    return kExitUsage;
+  }
+  if (!options.discard && myOut != rootOut) {
+    error = "ranks write to different directories: this rank has --out " + myOut +
+            ", rank 0 has --out " + rootOut +
+            ": give every rank the same --out (one checkpoint is one directory)";
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+// Computes this rank's shards. Workers compute pieces into a small ring of buffers while this
+// thread takes each in turn: writing it at its place in the file (checksummed as it passes), or,
+// with --discard, dropping it. Memory stays a few MiB per thread and no page is faulted in twice.
+// Adds the shards' sizes to `stats`; `checksums` (one per parameter) gets those written.
+int computeShards(const Program &program, KernelLibrary &kernels, const Options &options,
+                  int64_t myRank, int threads, bool showProgress, const std::string &baseStamps,
+                  RankStats &stats, std::vector<std::string> &checksums, std::string &error) {
+  RunOptions runOptions;
+  runOptions.threads = threads;
+  std::unique_ptr<ProgressBar> bar;
+  if (showProgress) {
+    bar.reset(new ProgressBar());
+    runOptions.progress = [&](uint64_t done, uint64_t total) { bar->update(done, total); };
+  }
+  std::vector<ShardJob> jobs = planRank(program, kernels, myRank, /*persistentOnly=*/true);
+  for (const ShardJob &job : jobs) {
+    stats.bytes += double(job.bytes);
+    stats.elements += double(job.slice.numElements());
+    stats.loaded += job.base ? double(job.slice.numElements()) : 0;
+  }
+  int code = kExitOk;
+  try {
+    if (options.discard) {
+      auto drop = [](size_t, uint64_t, const void *, uint64_t, std::string &) { return true; };
+      if (!streamShardJobs(jobs, runOptions, drop, error))
+        code = kExitFailure;
+    } else {
+      std::vector<ShardTensor> layout;
+      for (const ShardJob &job : jobs) {
+        ShardTensor tensor;
+        tensor.param = job.param;
+        tensor.slice = job.slice;
+        tensor.bytes = job.bytes;
+        layout.push_back(std::move(tensor));
+      }
+      ShardFileStream stream;
+      std::vector<std::string> written;
+      // Computed in the order of the file, so that it is written front to back.
+      std::vector<size_t> order;
+      std::vector<ShardJob> inFileOrder;
+      auto sink = [&](size_t job, uint64_t offset, const void *data, uint64_t bytes,
+                      std::string &why) {
+        return stream.writePiece(order[job], offset, data, bytes, why);
+      };
+      // A base file changed while it was read may have given part old, part new bytes.
+      auto baseUnchanged = [&] {
+        std::string changed = kernels.baseChangedSinceRead();
+        if (!changed.empty())
+          error = changed + " (a base checkpoint) changed while this rank read it: run again";
+        return changed.empty();
+      };
+      bool opened = stream.open(options.out, program, myRank, layout, error, baseStamps);
+      if (opened) {
+        order = stream.fileOrder();
+        for (size_t t : order)
+          inFileOrder.push_back(jobs[t]);
+      }
+      if (!opened || !streamShardJobs(inFileOrder, runOptions, sink, error) || !baseUnchanged() ||
+          !stream.finish(written, error)) {
+        code = kExitFailure;
+      } else {
+        checksums.assign(program.params.size(), std::string());
+        for (size_t t = 0; t < jobs.size(); ++t)
+          checksums[size_t(jobs[t].param - program.params.data())] = written[t];
+      }
+    }
+  } catch (const BaseReadError &e) { // the input changed under the run: not initc's fault
+    code = kExitFailure;
+    error = e.what();
+  }
+  if (bar && code == kExitOk)
+    bar->finish();
+  return code;
+}
+
+// Rank 0 writes index.json from every rank's report: its shard digest and its replicated
+// tensors' checksums (8 bytes each). Every rank takes part; the code is rank 0's.
+int writeIndexFromReports(World &world, const Program &program, const Options &options,
+                          const std::vector<std::string> &checksums, std::string &error) {
+  RankReport mine = makeRankReport(program, checksums);
+  std::vector<uint64_t> words = {mine.digest};
+  words.insert(words.end(), mine.replicated.begin(), mine.replicated.end());
+  std::vector<uint64_t> all = world.gatherToRoot(words);
+  if (world.rank() != 0)
+    return kExitOk;
+  std::vector<RankReport> reports(size_t(world.size()));
+  for (size_t r = 0; r < reports.size(); ++r) {
+    const uint64_t *theirs = &all[r * words.size()];
+    reports[r].digest = theirs[0];
+    reports[r].replicated.assign(theirs + 1, theirs + words.size());
+  }
+  return writeIndex(options.out, program, reports, error) ? kExitOk : kExitFailure;
+}
+
 int run(World &world, const Options &options, int64_t myRank, bool launched) {
   Clock::time_point start = Clock::now();
   Agreement agreement(world, myRank);
@@ -424,39 +556,8 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   if (int agreed = agreement.settle(code, error))
     return agreed;
 
-  // The ranks of one job must run one program and write one directory: otherwise each would
-  // write a valid file of its own, and rank 0 an index of a checkpoint that does not exist.
-  // Rank 0 tells its program id, program and --out; before anything is written, every rank
-  // that differs fails, and the lowest of them says how.
   if (world.size() > 1) {
-    std::string myDir = normalizedPath(progDir), myOut = normalizedPath(options.out);
-    auto modeOf = [](const Options &o) {
-      return std::string(o.discard ? "--discard" : "--out") + (o.overwrite ? " --overwrite" : "");
-    };
-    std::string rootId = program.programId, rootDir = myDir, rootOut = myOut;
-    std::string myMode = modeOf(options), rootMode = myMode;
-    world.broadcast(rootId);
-    world.broadcast(rootDir);
-    world.broadcast(rootOut);
-    world.broadcast(rootMode);
-    code = kExitOk;
-    if (rootId != program.programId) {
-      error = "ranks run different programs: this rank runs " + myDir + "/init (program id " +
-              program.programId + "), rank 0 runs " + rootDir + "/init (program id " + rootId +
-              "): start every rank of the job with the same prog/init";
-      code = kExitUsage;
-    } else if (myMode != rootMode) {
-      // Some ranks would write shards that no index lists, or replace a checkpoint that the
-      // others keep.
-      error = "ranks were started with different options: this rank has " + myMode +
-              ", rank 0 has " + rootMode + ": start every rank of the job with the same options";
-      code = kExitUsage;
-    } else if (!options.discard && myOut != rootOut) {
-      error = "ranks write to different directories: this rank has --out " + myOut +
-              ", rank 0 has --out " + rootOut +
-              ": give every rank the same --out (one checkpoint is one directory)";
-      code = kExitUsage;
-    }
+    code = checkOneJob(world, program, options, progDir, error);
     if (int agreed = agreement.settle(code, error))
       return agreed;
   }
@@ -584,97 +685,17 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
       stats.bytes += double(slice.numElements()) * double(dtypeBytes(param.dtype));
     }
   } else {
-    RunOptions runOptions;
-    runOptions.threads = threads;
-    std::unique_ptr<ProgressBar> bar;
-    if (root && !options.quiet) {
-      bar.reset(new ProgressBar());
-      runOptions.progress = [&](uint64_t done, uint64_t total) { bar->update(done, total); };
-    }
-    // Workers compute pieces into a small ring of buffers while this thread takes each in turn:
-    // writing it at its place in the file (checksummed as it passes), or, with --discard,
-    // dropping it. Memory stays a few MiB per thread and no page is faulted in twice.
-    std::vector<ShardJob> jobs = planRank(program, *kernels, myRank, /*persistentOnly=*/true);
-    for (const ShardJob &job : jobs) {
-      stats.bytes += double(job.bytes);
-      stats.elements += double(job.slice.numElements());
-      stats.loaded += job.base ? double(job.slice.numElements()) : 0;
-    }
-    try {
-      if (options.discard) {
-        auto drop = [](size_t, uint64_t, const void *, uint64_t, std::string &) { return true; };
-        if (!streamShardJobs(jobs, runOptions, drop, error))
-          code = kExitFailure;
-      } else {
-        std::vector<ShardTensor> layout;
-        for (const ShardJob &job : jobs) {
-          ShardTensor tensor;
-          tensor.param = job.param;
-          tensor.slice = job.slice;
-          tensor.bytes = job.bytes;
-          layout.push_back(std::move(tensor));
-        }
-        ShardFileStream stream;
-        std::vector<std::string> written;
-        // Computed in the order of the file, so that it is written front to back.
-        std::vector<size_t> order;
-        std::vector<ShardJob> inFileOrder;
-        auto sink = [&](size_t job, uint64_t offset, const void *data, uint64_t bytes,
-                        std::string &why) {
-          return stream.writePiece(order[job], offset, data, bytes, why);
-        };
-        // A base file changed while it was read may have given part old, part new bytes.
-        auto baseUnchanged = [&] {
-          std::string changed = kernels->baseChangedSinceRead();
-          if (!changed.empty())
-            error = changed + " (a base checkpoint) changed while this rank read it: run again";
-          return changed.empty();
-        };
-        bool opened = stream.open(options.out, program, myRank, layout, error, baseStamps);
-        if (opened) {
-          order = stream.fileOrder();
-          for (size_t t : order)
-            inFileOrder.push_back(jobs[t]);
-        }
-        if (!opened || !streamShardJobs(inFileOrder, runOptions, sink, error) || !baseUnchanged() ||
-            !stream.finish(written, error)) {
-          code = kExitFailure;
-        } else {
-          checksums.assign(program.params.size(), std::string());
-          for (size_t t = 0; t < jobs.size(); ++t)
-            checksums[size_t(jobs[t].param - program.params.data())] = written[t];
-        }
-      }
-    } catch (const BaseReadError &e) { // the input changed under the run: not initc's fault
-      code = kExitFailure;
-      error = e.what();
-    }
-    if (bar && code == kExitOk)
-      bar->finish();
+    code = computeShards(program, *kernels, options, myRank, threads, root && !options.quiet,
+                         baseStamps, stats, checksums, error);
   }
   stats.seconds = std::chrono::duration<double>(Clock::now() - rankStart).count();
   stats.peakRssBytes = peakRssBytes();
   if (int agreed = agreement.settle(code, error))
     return agreed;
 
-  // Rank 0 writes index.json from every rank's report: its shard digest and its replicated
-  // tensors' checksums (8 bytes each). A lone --rank run leaves the index alone.
+  // A lone --rank run leaves the index alone.
   if (!options.discard && !singleRank) {
-    RankReport mine = makeRankReport(program, checksums);
-    std::vector<uint64_t> words = {mine.digest};
-    words.insert(words.end(), mine.replicated.begin(), mine.replicated.end());
-    std::vector<uint64_t> all = world.gatherToRoot(words);
-    code = kExitOk;
-    if (root) {
-      std::vector<RankReport> reports(size_t(world.size()));
-      for (size_t r = 0; r < reports.size(); ++r) {
-        const uint64_t *theirs = &all[r * words.size()];
-        reports[r].digest = theirs[0];
-        reports[r].replicated.assign(theirs + 1, theirs + words.size());
-      }
-      if (!writeIndex(options.out, program, reports, error))
-        code = kExitFailure;
-    }
+    code = writeIndexFromReports(world, program, options, checksums, error);
     if (int agreed = agreement.settle(code, error))
       return agreed;
   }
