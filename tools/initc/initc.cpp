@@ -782,6 +782,68 @@ int runCompile(const CompileArgs &args) {
   return 0;
 }
 
+// What assemble and verify show as they read a whole checkpoint: progress (a bar on a
+// terminal), then the bytes and the time.
+class ReadProgress {
+public:
+  initrt::ProgressFn callback() {
+    return [this](uint64_t done, uint64_t total) {
+      bytes = total;
+      bar.update(done, total);
+    };
+  }
+  void finish() { bar.finish(); }
+  std::string took() const { // "4.10 GiB in 0.89 s, 4.63 GiB/s"
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char text[96];
+    std::snprintf(text, sizeof(text), "%s in %.2f s, %s/s",
+                  initrt::formatBytes(double(bytes)).c_str(), seconds,
+                  initrt::formatBytes(seconds > 0 ? double(bytes) / seconds : 0).c_str());
+    return text;
+  }
+
+private:
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  initrt::ProgressBar bar;
+  uint64_t bytes = 0;
+};
+
+int runAssemble(const std::string &ckptDir, const std::string &out) {
+  std::string error;
+  if (!initrt::checkDirectIoSetting(error))
+    return fail(error);
+  // A killed assemble leaves a temporary as large as the model: the next one removes it.
+  initrt::removeAbandonedTemporariesOf(out);
+  ReadProgress progress;
+  bool ok = initrt::assembleCheckpoint(ckptDir, out, error, progress.callback());
+  progress.finish();
+  if (!ok)
+    return fail(error);
+  llvm::outs() << "wrote " << out << " (" << progress.took() << ")\n";
+  return 0;
+}
+
+int runVerify(const std::string &ckptDir, int threads) {
+  std::string error;
+  std::vector<std::string> problems;
+  ReadProgress progress;
+  bool ok = initrt::verifyCheckpoint(ckptDir, problems, error, progress.callback(), threads);
+  progress.finish();
+  if (!error.empty())
+    return fail(error);
+  for (auto &p : problems)
+    llvm::errs() << "initc: " << p << "\n";
+  if (!ok) {
+    llvm::errs() << "initc: " << ckptDir << ": " << problems.size() << " problem"
+                 << (problems.size() == 1 ? "" : "s") << " found\n";
+    return 1;
+  }
+  llvm::outs() << ckptDir << ": every shard matches its checksum and the index (" << progress.took()
+               << ")\n";
+  return 0;
+}
+
 } // namespace
 
 static int runInitc(int argc, char **argv) {
@@ -967,54 +1029,10 @@ static int runInitc(int argc, char **argv) {
     compileArgs.targetCpuGiven = targetCpuOption->count() > 0;
     return runCompile(compileArgs);
   }
-  std::string error;
-  // Both read a whole checkpoint: progress (a bar on a terminal), the bytes and the time at the
-  // end.
-  auto start = std::chrono::steady_clock::now();
-  initrt::ProgressBar bar;
-  uint64_t bytes = 0;
-  initrt::ProgressFn progress = [&](uint64_t done, uint64_t total) {
-    bytes = total;
-    bar.update(done, total);
-  };
-  auto took = [&](uint64_t shown) { // "4.10 GiB in 0.89 s, 4.63 GiB/s"
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    char text[96];
-    std::snprintf(text, sizeof(text), "%s in %.2f s, %s/s",
-                  initrt::formatBytes(double(shown)).c_str(), seconds,
-                  initrt::formatBytes(seconds > 0 ? double(shown) / seconds : 0).c_str());
-    return std::string(text);
-  };
-  if (*assemble) {
-    if (!initrt::checkDirectIoSetting(error))
-      return fail(error);
-    // A killed assemble leaves a temporary as large as the model: the next one removes it.
-    initrt::removeAbandonedTemporariesOf(assembleOut);
-    bool ok = initrt::assembleCheckpoint(ckptDir, assembleOut, error, progress);
-    bar.finish();
-    if (!ok)
-      return fail(error);
-    llvm::outs() << "wrote " << assembleOut << " (" << took(bytes) << ")\n";
-    return 0;
-  }
-  if (*verifyCmd) {
-    std::vector<std::string> problems;
-    bool ok = initrt::verifyCheckpoint(ckptDir, problems, error, progress, verifyThreads);
-    bar.finish();
-    if (!error.empty())
-      return fail(error);
-    for (auto &p : problems)
-      llvm::errs() << "initc: " << p << "\n";
-    if (!ok) {
-      llvm::errs() << "initc: " << ckptDir << ": " << problems.size() << " problem"
-                   << (problems.size() == 1 ? "" : "s") << " found\n";
-      return 1;
-    }
-    llvm::outs() << ckptDir << ": every shard matches its checksum and the index (" << took(bytes)
-                 << ")\n";
-    return 0;
-  }
+  if (*assemble)
+    return runAssemble(ckptDir, assembleOut);
+  if (*verifyCmd)
+    return runVerify(ckptDir, verifyThreads);
   return 2;
 }
 
