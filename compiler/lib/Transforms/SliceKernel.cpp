@@ -795,9 +795,6 @@ struct Row {
   Value base;                     // the global linear index of its column 0
   Value colLo, colHi;             // the columns of the range in it
   Value lin0, lin1;               // their global linear indices
-  // Whole Philox blocks [blockBegin, blockEnd) of [lin0, lin1); the columns before and after
-  // them (fewer than 4 each) are the head [colLo, headEnd) and the tail [tailBegin, colHi).
-  Value blockBegin, blockEnd, headEnd, tailBegin;
 };
 
 /// Where a vector lane of an iteration across rows lies from the iteration's first block: a
@@ -881,7 +878,7 @@ private:
   // Per dim, as loaded: the parameter's shape, the slice's offset and shape, and the global
   // row-major strides; then the region's trailing arguments (its Philox keys).
   SmallVector<Value> gshape, off, lshape, gstride, kernelArgs;
-  Value one, zero, two, four, rowLength;
+  Value one, zero, two, rowLength;
   Type element, storeType; // i1 is stored as i8
   bool vectorizable;
   int64_t groupCount, vectorBlocks;
@@ -922,7 +919,6 @@ KernelBody::KernelBody(func::FuncOp func, ElementwiseOp fused, int64_t groupCoun
     stride = b.create<arith::MulIOp>(loc, stride, gshape[d]);
   }
   two = cst(2);
-  four = cst(4);
 }
 
 // The element at global linear index `linear` and global index `indices` (one per dim), as its
@@ -1107,16 +1103,6 @@ Row KernelBody::beginRow(Value index, Value rangeBegin, Value rangeEnd) {
   row.base = base;
   row.lin0 = b.create<arith::AddIOp>(loc, base, row.colLo);
   row.lin1 = b.create<arith::AddIOp>(loc, base, row.colHi);
-  row.blockBegin =
-      b.create<arith::ShRUIOp>(loc, b.create<arith::AddIOp>(loc, row.lin0, cst(3)), two);
-  row.blockEnd =
-      b.create<arith::MaxUIOp>(loc, b.create<arith::ShRUIOp>(loc, row.lin1, two), row.blockBegin);
-  row.headEnd = b.create<arith::MinSIOp>(
-      loc, row.colHi,
-      b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, row.blockBegin, four), base));
-  row.tailBegin = b.create<arith::MaxSIOp>(
-      loc, row.headEnd,
-      b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, row.blockEnd, four), base));
   return row;
 }
 
@@ -1202,9 +1188,22 @@ Value KernelBody::groupLoop(const Row &row, Value from, Value to, int64_t groups
 // Without vectors: the head, the whole blocks one by one in a loop LLVM may vectorize, and the
 // tail.
 void KernelBody::emitRowByElements(const Row &row) {
-  scalarLoop(row, row.colLo, row.headEnd);
+  // Whole Philox blocks [blockBegin, blockEnd) of [lin0, lin1); the columns before and after
+  // them (fewer than 4 each) are the head [colLo, headEnd) and the tail [tailBegin, colHi).
+  Value blockBegin =
+      b.create<arith::ShRUIOp>(loc, b.create<arith::AddIOp>(loc, row.lin0, cst(3)), two);
+  Value blockEnd =
+      b.create<arith::MaxUIOp>(loc, b.create<arith::ShRUIOp>(loc, row.lin1, two), blockBegin);
+  Value four = cst(4);
+  Value headEnd = b.create<arith::MinSIOp>(
+      loc, row.colHi,
+      b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, blockBegin, four), row.base));
+  Value tailBegin = b.create<arith::MaxSIOp>(
+      loc, headEnd,
+      b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, blockEnd, four), row.base));
+  scalarLoop(row, row.colLo, headEnd);
   {
-    auto blocks = b.create<scf::ForOp>(loc, row.blockBegin, row.blockEnd, one);
+    auto blocks = b.create<scf::ForOp>(loc, blockBegin, blockEnd, one);
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(blocks.getBody());
     Value first = b.create<arith::ShLIOp>(loc, blocks.getInductionVar(), two);
@@ -1237,7 +1236,7 @@ void KernelBody::emitRowByElements(const Row &row) {
         b.create<LLVM::StoreOp>(loc, values[lane], addressInRow(row, cols[lane]));
     }
   }
-  scalarLoop(row, row.tailBegin, row.colHi);
+  scalarLoop(row, tailBegin, row.colHi);
 }
 
 // The element at column `col` of the row, global linear index `linear`, as its stored type.
