@@ -392,6 +392,221 @@ int checkMeshAndShard(const std::string &mesh, const std::string &shard) {
   return 0;
 }
 
+/// What inspect reports: the largest rank's bytes, memory and time, estimated before anything
+/// runs. Rank 0 holds the most of every parameter: a split dim's part index never decreases with
+/// a mesh coordinate, and torch.chunk's parts never grow with the index. So rank 0's slices bound
+/// every rank's bytes and time, without a walk over all ranks (2^31 of them at most).
+struct RankEstimate {
+  static constexpr int64_t largestRank = 0;
+  int64_t ranks = 0;
+  std::vector<uint64_t> maxSliceBytes;  // per parameter, the largest rank's
+  uint64_t totalBytes = 0, largest = 0; // below 2^63: verifyModel bounds the model's bytes
+  uint64_t paramCount = 0, bufferCount = 0;
+  uint64_t loadedBytes = 0;     // of the largest rank's, read from base checkpoints
+  double orthogonalScratch = 0; // the largest: they are computed one at a time
+  double orthogonalFlops = 0;
+  // Its seconds on one core, for each kernel variant's rates (kKernelRates).
+  struct Time {
+    int64_t slowestRank = 0;
+    double seconds = 0;
+  };
+  std::vector<Time> times;
+  double runtimeOverhead = 0, streamingOverhead = 0, largestMemory = 0, writingStaging = 0;
+};
+
+RankEstimate estimateRanks(ModuleOp module, const initrt::Program &program) {
+  RecipeCosts costs(module);
+  llvm::StringMap<Cost> costByName;
+  llvm::StringSet<> orthogonal; // whole tensors: every rank holding a part computes all of it
+  for (initc::init::ParamOp param : module.getOps<initc::init::ParamOp>()) {
+    costByName[param.getSymName()] = costs.of(param);
+    if (!param.getBody().getOps<initc::init::OrthogonalOp>().empty())
+      orthogonal.insert(param.getSymName());
+  }
+
+  constexpr size_t kCosts = 3;
+  RankEstimate e;
+  e.ranks = program.mesh.size();
+  e.maxSliceBytes.assign(program.params.size(), 0);
+  std::array<double, kCosts> largestElements = {0.0, 0.0, 0.0};
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    const initrt::Param &p = program.params[i];
+    uint64_t elementBytes = initrt::dtypeBytes(p.dtype);
+    e.totalBytes += p.numElements() * elementBytes;
+    (p.buffer ? e.bufferCount : e.paramCount) += p.numElements();
+    auto cost = costByName.find(p.name);
+    size_t costIndex = size_t(cost == costByName.end() ? Cost::Uniform : cost->second);
+    uint64_t elements = initrt::sliceForRank(program.mesh, p, e.largestRank).numElements();
+    e.maxSliceBytes[i] = elements * elementBytes;
+    e.largest += e.maxSliceBytes[i];
+    if (p.load) {
+      e.loadedBytes += e.maxSliceBytes[i];
+    } else if (elements > 0 && orthogonal.contains(p.name)) {
+      // The whole matrix is sampled and factored.
+      largestElements[costIndex] += double(p.numElements());
+      e.orthogonalFlops +=
+          initrt::orthogonalFlops(p.shape[0], int64_t(p.numElements()) / p.shape[0]);
+      e.orthogonalScratch = std::max(
+          e.orthogonalScratch, double(p.numElements()) * initrt::kOrthogonalScratchBytesPerElement);
+    } else {
+      largestElements[costIndex] += double(elements);
+    }
+  }
+  for (const KernelRates &rates : kKernelRates) {
+    RankEstimate::Time t{e.largestRank, e.orthogonalFlops / kOrthogonalFlopsPerSecond};
+    for (size_t c = 0; c < kCosts; ++c)
+      t.seconds += largestElements[c] / rateOf(rates, Cost(c));
+    e.times.push_back(t);
+  }
+  const double params = double(program.params.size());
+  e.runtimeOverhead = kRuntimeOverheadBytes + params * kProgramBytesPerParam;
+  e.streamingOverhead = kRuntimeOverheadBytes + kLauncherBytes + params * kStreamingBytesPerParam;
+  e.largestMemory = double(e.largest) + e.runtimeOverhead + e.orthogonalScratch;
+  // Writing a shard file this large, prog/init stages it for direct I/O (initrt::DirectWriter),
+  // or any file with INITRT_DIRECT_IO=1 and none with =0, as this process's environment says.
+  const char *directIo = std::getenv("INITRT_DIRECT_IO");
+  std::string directIoSetting = directIo ? directIo : "";
+  bool staged =
+      directIoSetting == "1" ||
+      (directIoSetting != "0" && double(e.largest) >= double(initrt::kDirectMinFileBytes));
+  e.writingStaging = staged ? double(initrt::kDirectStages * initrt::kDirectStageBytes) : 0.0;
+  return e;
+}
+
+void printInspectJson(const initrt::Program &program, const RankEstimate &e) {
+  nlohmann::json out;
+  out["model"] = program.modelName;
+  out["seed"] = program.seed;
+  out["mesh"] = {{"axes", program.mesh.axisNames}, {"shape", program.mesh.shape}};
+  out["params"] = nlohmann::json::array();
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    const initrt::Param &p = program.params[i];
+    out["params"].push_back({{"name", p.name},
+                             {"aliases", p.aliases},
+                             {"dtype", initrt::dtypeName(p.dtype)},
+                             {"shape", p.shape},
+                             {"sharding", shardingText(program, p)},
+                             {"split_axes", p.splitAxes},
+                             {"buffer", p.buffer},
+                             {"persistent", p.persistent},
+                             {"bytes", p.numElements() * initrt::dtypeBytes(p.dtype)},
+                             {"max_rank_bytes", e.maxSliceBytes[i]}});
+    if (p.load)
+      out["params"].back()["load"] = {{"file", p.load->file}, {"tensor", p.load->tensor}};
+  }
+  out["totals"] = {{"parameter_count", e.paramCount},
+                   {"buffer_elements", e.bufferCount},
+                   {"bytes", e.totalBytes},
+                   {"ranks", e.ranks},
+                   {"largest_rank", e.largestRank},
+                   {"largest_rank_bytes", e.largest},
+                   {"largest_rank_loaded_bytes", e.loadedBytes}};
+  out["estimate"] = {
+      {"note", "an estimate, not a measurement: in memory (the C API) shard bytes plus the "
+               "runtime's measured overhead; prog/init (writing, or --discard) its own "
+               "overhead plus the streaming buffers (and whole orthogonal shards), and writing the "
+               "direct I/O staging buffer; both plus the largest "
+               "orthogonal tensor's scratch (one is computed at a time); time at the kernel "
+               "benchmark's one-core rates and orthogonal factorizations at "
+               "orthogonal_flops_per_second, without page faults, reading base checkpoints "
+               "(init.load) or writing the checkpoint"},
+      {"runtime_overhead_bytes", uint64_t(e.runtimeOverhead)},
+      {"writing_overhead_bytes", uint64_t(e.streamingOverhead)},
+      {"orthogonal_scratch_bytes", uint64_t(e.orthogonalScratch)},
+      {"orthogonal_flops", e.orthogonalFlops},
+      {"orthogonal_flops_per_second", kOrthogonalFlopsPerSecond},
+      {"largest_rank_memory_bytes", uint64_t(e.largestMemory)},
+      {"writing_memory_bytes_per_thread", uint64_t(kStreamBytesPerThread)},
+      {"writing_staging_bytes", uint64_t(e.writingStaging)},
+      {"writing_memory_bytes_one_thread",
+       uint64_t(e.streamingOverhead + 2 * kStreamBytesPerThread + e.orthogonalScratch)},
+      {"time_one_core", nlohmann::json::array()}};
+  for (size_t k = 0; k < e.times.size(); ++k) {
+    const KernelRates &rates = kKernelRates[k];
+    out["estimate"]["time_one_core"].push_back({{"target_cpu", rates.targetCpu},
+                                                {"slowest_rank", e.times[k].slowestRank},
+                                                {"slowest_rank_seconds", e.times[k].seconds},
+                                                {"rates_elements_per_second",
+                                                 {{"uniform", rates.uniform},
+                                                  {"normal", rates.normal},
+                                                  {"trunc_normal", rates.truncNormal}}}});
+  }
+  std::cout << out.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace)
+            << "\n";
+}
+
+void printInspectTable(const initrt::Program &program, const RankEstimate &e) {
+  // A name with its aliases, as the first column shows it.
+  auto shownName = [](const initrt::Param &p) {
+    std::string name = printableName(p.name);
+    if (!p.aliases.empty())
+      name += " (= " + printableName(p.aliases[0]) + (p.aliases.size() > 1 ? ", ..." : "") + ")";
+    return name;
+  };
+  size_t nameWidth = 4;
+  for (auto &p : program.params)
+    nameWidth = std::max(nameWidth, std::min<size_t>(shownName(p).size(), 60));
+  std::printf("%-*s  %-5s  %-22s  %-18s  %12s\n", (int)nameWidth, "name", "dtype", "shape",
+              "sharding", "bytes/rank");
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    const initrt::Param &p = program.params[i];
+    std::string name = shownName(p);
+    std::vector<std::string> notes;
+    if (p.buffer)
+      notes.push_back(p.persistent ? "buffer" : "buffer, not saved");
+    if (p.load)
+      notes.push_back("loaded");
+    std::printf("%-*s  %-5s  %-22s  %-18s  %12s%s%s\n", (int)nameWidth, name.c_str(),
+                initrt::dtypeName(p.dtype), initrt::shapeText(p.shape).c_str(),
+                shardingText(program, p).c_str(), initrt::formatBytes(e.maxSliceBytes[i]).c_str(),
+                notes.empty() ? "" : "  ", llvm::join(notes, ", ").c_str());
+  }
+  std::string meshText = "single device";
+  if (!program.mesh.shape.empty()) {
+    meshText.clear();
+    for (size_t a = 0; a < program.mesh.shape.size(); ++a)
+      meshText +=
+          (a ? "," : "") + program.mesh.axisNames[a] + "=" + std::to_string(program.mesh.shape[a]);
+  }
+  std::printf("\nmodel %s, seed %llu, mesh %s (%lld rank%s)\n", program.modelName.c_str(),
+              (unsigned long long)program.seed, meshText.c_str(), (long long)e.ranks,
+              e.ranks == 1 ? "" : "s");
+  std::printf("%llu parameters in %zu tensors, %s in all; largest rank: %lld with %s\n",
+              (unsigned long long)e.paramCount, program.params.size(),
+              initrt::formatBytes(e.totalBytes).c_str(), (long long)e.largestRank,
+              initrt::formatBytes(e.largest).c_str());
+  std::string timeText;
+  for (size_t k = 0; k < e.times.size(); ++k) {
+    char text[128];
+    std::snprintf(text, sizeof(text), "%s%s with %s kernels (rank %lld)", k ? ", " : "",
+                  initrt::formatSeconds(e.times[k].seconds).c_str(), kKernelRates[k].instructions,
+                  (long long)e.times[k].slowestRank);
+    timeText += text;
+  }
+  std::printf("estimate per rank (not measured): memory up to %s through the C API (shards + %s "
+              "runtime), %s + %s per thread in prog/init (streamed, --discard; writing adds %s "
+              "of direct I/O staging); time "
+              "on one core up to %s; divide by --threads; page faults and writing the "
+              "checkpoint not included\n",
+              initrt::formatBytes(uint64_t(e.largestMemory)).c_str(),
+              initrt::formatBytes(uint64_t(e.runtimeOverhead)).c_str(),
+              initrt::formatBytes(
+                  uint64_t(e.streamingOverhead + kStreamBytesPerThread + e.orthogonalScratch))
+                  .c_str(),
+              initrt::formatBytes(uint64_t(kStreamBytesPerThread)).c_str(),
+              initrt::formatBytes(uint64_t(e.writingStaging)).c_str(), timeText.c_str());
+  if (e.loadedBytes > 0)
+    std::printf("rank %lld reads %s of its shards from base checkpoints (init.load, marked "
+                "loaded): at the file system's speed, not in the time above\n",
+                (long long)e.largestRank, initrt::formatBytes(e.loadedBytes).c_str());
+  if (e.orthogonalScratch > 0)
+    std::printf("both memory figures include %s of scratch for the largest orthogonal tensor the "
+                "rank holds part of (each rank computes it whole, one tensor at a time), and the "
+                "times its sampling and its QR factorization (%.3g GFLOP at %.3g GFLOP/s)\n",
+                initrt::formatBytes(uint64_t(e.orthogonalScratch)).c_str(), e.orthogonalFlops / 1e9,
+                kOrthogonalFlopsPerSecond / 1e9);
+}
+
 int runInspect(const InspectArgs &args) {
   if (int status = checkMeshAndShard(args.mesh, args.shard))
     return status;
@@ -416,209 +631,11 @@ int runInspect(const InspectArgs &args) {
   std::string error;
   if (failed(initc::buildProgram(*module, modelNameOf(*module, args.model), program, error)))
     return fail(error);
-
-  RecipeCosts costs(*module);
-  llvm::StringMap<Cost> costByName;
-  llvm::StringSet<> orthogonal; // whole tensors: every rank holding a part computes all of it
-  for (initc::init::ParamOp param : module->getOps<initc::init::ParamOp>()) {
-    costByName[param.getSymName()] = costs.of(param);
-    if (!param.getBody().getOps<initc::init::OrthogonalOp>().empty())
-      orthogonal.insert(param.getSymName());
-  }
-
-  // Rank 0 holds the most of every parameter: a split dim's part index never decreases with a
-  // mesh coordinate, and torch.chunk's parts never grow with the index. So rank 0's slices
-  // bound every rank's bytes and time, without a walk over all ranks (2^31 of them at most).
-  constexpr size_t kCosts = 3;
-  int64_t ranks = program.mesh.size();
-  const int64_t largestRank = 0;
-  std::vector<uint64_t> maxSliceBytes(program.params.size(), 0);
-  std::array<double, kCosts> largestElements = {0.0, 0.0, 0.0};
-  uint64_t totalBytes = 0, largest = 0; // below 2^63: verifyModel bounds the model's bytes
-  uint64_t paramCount = 0, bufferCount = 0;
-  double orthogonalScratch = 0; // the largest: they are computed one at a time
-  double orthogonalFlops = 0;
-  uint64_t loadedBytes = 0; // of the largest rank's, read from base checkpoints
-  for (size_t i = 0; i < program.params.size(); ++i) {
-    const initrt::Param &p = program.params[i];
-    uint64_t elementBytes = initrt::dtypeBytes(p.dtype);
-    totalBytes += p.numElements() * elementBytes;
-    (p.buffer ? bufferCount : paramCount) += p.numElements();
-    auto cost = costByName.find(p.name);
-    size_t costIndex = size_t(cost == costByName.end() ? Cost::Uniform : cost->second);
-    uint64_t elements = initrt::sliceForRank(program.mesh, p, largestRank).numElements();
-    maxSliceBytes[i] = elements * elementBytes;
-    largest += maxSliceBytes[i];
-    if (p.load) {
-      loadedBytes += maxSliceBytes[i];
-    } else if (elements > 0 && orthogonal.contains(p.name)) {
-      // The whole matrix is sampled and factored.
-      largestElements[costIndex] += double(p.numElements());
-      orthogonalFlops += initrt::orthogonalFlops(p.shape[0], int64_t(p.numElements()) / p.shape[0]);
-      orthogonalScratch = std::max(
-          orthogonalScratch, double(p.numElements()) * initrt::kOrthogonalScratchBytesPerElement);
-    } else {
-      largestElements[costIndex] += double(elements);
-    }
-  }
-  // Its seconds on one core, for each kernel variant's rates.
-  struct TimeEstimate {
-    int64_t slowestRank = 0;
-    double seconds = 0;
-  };
-  std::vector<TimeEstimate> times;
-  for (const KernelRates &rates : kKernelRates) {
-    TimeEstimate t{largestRank, orthogonalFlops / kOrthogonalFlopsPerSecond};
-    for (size_t c = 0; c < kCosts; ++c)
-      t.seconds += largestElements[c] / rateOf(rates, Cost(c));
-    times.push_back(t);
-  }
-  const double params = double(program.params.size());
-  const double runtimeOverhead = kRuntimeOverheadBytes + params * kProgramBytesPerParam;
-  const double streamingOverhead =
-      kRuntimeOverheadBytes + kLauncherBytes + params * kStreamingBytesPerParam;
-  double largestMemory = double(largest) + runtimeOverhead + orthogonalScratch;
-  // Writing a shard file this large, prog/init stages it for direct I/O (initrt::DirectWriter),
-  // or any file with INITRT_DIRECT_IO=1 and none with =0, as this process's environment says.
-  const char *directIo = std::getenv("INITRT_DIRECT_IO");
-  std::string directIoSetting = directIo ? directIo : "";
-  bool staged = directIoSetting == "1" ||
-                (directIoSetting != "0" && double(largest) >= double(initrt::kDirectMinFileBytes));
-  double writingStaging = staged ? double(initrt::kDirectStages * initrt::kDirectStageBytes) : 0.0;
-  std::string meshText = "single device";
-  if (!program.mesh.shape.empty()) {
-    meshText.clear();
-    for (size_t a = 0; a < program.mesh.shape.size(); ++a)
-      meshText += (a ? "," : "") + program.mesh.axisNames[a] + "=" +
-                  std::to_string(program.mesh.shape[a]);
-  }
-
-  if (args.json) {
-    nlohmann::json out;
-    out["model"] = program.modelName;
-    out["seed"] = program.seed;
-    out["mesh"] = {{"axes", program.mesh.axisNames}, {"shape", program.mesh.shape}};
-    out["params"] = nlohmann::json::array();
-    for (size_t i = 0; i < program.params.size(); ++i) {
-      const initrt::Param &p = program.params[i];
-      out["params"].push_back({{"name", p.name},
-                               {"aliases", p.aliases},
-                               {"dtype", initrt::dtypeName(p.dtype)},
-                               {"shape", p.shape},
-                               {"sharding", shardingText(program, p)},
-                               {"split_axes", p.splitAxes},
-                               {"buffer", p.buffer},
-                               {"persistent", p.persistent},
-                               {"bytes", p.numElements() * initrt::dtypeBytes(p.dtype)},
-                               {"max_rank_bytes", maxSliceBytes[i]}});
-      if (p.load)
-        out["params"].back()["load"] = {{"file", p.load->file}, {"tensor", p.load->tensor}};
-    }
-    out["totals"] = {{"parameter_count", paramCount},
-                     {"buffer_elements", bufferCount},
-                     {"bytes", totalBytes},
-                     {"ranks", ranks},
-                     {"largest_rank", largestRank},
-                     {"largest_rank_bytes", largest},
-                     {"largest_rank_loaded_bytes", loadedBytes}};
-    out["estimate"] = {
-        {"note",
-         "an estimate, not a measurement: in memory (the C API) shard bytes plus the "
-         "runtime's measured overhead; prog/init (writing, or --discard) its own "
-         "overhead plus the streaming buffers (and whole orthogonal shards), and writing the "
-         "direct I/O staging buffer; both plus the largest "
-         "orthogonal tensor's scratch (one is computed at a time); time at the kernel "
-         "benchmark's one-core rates and orthogonal factorizations at "
-         "orthogonal_flops_per_second, without page faults, reading base checkpoints "
-         "(init.load) or writing the checkpoint"},
-        {"runtime_overhead_bytes", uint64_t(runtimeOverhead)},
-        {"writing_overhead_bytes", uint64_t(streamingOverhead)},
-        {"orthogonal_scratch_bytes", uint64_t(orthogonalScratch)},
-        {"orthogonal_flops", orthogonalFlops},
-        {"orthogonal_flops_per_second", kOrthogonalFlopsPerSecond},
-        {"largest_rank_memory_bytes", uint64_t(largestMemory)},
-        {"writing_memory_bytes_per_thread", uint64_t(kStreamBytesPerThread)},
-        {"writing_staging_bytes", uint64_t(writingStaging)},
-        {"writing_memory_bytes_one_thread",
-         uint64_t(streamingOverhead + 2 * kStreamBytesPerThread + orthogonalScratch)},
-        {"time_one_core", nlohmann::json::array()}};
-    for (size_t k = 0; k < times.size(); ++k) {
-      const KernelRates &rates = kKernelRates[k];
-      out["estimate"]["time_one_core"].push_back(
-          {{"target_cpu", rates.targetCpu},
-           {"slowest_rank", times[k].slowestRank},
-           {"slowest_rank_seconds", times[k].seconds},
-           {"rates_elements_per_second", {{"uniform", rates.uniform},
-                                          {"normal", rates.normal},
-                                          {"trunc_normal", rates.truncNormal}}}});
-    }
-    std::cout << out.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace)
-              << "\n";
-    return 0;
-  }
-
-  // A name with its aliases, as the first column shows it.
-  auto shownName = [](const initrt::Param &p) {
-    std::string name = printableName(p.name);
-    if (!p.aliases.empty())
-      name += " (= " + printableName(p.aliases[0]) + (p.aliases.size() > 1 ? ", ..." : "") + ")";
-    return name;
-  };
-  size_t nameWidth = 4;
-  for (auto &p : program.params)
-    nameWidth = std::max(nameWidth, std::min<size_t>(shownName(p).size(), 60));
-  std::printf("%-*s  %-5s  %-22s  %-18s  %12s\n", (int)nameWidth, "name", "dtype", "shape",
-              "sharding", "bytes/rank");
-  for (size_t i = 0; i < program.params.size(); ++i) {
-    const initrt::Param &p = program.params[i];
-    std::string name = shownName(p);
-    std::vector<std::string> notes;
-    if (p.buffer)
-      notes.push_back(p.persistent ? "buffer" : "buffer, not saved");
-    if (p.load)
-      notes.push_back("loaded");
-    std::printf("%-*s  %-5s  %-22s  %-18s  %12s%s%s\n", (int)nameWidth, name.c_str(),
-                initrt::dtypeName(p.dtype), initrt::shapeText(p.shape).c_str(),
-                shardingText(program, p).c_str(), initrt::formatBytes(maxSliceBytes[i]).c_str(),
-                notes.empty() ? "" : "  ", llvm::join(notes, ", ").c_str());
-  }
-  std::printf("\nmodel %s, seed %llu, mesh %s (%lld rank%s)\n", program.modelName.c_str(),
-              (unsigned long long)program.seed, meshText.c_str(), (long long)ranks,
-              ranks == 1 ? "" : "s");
-  std::printf("%llu parameters in %zu tensors, %s in all; largest rank: %lld with %s\n",
-              (unsigned long long)paramCount, program.params.size(),
-              initrt::formatBytes(totalBytes).c_str(), (long long)largestRank,
-              initrt::formatBytes(largest).c_str());
-  std::string timeText;
-  for (size_t k = 0; k < times.size(); ++k) {
-    char text[128];
-    std::snprintf(text, sizeof(text), "%s%s with %s kernels (rank %lld)", k ? ", " : "",
-                  initrt::formatSeconds(times[k].seconds).c_str(), kKernelRates[k].instructions,
-                  (long long)times[k].slowestRank);
-    timeText += text;
-  }
-  std::printf(
-      "estimate per rank (not measured): memory up to %s through the C API (shards + %s "
-      "runtime), %s + %s per thread in prog/init (streamed, --discard; writing adds %s "
-      "of direct I/O staging); time "
-      "on one core up to %s; divide by --threads; page faults and writing the "
-      "checkpoint not included\n",
-      initrt::formatBytes(uint64_t(largestMemory)).c_str(),
-      initrt::formatBytes(uint64_t(runtimeOverhead)).c_str(),
-      initrt::formatBytes(uint64_t(streamingOverhead + kStreamBytesPerThread + orthogonalScratch))
-          .c_str(),
-      initrt::formatBytes(uint64_t(kStreamBytesPerThread)).c_str(),
-      initrt::formatBytes(uint64_t(writingStaging)).c_str(), timeText.c_str());
-  if (loadedBytes > 0)
-    std::printf("rank %lld reads %s of its shards from base checkpoints (init.load, marked "
-                "loaded): at the file system's speed, not in the time above\n",
-                (long long)largestRank, initrt::formatBytes(loadedBytes).c_str());
-  if (orthogonalScratch > 0)
-    std::printf("both memory figures include %s of scratch for the largest orthogonal tensor the "
-                "rank holds part of (each rank computes it whole, one tensor at a time), and the "
-                "times its sampling and its QR factorization (%.3g GFLOP at %.3g GFLOP/s)\n",
-                initrt::formatBytes(uint64_t(orthogonalScratch)).c_str(), orthogonalFlops / 1e9,
-                kOrthogonalFlopsPerSecond / 1e9);
+  RankEstimate estimate = estimateRanks(*module, program);
+  if (args.json)
+    printInspectJson(program, estimate);
+  else
+    printInspectTable(program, estimate);
   return 0;
 }
 
