@@ -392,6 +392,20 @@ int checkMeshAndShard(const std::string &mesh, const std::string &shard) {
   return 0;
 }
 
+/// The model at `path` for inspect and compile, once --mesh and --shard are found usable; null
+/// after an error was reported, with the exit code in `status`.
+OwningOpRef<ModuleOp> loadModelForMesh(Session &session, const std::string &path,
+                                       const std::string &mesh, const std::string &shard,
+                                       int &status) {
+  if ((status = checkMeshAndShard(mesh, shard)))
+    return nullptr;
+  std::string error;
+  OwningOpRef<ModuleOp> module = initc::loadModel(*session.context, path, error);
+  if (!module)
+    status = error.empty() ? 1 : fail(error);
+  return module;
+}
+
 /// What inspect reports: the largest rank's bytes, memory and time, estimated before anything
 /// runs. Rank 0 holds the most of every parameter: a split dim's part index never decreases with
 /// a mesh coordinate, and torch.chunk's parts never grow with the index. So rank 0's slices bound
@@ -608,13 +622,12 @@ void printInspectTable(const initrt::Program &program, const RankEstimate &e) {
 }
 
 int runInspect(const InspectArgs &args) {
-  if (int status = checkMeshAndShard(args.mesh, args.shard))
-    return status;
   Session session;
-  std::string loadError;
-  auto module = initc::loadModel(*session.context, args.model, loadError);
+  int status = 0;
+  OwningOpRef<ModuleOp> module =
+      loadModelForMesh(session, args.model, args.mesh, args.shard, status);
   if (!module)
-    return loadError.empty() ? 1 : fail(loadError);
+    return status;
   initc::PipelineOptions options{args.mesh, args.shard};
   if (failed(initc::runPipeline(*module, options, initc::Stage::Sharded)))
     return 1;
@@ -666,13 +679,12 @@ std::string runtimePath() {
 
 int runCompile(const CompileArgs &args) {
   auto start = std::chrono::steady_clock::now();
-  if (int status = checkMeshAndShard(args.mesh, args.shard))
-    return status;
   Session session;
-  std::string loadError;
-  auto module = initc::loadModel(*session.context, args.model, loadError);
+  int status = 0;
+  OwningOpRef<ModuleOp> module =
+      loadModelForMesh(session, args.model, args.mesh, args.shard, status);
   if (!module)
-    return loadError.empty() ? 1 : fail(loadError);
+    return status;
   // IR already partitioned (--stage=partitioned) has its kernels' CPUs: a --target-cpu would be
   // ignored, and the program run on a CPU its kernels were not built for.
   if (args.targetCpuGiven) {
