@@ -850,7 +850,7 @@ private:
   void store(Value piece, Value index, const GroupPlace &place);
 
   void emitRows(Value rangeBegin, Value rangeEnd);
-  Row beginRow(Value row, Value rangeBegin, Value rangeEnd);
+  Row beginRow(Value index, Value rangeBegin, Value rangeEnd);
   void emitRowOnVectors(const Row &row);
   void emitRowByElements(const Row &row);
   Value localOf(const Row &row, Value linear);
@@ -1082,6 +1082,7 @@ void KernelBody::emitRows(Value rangeBegin, Value rangeEnd) {
     emitRowByElements(row);
 }
 
+// Local row `index` of the slice, where the range [rangeBegin, rangeEnd) crosses it.
 Row KernelBody::beginRow(Value index, Value rangeBegin, Value rangeEnd) {
   Row row;
   row.start = b.create<arith::MulIOp>(loc, index, rowLength);
