@@ -800,7 +800,8 @@ void clampTablePositions(ModuleOp module) {
 /// bf16 conversions in integer ops (rule 8), but where a kernel's CPU converts to bf16 in one
 /// instruction (AVX512-BF16: vcvtneps2bf16, which flushes subnormal inputs to zero) and the
 /// conversion is marked kNoNaNOrSubnormalAttr: there the instruction gives rule 8's bits. A
-/// marked conversion needs no NaN case either. Widening bf16 is exact: a shift.
+/// marked conversion needs no NaN case either, and one whose operand is bounded well below
+/// overflow rounds by a split (random::BF16Operand). Widening bf16 is exact: a shift.
 LogicalResult expandBF16Conversions(ModuleOp module, const TargetOptions &options,
                                     std::string &error) {
   llvm::StringMap<bool> convertsByCpu;
@@ -841,10 +842,10 @@ LogicalResult expandBF16Conversions(ModuleOp module, const TargetOptions &option
         return b.create<arith::ConstantOp>(loc, attr);
       };
       if (isa<arith::TruncFOp>(op)) {
-        bool proven = op->hasAttr(random::kNoNaNOrSubnormalAttr);
-        if (proven && known->second)
+        random::BF16Operand operand = random::bf16OperandOf(op);
+        if (operand != random::BF16Operand::Any && known->second)
           continue;
-        Value bits = random::emitRoundToBF16Bits(b, loc, in, /*neverNaN=*/proven);
+        Value bits = random::emitRoundToBF16Bits(b, loc, in, operand);
         replacement = b.create<arith::BitcastOp>(loc, op->getResult(0).getType(), bits);
       } else {
         Type i32 = like(b.getI32Type());

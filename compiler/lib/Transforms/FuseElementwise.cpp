@@ -87,6 +87,8 @@ private:
   DenseSet<Value> neverNaN;
   /// Samples also proven never subnormal: bf16 takes them by a conversion (rule 8).
   DenseSet<Value> neverNaNOrSubnormal;
+  /// Samples' magnitude bounds, from their distributions' parameters.
+  DenseMap<Value, float> magnitudeBound;
   SmallVector<int64_t> keyValues;
   SmallVector<int64_t> streams;
 
@@ -139,9 +141,14 @@ Value ElementEmitter::toElement(Value scalar, Type element) {
   if (Value narrow = narrowOf.lookup(scalar); narrow && narrow.getType() == element)
     return narrow;
   if (element.isBF16()) {
-    if (neverNaNOrSubnormal.contains(scalar))
-      return random::emitConvertToBF16(b, loc, scalar);
-    Value bits = random::emitRoundToBF16Bits(b, loc, scalar, neverNaN.contains(scalar));
+    if (neverNaNOrSubnormal.contains(scalar)) {
+      auto bound = magnitudeBound.find(scalar);
+      return random::emitConvertToBF16(b, loc, scalar,
+                                       bound == magnitudeBound.end() ? INFINITY : bound->second);
+    }
+    Value bits = random::emitRoundToBF16Bits(
+        b, loc, scalar,
+        neverNaN.contains(scalar) ? random::BF16Operand::NeverNaN : random::BF16Operand::Any);
     return b.create<arith::BitcastOp>(loc, element, bits);
   }
   // The conversion itself, so that init-partition sees it and orders the f16 lanes it makes.
@@ -212,22 +219,26 @@ Value ElementEmitter::convert(Value scalar, Type from, Type to) {
 Value ElementEmitter::random(Operation *op, Type element) {
   Value sample;
   bool number = false, normal = false; // never NaN; never subnormal
+  float magnitude = INFINITY;          // no sample's exceeds it
   if (auto u = dyn_cast<UniformOp>(op)) {
     double low = u.getLow().convertToDouble(), high = u.getHigh().convertToDouble();
     sample = random::emitUniform(b, loc, linear, key(u.getStream()), low, high);
     number = random::uniformIsNeverNaN(low, high);
     normal = random::uniformIsNeverSubnormal(low, high);
+    magnitude = random::uniformMagnitudeBound(low, high);
   } else if (auto n = dyn_cast<NormalOp>(op)) {
     double mean = n.getMean().convertToDouble(), stdev = n.getStd().convertToDouble();
     sample = random::emitNormal(b, loc, linear, key(n.getStream()), mean, stdev);
     number = random::normalIsNeverNaN(mean, stdev);
     normal = random::normalIsNeverSubnormal(mean, stdev);
+    magnitude = random::normalMagnitudeBound(mean, stdev);
   } else if (auto t = dyn_cast<TruncNormalOp>(op)) {
     double mean = t.getMean().convertToDouble(), stdev = t.getStd().convertToDouble();
     double lo = t.getA().convertToDouble(), hi = t.getB().convertToDouble();
     sample = random::emitTruncNormal(b, loc, linear, key(t.getStream()), mean, stdev, lo, hi);
     number = random::truncNormalIsNeverNaN(mean, stdev, lo, hi);
     normal = random::truncNormalIsNeverSubnormal(mean, stdev, lo, hi);
+    magnitude = random::truncNormalMagnitudeBound(mean, stdev, lo, hi);
   } else if (auto v = dyn_cast<VarianceScalingOp>(op)) {
     // Same bits as the uniform/normal op canonicalization rewrites it to.
     double variance = v.getScale().convertToDouble() / v.getFan();
@@ -236,16 +247,19 @@ Value ElementEmitter::random(Operation *op, Type element) {
       sample = random::emitUniform(b, loc, linear, key(v.getStream()), -bound, bound);
       number = random::uniformIsNeverNaN(-bound, bound);
       normal = random::uniformIsNeverSubnormal(-bound, bound);
+      magnitude = random::uniformMagnitudeBound(-bound, bound);
     } else {
       sample = random::emitNormal(b, loc, linear, key(v.getStream()), 0.0, std::sqrt(variance));
       number = random::normalIsNeverNaN(0.0, std::sqrt(variance));
       normal = random::normalIsNeverSubnormal(0.0, std::sqrt(variance));
+      magnitude = random::normalMagnitudeBound(0.0, std::sqrt(variance));
     }
   }
   if (number)
     neverNaN.insert(sample);
   if (number && normal)
     neverNaNOrSubnormal.insert(sample);
+  magnitudeBound[sample] = magnitude;
   // Samples are f32 (ir-spec/rng.md); f64 parameters get their exact widening.
   if (element.isF64())
     return b.create<arith::ExtFOp>(loc, b.getF64Type(), sample);

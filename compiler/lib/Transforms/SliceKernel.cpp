@@ -323,9 +323,10 @@ public:
       // it leaves each bf16 in its word's high half, so interleaving the pairs and taking
       // the high halves is one word shuffle of the two.
       const int64_t n = 2 * vectorBlocks;
+      random::BF16Operand operand = random::bf16OperandOf(layout.conversion);
       auto halvesOf = [&](Value x) {
         return b.create<vector::BitCastOp>(loc, VectorType::get({2 * n}, b.getI16Type()),
-                                           random::emitRoundToBF16Words(b, loc, x));
+                                           random::emitRoundToBF16Words(b, loc, x, operand));
       };
       Value halves10 = halvesOf(x10), halves32 = halvesOf(x32);
       SmallVector<int64_t> highHalves; // interleavePairs' order, of the words' high halves

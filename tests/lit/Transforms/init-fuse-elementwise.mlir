@@ -189,10 +189,12 @@ init.param @like_plus_one : tensor<4xf32> {
 init.seed 42
 
 // A sample that is never NaN nor subnormal (ir-spec/rng.md, rule 8) is a marked conversion,
-// which CPUs with bf16 conversion instructions take as one.
+// which CPUs with bf16 conversion instructions take as one, with the largest magnitude of the
+// samples (uniform's is its range's end nearest 0.1), which lets CPUs without them round by a
+// split.
 // CHECK-LABEL: init.param @sample_bf16 : tensor<8x4xbf16> {
 // CHECK-NOT:       arith.cmpi ugt
-// CHECK:           %[[C:.+]] = arith.truncf %{{.+}} {initc.no_nan_or_subnormal} : f32 to bf16
+// CHECK:           %[[C:.+]] = arith.truncf %{{.+}} {initc.magnitude_bound = 0.0999999865 : f32, initc.no_nan_or_subnormal} : f32 to bf16
 // CHECK:           init.yield %[[C]] : bf16
 init.param @sample_bf16 : tensor<8x4xbf16> {
   %0 = init.uniform -0.1, 0.1 stream 0 : tensor<8x4xbf16>

@@ -12,9 +12,9 @@
 // CHECK-SAME:      initc.target_cpu = "x86-64-v4+avx512bf16"
 // CHECK:         arith.constant dense<[0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15]> : vector<16xi64>
 // CHECK:         %[[H01:.+]] = vector.shuffle %[[L0:.+]], %[[L1:.+]] [2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31] : vector<16xf32>, vector<16xf32>
-// CHECK-NEXT:    %[[CH01:.+]] = arith.truncf %[[H01]] {initc.no_nan_or_subnormal} : vector<16xf32> to vector<16xbf16>
+// CHECK-NEXT:    %[[CH01:.+]] = arith.truncf %[[H01]] {initc.magnitude_bound = {{.+}}, initc.no_nan_or_subnormal} : vector<16xf32> to vector<16xbf16>
 // CHECK-NEXT:    %[[LO01:.+]] = vector.shuffle %[[L0]], %[[L1]] [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xf32>, vector<16xf32>
-// CHECK-NEXT:    %[[CL01:.+]] = arith.truncf %[[LO01]] {initc.no_nan_or_subnormal} : vector<16xf32> to vector<16xbf16>
+// CHECK-NEXT:    %[[CL01:.+]] = arith.truncf %[[LO01]] {initc.magnitude_bound = {{.+}}, initc.no_nan_or_subnormal} : vector<16xf32> to vector<16xbf16>
 // CHECK-NEXT:    %[[C01:.+]] = vector.shuffle %[[CL01]], %[[CH01]] [0, 1, 2, {{.+}}, 31] : vector<16xbf16>, vector<16xbf16>
 // CHECK-NEXT:    %[[P01:.+]] = vector.bitcast %[[C01]] : vector<32xbf16> to vector<16xi32>
 // CHECK:         %[[P23:.+]] = vector.bitcast %{{.+}} : vector<32xbf16> to vector<16xi32>

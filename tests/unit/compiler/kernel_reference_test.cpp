@@ -55,7 +55,11 @@ enum class Dist {
   // form, never by a conversion instruction that flushes them to zero.
   TinyUniform,
   TinyNormal,
-  TinyTruncNormal
+  TinyTruncNormal,
+  // Parameters whose samples are too large for the split rounding (x * 65537 overflows): bf16
+  // must round them by the integer form or the conversion instruction.
+  HugeUniform,
+  HugeNormal
 };
 
 struct Case {
@@ -97,6 +101,10 @@ std::string recipe(const Case &c) {
     return "init.normal mean 0.0 std 1.0e-38" + s;
   case Dist::TinyTruncNormal:
     return "init.trunc_normal mean 0.0 std 1.0e-38 bounds [-2.0e-38, 2.0e-38]" + s;
+  case Dist::HugeUniform:
+    return "init.uniform -1.0e+38, 1.0e+38" + s;
+  case Dist::HugeNormal:
+    return "init.normal mean 0.0 std 1.0e+36" + s;
   }
   return "";
 }
@@ -139,6 +147,10 @@ float referenceSample(const Case &c, uint64_t i) {
     return rng::normalAt(key, i, 0.0, 1.0e-38);
   case Dist::TinyTruncNormal:
     return rng::truncNormalAt(key, i, 0.0, 1.0e-38, -2.0e-38, 2.0e-38);
+  case Dist::HugeUniform:
+    return rng::uniformAt(key, i, -1.0e38, 1.0e38);
+  case Dist::HugeNormal:
+    return rng::normalAt(key, i, 0.0, 1.0e36);
   }
   return 0;
 }
@@ -179,7 +191,7 @@ std::vector<Case> allCases() {
   int n = 0;
   for (Dist dist : {Dist::Uniform, Dist::Normal, Dist::TruncNormal, Dist::WideTruncNormal,
                     Dist::ScaledUniform, Dist::ScaledNormal, Dist::TinyUniform, Dist::TinyNormal,
-                    Dist::TinyTruncNormal})
+                    Dist::TinyTruncNormal, Dist::HugeUniform, Dist::HugeNormal})
     for (const char *dtype : dtypes)
       for (const auto &shape : shapes) {
         bool scaled = dist == Dist::ScaledUniform || dist == Dist::ScaledNormal;
@@ -191,9 +203,10 @@ std::vector<Case> allCases() {
             ((std::string(dtype) != "f32" && std::string(dtype) != "bf16") ||
              shape.size() > 2 || shape == std::vector<int64_t>{7, 13}))
           continue;
-        bool tiny = dist == Dist::TinyUniform || dist == Dist::TinyNormal ||
-                    dist == Dist::TinyTruncNormal;
-        if (tiny && (std::string(dtype) != "bf16" || shape.size() > 2))
+        bool bf16Only = dist == Dist::TinyUniform || dist == Dist::TinyNormal ||
+                        dist == Dist::TinyTruncNormal || dist == Dist::HugeUniform ||
+                        dist == Dist::HugeNormal;
+        if (bf16Only && (std::string(dtype) != "bf16" || shape.size() > 2))
           continue;
         Case c;
         c.name = "model.layers." + std::to_string(n) + ".weight";

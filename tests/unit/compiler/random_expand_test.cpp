@@ -102,7 +102,11 @@ std::vector<KernelSpec> kernelSpecs() {
        }},
       {"bf16_never_nan", f32, i16,
        [](OpBuilder &b, Location loc, Value x) {
-         return SmallVector<Value>{emitRoundToBF16Bits(b, loc, x, /*neverNaN=*/true)};
+         return SmallVector<Value>{emitRoundToBF16Bits(b, loc, x, BF16Operand::NeverNaN)};
+       }},
+      {"bf16_split", f32, i16,
+       [](OpBuilder &b, Location loc, Value x) {
+         return SmallVector<Value>{emitRoundToBF16Bits(b, loc, x, BF16Operand::ModerateNormal)};
        }},
       {"f16", f32, i16, one(emitRoundToF16Bits)},
   };
@@ -394,6 +398,34 @@ TEST_F(RandomExpandTest, RoundToHalfPrecisions) {
   compare<float, uint16_t>("f16", x, 1, [](float v, uint16_t *out) { *out = rng::toF16Bits(v); });
 }
 
+TEST_F(RandomExpandTest, RoundToBF16BySplit) {
+  // Each of the split's operations is exact under scaling by a power of two while every value is
+  // normal and finite, as for x of magnitude 2^-126 to kBF16SplitLimit, and exact under negation:
+  // the rounding of every significand in one binade is that of every binade. Every float of
+  // [1, 2) then, and of the ends of the range, and both zeros.
+  auto binade = [](float low) {
+    std::vector<float> x;
+    for (uint32_t k = 0; k < (1u << 23); ++k)
+      x.push_back(std::copysign(
+          std::fabs(low) + std::ldexp(static_cast<float>(k), std::ilogb(low) - 23), low));
+    return x;
+  };
+  auto toBF16 = [](float v, uint16_t *out) { *out = rng::toBF16Bits(v); };
+  using initc::random::kBF16SplitLimit;
+  for (float low : {1.0f, -1.0f, 0x1p-126f, -0x1p-126f, kBF16SplitLimit / 2, -kBF16SplitLimit / 2})
+    compare<float, uint16_t>("bf16_split", binade(low), 1, toBF16);
+  std::vector<float> ends = {0.0f, -0.0f, kBF16SplitLimit, -kBF16SplitLimit};
+  // Every tie and its neighbours in range, for every upper half.
+  for (uint32_t high = 0; high < 0x10000; ++high)
+    for (uint32_t low : {0x7fffu, 0x8000u, 0x8001u}) {
+      float v = rng::floatOf(high << 16 | low);
+      if (std::isnormal(v) && std::fabs(v) <= kBF16SplitLimit)
+        ends.push_back(v);
+    }
+  ends.resize(ends.size() / kWidth * kWidth);
+  compare<float, uint16_t>("bf16_split", ends, 1, toBF16);
+}
+
 TEST(NeverNaN, FromTheParameters) {
   using namespace initc::random;
   EXPECT_TRUE(uniformIsNeverNaN(-0.1, 0.1));
@@ -410,7 +442,8 @@ TEST(NeverNaN, FromTheParameters) {
 
 TEST(NeverSubnormal, StandardNormalMinimumOverEveryUnitFloat) {
   // z = r * cos or r * sin (rule 5); |z| >= rmin * cmin over the 2^23 values of rule 3 each.
-  float rmin = INFINITY, cmin = INFINITY;
+  // And |z| <= rmax * cmax stays below kStandardNormalMax.
+  float rmin = INFINITY, cmin = INFINITY, rmax = 0.0f, cmax = 0.0f;
   for (uint32_t k = 0; k < (1u << 23); ++k) {
     float u = rng::unitFloat(k << 9);
     float r = std::sqrt(-2.0f * rng::logF(u));
@@ -419,9 +452,12 @@ TEST(NeverSubnormal, StandardNormalMinimumOverEveryUnitFloat) {
     ASSERT_GT(std::min(s, c), 0.0f) << "u = " << u;
     rmin = std::min(rmin, r);
     cmin = std::min({cmin, s, c});
+    rmax = std::max(rmax, r);
+    cmax = std::max({cmax, s, c});
   }
   EXPECT_GE(rmin * cmin, initc::random::kStandardNormalMin);
   EXPECT_EQ(rmin * cmin, initc::random::kStandardNormalMin) << "the bound can be raised";
+  EXPECT_LT(rmax * cmax, initc::random::kStandardNormalMax);
 }
 
 TEST(NeverSubnormal, ErfinvFactorMinimumOverEveryArgument) {
@@ -497,6 +533,32 @@ TEST(NeverSubnormal, FromTheParameters) {
   EXPECT_EQ(subnormals(0x1p-103), 0);
   EXPECT_FALSE(uniformIsNeverSubnormal(-0x1p-104, 0x1p-104));
   EXPECT_GT(subnormals(0x1p-104), 0);
+}
+
+TEST(MagnitudeBound, FromTheParameters) {
+  using namespace initc::random;
+  // Uniform's is its samples' largest magnitude over every unit float of rule 3; truncated
+  // normal's, the larger bound's, which a sample need not reach.
+  rng::UniformParams u = rng::uniformParams(-0.0625, 0.1);
+  rng::TruncNormalParams t = rng::truncNormalParams(0.1, 1.0, -0.5, 1.5);
+  float uniformMax = 0.0f, truncMax = 0.0f;
+  for (uint32_t k = 0; k < (1u << 23); ++k) {
+    uniformMax = std::max(uniformMax, std::fabs(rng::uniformFromWord(k << 9, u)));
+    truncMax = std::max(truncMax, std::fabs(rng::truncNormalFromWord(k << 9, t)));
+  }
+  EXPECT_EQ(uniformMagnitudeBound(-0.0625, 0.1), uniformMax);
+  EXPECT_GE(truncNormalMagnitudeBound(0.1, 1.0, -0.5, 1.5), truncMax);
+  EXPECT_EQ(truncNormalMagnitudeBound(0.1, 1.0, -0.5, 1.5), 1.5f);
+  // Normal's: |mean| + 6 |std| and a little (kStandardNormalMax's test bounds z).
+  EXPECT_GE(normalMagnitudeBound(0.25, 0.02), 0.25f + 6 * 0.02f);
+  EXPECT_LT(normalMagnitudeBound(0.25, 0.02), 0.3701f);
+  // None where a sample can be infinite or NaN.
+  EXPECT_TRUE(std::isinf(uniformMagnitudeBound(-1e39, 1e39)));
+  EXPECT_TRUE(std::isinf(uniformMagnitudeBound(NAN, 1.0)));
+  EXPECT_TRUE(std::isinf(normalMagnitudeBound(1e38, 1e38)));
+  EXPECT_TRUE(std::isinf(normalMagnitudeBound(0.0, NAN)));
+  EXPECT_TRUE(std::isinf(truncNormalMagnitudeBound(0.0, 1.0, -INFINITY, 2.0)));
+  EXPECT_TRUE(std::isinf(truncNormalMagnitudeBound(0.0, 1.0, -2.0, NAN)));
 }
 
 TEST_F(RandomExpandTest, KeyDerivationMatchesRuntime) {

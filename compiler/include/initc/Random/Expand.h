@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 namespace initc::random {
@@ -39,6 +40,27 @@ inline constexpr llvm::StringLiteral kRarelyFalseAttr = "initc.rarely_false";
 // vcvtneps2bf16) compute in one step; kernels for CPUs without them expand it into rule 8's
 // integer form (ir-spec/lowering.md).
 inline constexpr llvm::StringLiteral kNoNaNOrSubnormalAttr = "initc.no_nan_or_subnormal";
+
+// On a conversion marked kNoNaNOrSubnormalAttr: an f32 no operand's magnitude exceeds. Up to
+// kBF16SplitLimit, rule 8's rounding is three float ops where the integer form takes four or
+// five (emitRoundToBF16Words).
+inline constexpr llvm::StringLiteral kMagnitudeBoundAttr = "initc.magnitude_bound";
+inline constexpr float kBF16SplitLimit = 0x1p100f;
+
+// What is known of the f32 values rounded to bf16 (rule 8); the rounding takes the cheapest form
+// that gives the rule's bits for such values.
+enum class BF16Operand {
+  Any,      // NaN included: the rule's integer form and its NaN case
+  NeverNaN, // the integer form without the NaN case (infinities included)
+  // Never NaN nor subnormal, and at most kBF16SplitLimit in magnitude: the high part of the
+  // split c = x * 65537, hi = c - (c - x), which is x rounded to nearest even at 8 significant
+  // bits wherever x * 65537 does not overflow (the unit test checks every significand).
+  ModerateNormal,
+};
+
+// What a truncf from f32 to bf16 promises of its operand, by its kNoNaNOrSubnormalAttr and
+// kMagnitudeBoundAttr.
+BF16Operand bf16OperandOf(mlir::Operation *conversion);
 
 // Rule 1 of ir-spec/rng.md (same as initrt::rng::deriveKey).
 PhiloxKey derivePhiloxKey(uint64_t seed, llvm::StringRef name, uint64_t stream);
@@ -79,6 +101,12 @@ bool uniformIsNeverNaN(double low, double high);
 bool normalIsNeverNaN(double mean, double stdev);
 bool truncNormalIsNeverNaN(double mean, double stdev, double a, double b);
 
+// A bound on the magnitude of every sample of the distribution, from its parameters alone
+// (infinity where there is none): a number no sample's exceeds.
+float uniformMagnitudeBound(double low, double high);
+float normalMagnitudeBound(double mean, double stdev);
+float truncNormalMagnitudeBound(double mean, double stdev, double a, double b);
+
 // Whether no sample of the distribution is subnormal (every one is 0, at least 2^-126 in
 // magnitude, or NaN), from its parameters alone: every sample is a multiple of a power of two
 // no smaller than 2^-126 (ir-spec/rng.md, rule 8).
@@ -89,6 +117,8 @@ bool truncNormalIsNeverSubnormal(double mean, double stdev, double a, double b);
 // The smallest magnitude of a standard normal sample (rule 5): r * sin or r * cos is never below
 // it (the unit test enumerates every u1 and u2 of rule 3 to check it).
 inline constexpr float kStandardNormalMin = 0x1.1c5832p-33f;
+// Its largest magnitude is below this (u1 >= 2^-24; the same test checks it).
+inline constexpr float kStandardNormalMax = 6.0f;
 
 // erfinv(x) is p * x (rule 7); p, a polynomial of x's w, is never below this. The unit test
 // evaluates the central polynomial on every multiple of 2^-23 in [-2.6, 2.5) and the tail's on
@@ -103,21 +133,24 @@ mlir::Value emitErfinv(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value
 mlir::Value emitSin2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value u);
 mlir::Value emitCos2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value u);
 
-// Rule 8: f32 -> i16 bits of the rounded bf16 / f16 value. bf16 in integer ops; f16 by the IEEE
-// conversion (arith.truncf), which rounds, and treats NaN, as the rule's integer form does.
-// With neverNaN the caller promises x is never NaN and the NaN case is left out (the rounding
-// gives infinities their own bits without it).
+// Rule 8: f32 -> i16 bits of the rounded bf16 / f16 value. bf16 in integer ops, or by the split
+// where `operand` allows; f16 by the IEEE conversion (arith.truncf), which rounds, and treats NaN,
+// as the rule's integer form does.
 mlir::Value emitRoundToBF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x,
-                                bool neverNaN = false);
-// The words whose high halves are emitRoundToBF16Bits(x, neverNaN = true): the rounding's sum,
-// before its shift. For a caller that takes the high halves by a shuffle.
-mlir::Value emitRoundToBF16Words(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+                                BF16Operand operand = BF16Operand::Any);
+// Words whose high halves are emitRoundToBF16Bits(x, operand), `operand` not Any: the rounding's
+// sum before its shift, or the split's high part. For a caller that takes the high halves by a
+// shuffle.
+mlir::Value emitRoundToBF16Words(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x,
+                                 BF16Operand operand);
 mlir::Value emitRoundToF16Bits(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 // The same f16 rounding as a value: the `arith.truncf` itself.
 mlir::Value emitRoundToF16(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 // Rule 8 for an x the caller proves never NaN and never subnormal: `arith.truncf` to bf16 marked
-// kNoNaNOrSubnormalAttr (a bf16 value, not its bits).
-mlir::Value emitConvertToBF16(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+// kNoNaNOrSubnormalAttr, and kMagnitudeBoundAttr where `magnitudeBound` is finite (a bf16
+// value, not its bits).
+mlir::Value emitConvertToBF16(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x,
+                              float magnitudeBound = INFINITY);
 
 } // namespace initc::random
 
