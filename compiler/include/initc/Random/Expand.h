@@ -43,7 +43,8 @@ inline constexpr llvm::StringLiteral kNoNaNOrSubnormalAttr = "initc.no_nan_or_su
 
 // On a conversion marked kNoNaNOrSubnormalAttr: an f32 no operand's magnitude exceeds. Up to
 // kBF16SplitLimit, rule 8's rounding is three float ops where the integer form takes four or
-// five (emitRoundToBF16Words).
+// five (emitRoundToBF16Words); the split's product overflows above about 5.19e33 (2^112), and
+// 2^100 leaves a margin no initializer comes near.
 inline constexpr llvm::StringLiteral kMagnitudeBoundAttr = "initc.magnitude_bound";
 inline constexpr float kBF16SplitLimit = 0x1p100f;
 
