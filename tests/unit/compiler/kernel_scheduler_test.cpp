@@ -28,8 +28,9 @@ std::unique_ptr<llvm::MCSubtargetInfo> subtargetFor(const std::string &cpu) {
   return std::unique_ptr<llvm::MCSubtargetInfo>(target->createMCSubtargetInfo(triple, cpu, ""));
 }
 
-// A uniform-like kernel: one chain of 3 float ops (scale, offset, negate) past integer ops,
-// and a polynomial: a Horner chain of 4 steps (8 ops), then a sqrt, in another block.
+// A uniform-like kernel: one chain of 3 float ops (scale, offset, negate) past integer ops;
+// a polynomial: a Horner chain of 4 steps (8 ops), then a sqrt, in another block; and a short
+// chain ending in a paired bf16 conversion.
 constexpr const char *kKernels = R"(
 define <8 x float> @short(<8 x i32> %bits) {
   %shifted = lshr <8 x i32> %bits, <i32 8, i32 8, i32 8, i32 8, i32 8, i32 8, i32 8, i32 8>
@@ -60,6 +61,12 @@ next:
   ret float %r
 }
 declare float @llvm.sqrt.f32(float)
+define <32 x bfloat> @pairs(<16 x float> %a, <16 x float> %b) {
+  %scaled = fmul <16 x float> %a, %b
+  %r = call <32 x bfloat> @llvm.x86.avx512bf16.cvtne2ps2bf16.512(<16 x float> %scaled, <16 x float> %b)
+  ret <32 x bfloat> %r
+}
+declare <32 x bfloat> @llvm.x86.avx512bf16.cvtne2ps2bf16.512(<16 x float>, <16 x float>)
 )";
 
 struct Kernels {
@@ -79,7 +86,14 @@ TEST(KernelScheduler, MeasuresTheLongestFloatChainWithinABlock) {
   EXPECT_EQ(initc::target::longestFloatChain(*kernels.module->getFunction("polynomial")), 9u);
 }
 
-TEST(KernelScheduler, TopDownForAvx2AndLatencyBoundAvx512) {
+TEST(KernelScheduler, FindsPairedBF16Conversions) {
+  Kernels kernels;
+  ASSERT_TRUE(kernels.module);
+  EXPECT_TRUE(initc::target::pairsBF16Conversions(*kernels.module->getFunction("pairs")));
+  EXPECT_FALSE(initc::target::pairsBF16Conversions(*kernels.module->getFunction("short")));
+}
+
+TEST(KernelScheduler, TopDownForAvx2AndLatencyBoundOrPairedAvx512) {
   if (llvm::StringRef(llvm::sys::getProcessTriple()).find("x86_64") == llvm::StringRef::npos)
     GTEST_SKIP() << "x86 CPUs only";
   Kernels kernels;
@@ -92,12 +106,15 @@ TEST(KernelScheduler, TopDownForAvx2AndLatencyBoundAvx512) {
     EXPECT_TRUE(initc::target::schedulesTopDown(*subtarget, shortChain)) << cpu;
     EXPECT_TRUE(initc::target::schedulesTopDown(*subtarget, polynomial)) << cpu;
   }
-  // AVX-512 code has 32 registers: only a long float chain goes top-down.
-  for (const char *cpu : {"x86-64-v4", "skylake-avx512", "znver4"}) {
+  // AVX-512 code has 32 registers: only a long float chain or paired bf16 conversions go
+  // top-down.
+  const llvm::Function &pairs = *kernels.module->getFunction("pairs");
+  for (const char *cpu : {"x86-64-v4", "skylake-avx512", "znver4", "sapphirerapids"}) {
     auto subtarget = subtargetFor(cpu);
     ASSERT_TRUE(subtarget) << cpu;
     EXPECT_FALSE(initc::target::schedulesTopDown(*subtarget, shortChain)) << cpu;
     EXPECT_TRUE(initc::target::schedulesTopDown(*subtarget, polynomial)) << cpu;
+    EXPECT_TRUE(initc::target::schedulesTopDown(*subtarget, pairs)) << cpu;
   }
   // SSE code keeps LLVM's order.
   for (const char *cpu : {"x86-64", "x86-64-v2"}) {

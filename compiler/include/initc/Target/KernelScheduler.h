@@ -1,5 +1,5 @@
 // The machine scheduler kernels are compiled with: LLVM's, top-down for AVX2 code and for
-// AVX-512 code with long float chains. See ir-spec/lowering.md.
+// AVX-512 code with long float chains or paired bf16 conversions. See ir-spec/lowering.md.
 #pragma once
 
 namespace llvm {
@@ -13,9 +13,14 @@ namespace initc::target {
 /// dependent instructions within a basic block of `function`.
 unsigned longestFloatChain(const llvm::Function &function);
 
+/// Whether `function` converts f32 to bf16 in pairs of vectors (vcvtne2ps2bf16,
+/// PairBF16Conversions.cpp).
+bool pairsBF16Conversions(const llvm::Function &function);
+
 /// Whether the kernel scheduler schedules `kernel`, compiled for `subtarget`, top-down: with
 /// AVX2 and no AVX-512 always, with AVX-512 where its longest float chain is long (a latency-
-/// bound polynomial). Everything else gets the target's own scheduler.
+/// bound polynomial) or it pairs bf16 conversions. Everything else gets the target's own
+/// scheduler.
 bool schedulesTopDown(const llvm::MCSubtargetInfo &subtarget, const llvm::Function &kernel);
 
 /// Makes LLVM's code generator schedule instructions with the kernel scheduler, for the whole
