@@ -4,7 +4,7 @@
 #   tools/demo.sh [config.json] [mesh] [shard]     (defaults: examples/llama-100m.json dp=2,tp=2 fsdp+tp)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-source "$ROOT/tools/setup.sh"
+source "$ROOT/scripts/setup.sh"
 install_missing_packages
 configure_and_build
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds initc and runs every test: unit (GoogleTest via ctest), IR (lit + FileCheck) and
-# end to end (tests/e2e/*.sh, MPI runs). Ends with one line: N passed, N failed.
+# end to end (tests/e2e/*/*.sh, MPI runs). Ends with one line: N passed, N failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-source "$ROOT/tools/setup.sh"
+source "$ROOT/scripts/setup.sh"
 install_missing_packages
 configure_and_build || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 # Count failures instead of stopping at the first one (setup.sh runs with -e).
@@ -39,7 +39,7 @@ echo "lit: $lit_passed passed, $((lit_failed + lit_unresolved)) failed"
 if ((lit_passed == 0 && lit_failed == 0)); then ((failed += 1)); failures+=("lit: ran no test"); fi
 
 echo "== end-to-end tests"
-for script in "$ROOT"/tests/e2e/*.sh; do
+for script in "$ROOT"/tests/e2e/*/*.sh; do
   name=$(basename "$script" .sh)
   start=$(date +%s)
   if BUILD_DIR="$BUILD_DIR" bash "$script" >"$RESULTS/$name.log" 2>&1; then

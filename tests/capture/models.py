@@ -1,4 +1,4 @@
-"""Models for the capture tests (tests/e2e/capture_models.sh): each factory returns an nn.Module
+"""Models for the capture tests (tests/e2e/capture/capture_models.sh): each factory returns an nn.Module
 whose constructor exercises one family of init logic. Small, so that 1- and 4-rank runs are fast,
 but with random parameters of at least 1000 elements for the statistical checks."""
 

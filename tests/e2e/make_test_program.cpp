@@ -1,4 +1,4 @@
-// Test driver for tests/e2e/runtime_meshes.sh, over the runtime library alone:
+// Test driver for tests/e2e/meshes/runtime_meshes.sh, over the runtime library alone:
 //   initrt-testprog make DIR MESH KERNELS_SO   a program directory around the test kernels
 //                                              for MESH ("dp=2,tp=2")
 //   initrt-testprog assemble CKPT OUT          assembleCheckpoint

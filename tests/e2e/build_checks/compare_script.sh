@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # benchmarks/compare.sh runs to the end on a tiny llama config and prints every row with a ratio
 # (the numbers are the benchmark's business, not this test's).
-source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/../common.bash"
 CONFIG="$ROOT/tests/e2e/configs/llama_uneven.json" RUNS=1 ORTHOGONAL=200 BUILD_DIR="$BUILD_DIR" \
   bash "$ROOT/benchmarks/compare.sh" "$WORK/compare" >"$WORK/compare.log" 2>&1 ||
   { tail -20 "$WORK/compare.log"; fail "compare.sh failed"; }

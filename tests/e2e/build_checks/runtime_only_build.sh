@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The runtime builds and passes its unit tests with no LLVM or MLIR (-DINITC_BUILD_COMPILER=OFF).
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 OUT="$BUILD_DIR/runtime-only"
 cmake -G Ninja -S "$ROOT" -B "$OUT" -DCMAKE_BUILD_TYPE=Release -DINITC_BUILD_COMPILER=OFF \

@@ -4,7 +4,7 @@
 # and what to do, never a Python traceback, and leaves no file under the output's name and no
 # temporary file. The factories are written below into the scratch directory.
 # Needs: /usr/bin/python3 with torch (apt-get install python3-torch).
-source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/../common.bash"
 CAPTURE="$ROOT/tools/capture/initc_capture.py"
 "$PYTHON" -c "import torch" 2>/dev/null || fail "$PYTHON cannot import torch: apt-get install python3-torch"
 cd "$WORK"

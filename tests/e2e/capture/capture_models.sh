@@ -5,11 +5,11 @@
 # PyTorch's eager initialization; then compiles one with the rules file that README.md shows for
 # captured models. Prints "PASS capture_models" or exits 1.
 # Needs: BUILD_DIR (default ./build) with initc and initrt-run; /usr/bin/python3 with torch,
-# numpy and scipy (apt-get install python3-torch python3-numpy python3-scipy; tools/setup.sh
+# numpy and scipy (apt-get install python3-torch python3-numpy python3-scipy; scripts/setup.sh
 # installs them).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 BUILD_DIR=$(cd "${BUILD_DIR:-./build}" && pwd)
 INITC="$BUILD_DIR/bin/initc"
 PYTHON=/usr/bin/python3

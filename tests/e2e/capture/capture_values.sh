@@ -5,8 +5,8 @@
 # PyTorch (names, dtypes, shapes; deterministic elements bit for bit; random ones by mean, std
 # and Kolmogorov-Smirnov), and the factory's own check_NAME(tensors) asserts the exact
 # relationships (copies, zeros, constants) that a statistical test cannot see.
-# Needs: /usr/bin/python3 with torch, numpy and scipy (tools/setup.sh installs them).
-source "$(dirname "$0")/common.bash"
+# Needs: /usr/bin/python3 with torch, numpy and scipy (scripts/setup.sh installs them).
+source "$(dirname "$0")/../common.bash"
 CAPTURE="$ROOT/tools/capture/initc_capture.py"
 CHECK="$ROOT/tests/capture/check_capture.py"
 "$PYTHON" -c "import torch, numpy, scipy" 2>/dev/null ||

@@ -5,7 +5,7 @@
 # naming the file, line, field or parameter, and leave nothing under the output's final name.
 # Hostile parameter names (/, .., NUL, newline, quotes, 5000 characters) must round-trip through
 # compile, run, verify and assemble without a file ever being written outside --out.
-source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/../common.bash"
 OPT="$BUILD_DIR/bin/initc-opt"
 cases=0
 

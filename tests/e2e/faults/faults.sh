@@ -5,7 +5,7 @@
 # exit without a signal, one message saying what to do, and no file under a final name that is
 # not complete and verified; where the fault is repaired, a rerun completes the checkpoint with
 # exactly the bytes of an uninterrupted run.
-source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/../common.bash"
 cases=0
 MOUNTS=()
 cleanup() {

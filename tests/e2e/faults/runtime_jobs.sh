@@ -5,7 +5,7 @@
 # files, a damaged index, a missing shard that owns no slice, and the modes files get. Each
 # case: one clear message, a non-zero exit without a crash, nothing left under a final name that
 # is not complete.
-source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/../common.bash"
 cd "$WORK"
 CONFIG="$ROOT/tests/e2e/configs/llama_uneven.json"
 cases=0

@@ -4,8 +4,8 @@
 # in tests/fuzz/corpus/. First replays every input in tests/fuzz/regressions/. A crash fails the
 # test, and its input is saved under tests/fuzz/regressions/<target>/ to be replayed from then on.
 # Builds into $BUILD_DIR/fuzz (installs clang-19 and libclang-rt-19-dev if missing).
-source "$(dirname "$0")/common.bash"
-source "$ROOT/tools/setup.sh"
+source "$(dirname "$0")/../common.bash"
+source "$ROOT/scripts/setup.sh"
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 FUZZ_BUILD="$BUILD_DIR/fuzz"
 

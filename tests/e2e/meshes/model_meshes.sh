@@ -4,7 +4,7 @@
 # bytes; each rank's file equals what `prog/init --rank K` writes alone; every checkpoint verifies;
 # and the assembled file is valid safetensors. A program with kernels for several CPUs gives the
 # same bytes whichever variant runs.
-source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/../common.bash"
 
 for dtype in f32 bf16; do
   "$INITC" import hf "$ROOT/tests/e2e/configs/llama_uneven.json" --dtype "$dtype" --seed 7 \

@@ -4,7 +4,7 @@
 # and 4 ranks (tp=4) assemble to the same bytes, as do 1 and 3 threads; and each tensor is
 # orthogonal times its gain (tall, wide, 3-d, f32, bf16, f16, f64); a rank without the memory to
 # factor one says which tensor and how much it needs.
-source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/../common.bash"
 
 cat >"$WORK/model.mlir" <<'EOF'
 init.seed 3

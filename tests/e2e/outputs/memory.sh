@@ -4,7 +4,7 @@
 # pieces of 4 MiB), so a rank's peak RSS stays below 96 MiB with 2 threads, whatever its shard
 # bytes; the C API filling a process's own buffers (initc-fill-bench) holds the shards, and stays
 # below their bytes + 64 MiB.
-source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/../common.bash"
 
 "$INITC" import hf "$ROOT/tests/e2e/configs/llama_memory.json" -o "$WORK/model.mlir"
 "$INITC" compile "$WORK/model.mlir" --mesh dp=2 --shard fsdp -o "$WORK/prog" >/dev/null

@@ -3,7 +3,7 @@
 # they are when they are pipes (a rename would replace the pipe), followed when they are symbolic
 # links; a program directory is replaced only when it holds a program and nothing else, and
 # `-o prog/` is `-o prog`. Each refusal exits non-zero with one clear message and changes nothing.
-source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/../common.bash"
 cd "$WORK"
 CONFIG="$ROOT/tests/e2e/configs/llama_uneven.json"
 "$INITC" import hf "$CONFIG" -o model.mlir

@@ -3,7 +3,7 @@
 # alone, assemble, and a few bad inputs) under AddressSanitizer + UndefinedBehaviorSanitizer.
 # Builds into $BUILD_DIR/asan (-DINITC_SANITIZE=ON). Any sanitizer report fails the test.
 # Leak checking is off for the MPI processes only: OpenMPI's own allocations are never freed.
-source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/../common.bash"
 ASAN_BUILD="$BUILD_DIR/asan"
 start=$(date +%s)
 # -O1, as the sanitizers' own documentation suggests: at Release's -O3 the instrumented build took

@@ -4,7 +4,7 @@
 # C API), and the test-kernel program written and discarded on several threads. Any data race
 # or other report fails the test. Builds into $BUILD_DIR/tsan.
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 OUT="$BUILD_DIR/tsan"
 WORK=$(mktemp -d /tmp/initrt-tsan-XXXXXX)

@@ -3,7 +3,7 @@
 # safetensors file, or a Hugging Face index over several) and computes the others gives the same
 # bytes on every mesh and thread count, each loaded tensor exactly the base's; what cannot be
 # loaded is said once, at compile time where the file is there and at run time where it is not.
-source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/../common.bash"
 
 cd "$WORK"
 # tensors(path): a safetensors file's tensors, name -> (dtype, shape, bytes), for the checks below;

@@ -2,7 +2,7 @@
 # Dead-init elimination and fusion never change a surviving value: a model whose parameter is
 # initialized twice (uniform, then normal as `model.apply` would redraw it) and scaled by a fill
 # gives exactly the bytes of the model written with only the final init, on 1 and 3 ranks.
-source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/../common.bash"
 
 cat >"$WORK/double.mlir" <<'MLIR'
 init.seed 3

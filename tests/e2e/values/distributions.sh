@@ -2,7 +2,7 @@
 # Each parameter's values follow its initializer's formula (Kolmogorov-Smirnov, mean, std, bounds,
 # exact constants), for --init-style hf and torch, on llama, qwen2 and gpt2 configs, from a 2-rank
 # run.
-source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/../common.bash"
 
 for config in llama_uneven qwen2_tiny gpt2_tiny; do
   for style in hf torch; do
