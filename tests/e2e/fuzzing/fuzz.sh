@@ -3,29 +3,22 @@
 # ASan + UBSan) for a bounded time each (FUZZ_SECONDS, default 60), starting from the seed corpora
 # in tests/fuzz/corpus/. First replays every input in tests/fuzz/regressions/. A crash fails the
 # test, and its input is saved under tests/fuzz/regressions/<target>/ to be replayed from then on.
-# Builds into $BUILD_DIR/fuzz (installs clang-19 and libclang-rt-19-dev if missing).
+# Runs in the instrumented tree it shares with tests/e2e/sanitizers/sanitizers.sh
+# (build_sanitized_tree in scripts/setup.sh; installs clang-19 and libclang-rt-19-dev if
+# missing).
 source "$(dirname "$0")/../common.bash"
 source "$ROOT/scripts/setup.sh"
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
-FUZZ_BUILD="$BUILD_DIR/fuzz"
 
-INITC_PACKAGES=(clang-19 libclang-rt-19-dev)
-install_missing_packages
 start=$(date +%s)
-cmake -G Ninja -S "$ROOT" -B "$FUZZ_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
-  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link" \
-  -DINITC_SANITIZE=ON -DINITC_BUILD_FUZZERS=ON -DINITC_BUILD_BENCHMARKS=OFF >/dev/null ||
-  fail "cmake (fuzz build)"
-ninja -C "$FUZZ_BUILD" -j2 initc-fuzz-ir initc-fuzz-config >"$WORK/build.log" 2>&1 ||
-  { tail -30 "$WORK/build.log"; fail "building the fuzzers"; }
+build_sanitized_tree || fail "building the fuzzers"
 echo "built the fuzzers in $(($(date +%s) - start)) s"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
 for target in ir config; do
-  fuzzer="$FUZZ_BUILD/bin/initc-fuzz-$target"
+  fuzzer="$SANITIZED_BUILD_DIR/bin/initc-fuzz-$target"
   regressions="$ROOT/tests/fuzz/regressions/$target"
   # Replay: each saved input runs once.
   inputs=("$regressions"/*)

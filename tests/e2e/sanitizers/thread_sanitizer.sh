@@ -2,11 +2,11 @@
 # The runtime's threads under ThreadSanitizer: a runtime-only build (no LLVM or MLIR) with
 # -fsanitize=thread, its unit tests (the streamed hand-off of pieces, chunked computing, the
 # C API), and the test-kernel program written and discarded on several threads. Any data race
-# or other report fails the test. Builds into $BUILD_DIR/tsan.
+# or other report fails the test. Builds into $BUILD_DIR/tsan (build_thread_sanitized_runtime in
+# scripts/setup.sh).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
-OUT="$BUILD_DIR/tsan"
 WORK=$(mktemp -d /tmp/initrt-tsan-XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 fail() {
@@ -15,16 +15,10 @@ fail() {
   exit 1
 }
 
+source "$ROOT/scripts/setup.sh"
+OUT="$TSAN_BUILD_DIR"
 start=$(date +%s)
-# -O1 and line tables only (-g1): reports keep their file:line, and the build took 86 s instead of
-# -O2 -g's 155 s (2 cores).
-cmake -G Ninja -S "$ROOT" -B "$OUT" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINITC_BUILD_COMPILER=OFF \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-  -DINITC_BUILD_BENCHMARKS=OFF -DCMAKE_C_FLAGS=-fsanitize=thread \
-  -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
-  -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null || fail "cmake (tsan build)"
-ninja -C "$OUT" -j2 initrt-unittests initrt-run initrt-testprog >"$WORK/build.log" 2>&1 ||
-  { tail -30 "$WORK/build.log"; fail "building with ThreadSanitizer"; }
+build_thread_sanitized_runtime || fail "building with ThreadSanitizer"
 echo "built with ThreadSanitizer in $(($(date +%s) - start)) s"
 
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
