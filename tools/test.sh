@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# Builds initc and runs every test: unit (GoogleTest via ctest), IR (lit + FileCheck) and
-# end to end (tests/e2e/*/*.sh, MPI runs). Ends with one line: N passed, N failed.
+# Builds initc and runs every test: unit (GoogleTest via ctest), IR (lit + FileCheck) and end to
+# end (tests/e2e/<group>/*.sh, MPI runs, two at a time). Ends with each step's time and one line:
+# N passed, N failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/setup.sh"
-install_missing_packages
-configure_and_build || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 # Count failures instead of stopping at the first one (setup.sh runs with -e).
 set +e
 
@@ -14,8 +13,41 @@ rm -rf "$RESULTS" && mkdir -p "$RESULTS"
 passed=0
 failed=0
 failures=()
+steps=()
+suite_start=$(date +%s)
+
+# record_step NAME SECONDS RESULT: one row of the closing table.
+record_step() { steps+=("$(printf '  %-36s %6d s  %s' "$1" "$2" "$3")"); }
+# timed_step NAME CMD...: runs CMD and records how long it took; returns its status.
+timed_step() {
+  local name=$1 start rc=0
+  shift
+  start=$(date +%s)
+  "$@" || rc=$?
+  record_step "$name" $(($(date +%s) - start)) "$( ((rc == 0)) && echo ok || echo "failed ($rc)")"
+  return $rc
+}
+print_steps() {
+  echo "== time per step"
+  printf '%s\n' "${steps[@]}"
+  printf '  %-36s %6d s\n' "total" $(($(date +%s) - suite_start))
+}
+
+install_missing_packages
+if ! timed_step "build" configure_and_build; then
+  echo "build failed"; print_steps; echo "0 passed, 1 failed"; exit 1
+fi
+# The instrumented trees, each built once here, before the tests that share them run side by
+# side (a test that finds its tree built only checks it is up to date). A failed build fails
+# those tests, so it is not counted here.
+echo "== building the sanitized trees"
+timed_step "build: ASan+UBSan+fuzzer (clang)" build_sanitized_tree ||
+  echo "building $SANITIZED_BUILD_DIR failed: see $SANITIZED_BUILD_DIR/build.log"
+timed_step "build: TSan runtime" build_thread_sanitized_runtime ||
+  echo "building $TSAN_BUILD_DIR failed: see $TSAN_BUILD_DIR/build.log"
 
 echo "== unit tests (ctest)"
+start=$(date +%s)
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 >"$RESULTS/unit.log" 2>&1
 summary=$(grep -E "tests passed, [0-9]+ tests failed out of" "$RESULTS/unit.log" | tail -1)
 echo "${summary:-no ctest summary: see $RESULTS/unit.log}"
@@ -26,8 +58,10 @@ if [[ $summary =~ ([0-9]+)\ tests\ failed\ out\ of\ ([0-9]+) ]]; then
 else
   ((failed += 1)); failures+=("unit: ctest did not run")
 fi
+record_step "unit tests (ctest)" $(($(date +%s) - start)) "${summary:-no summary}"
 
 echo "== IR tests (lit)"
+start=$(date +%s)
 python3 /usr/lib/llvm-19/build/utils/lit/lit.py -v "$BUILD_DIR/tests/lit" >"$RESULTS/lit.log" 2>&1
 lit_passed=$(grep -oE "^ *Passed *: *[0-9]+" "$RESULTS/lit.log" | grep -oE "[0-9]+$" || echo 0)
 lit_failed=$(grep -oE "^ *Failed *: *[0-9]+" "$RESULTS/lit.log" | grep -oE "[0-9]+$" || echo 0)
@@ -37,22 +71,66 @@ echo "lit: $lit_passed passed, $((lit_failed + lit_unresolved)) failed"
 ((failed += lit_failed + lit_unresolved))
 ((lit_failed + lit_unresolved == 0)) || { failures+=("lit: see $RESULTS/lit.log"); grep -E "^(FAIL|UNRESOLVED):" "$RESULTS/lit.log"; }
 if ((lit_passed == 0 && lit_failed == 0)); then ((failed += 1)); failures+=("lit: ran no test"); fi
+record_step "IR tests (lit)" $(($(date +%s) - start)) "$lit_passed passed, $((lit_failed + lit_unresolved)) failed"
 
-echo "== end-to-end tests"
-for script in "$ROOT"/tests/e2e/*/*.sh; do
-  name=$(basename "$script" .sh)
-  start=$(date +%s)
-  if BUILD_DIR="$BUILD_DIR" bash "$script" >"$RESULTS/$name.log" 2>&1; then
-    ((passed += 1)); echo "PASS $name ($(( $(date +%s) - start )) s)"
+# == Python tests: one self-contained block here (make the pinned venv when it is missing, run
+# pytest, add to passed/failed and failures, record_step its time).
+
+echo "== end-to-end tests (two at a time)"
+# Every script of every group, longest first by the last run's times (tests/e2e/*/ needs no list
+# here), so that the two lanes end together; before any run, the known long ones first.
+E2E_TIMES="$BUILD_DIR/e2e-times.txt"
+LONG_FIRST=(sanitizers/sanitizers fuzzing/fuzz capture/capture_models capture/capture_values
+  sanitizers/thread_sanitizer)
+e2e_order() {
+  local script id secs
+  for script in "$ROOT"/tests/e2e/*/*.sh; do
+    id=${script#"$ROOT"/tests/e2e/}
+    id=${id%.sh}
+    secs=$(awk -v id="$id" '$2 == id { print $1 }' "$E2E_TIMES" 2>/dev/null)
+    if [[ -z $secs ]]; then
+      secs=0
+      for long in "${LONG_FIRST[@]}"; do [[ $long == "$id" ]] && secs=100000; done
+    fi
+    echo "$secs $id"
+  done | sort -k1,1nr -k2 | cut -d' ' -f2
+}
+mapfile -t e2e_ids < <(e2e_order)
+e2e_start=$(date +%s)
+
+declare -A job_id=() job_start=()
+new_times=()
+# finish_one: waits for any running script and reports it.
+finish_one() {
+  local pid rc=0 id secs log
+  wait -n -p pid || rc=$?
+  id=${job_id[$pid]}
+  secs=$(($(date +%s) - job_start[$pid]))
+  log="$RESULTS/${id//\//-}.log"
+  unset "job_id[$pid]" "job_start[$pid]"
+  new_times+=("$secs $id")
+  if ((rc == 0)); then
+    ((passed += 1)); echo "PASS $id ($secs s)"; record_step "$id" "$secs" ok
   else
-    ((failed += 1)); failures+=("$name: see $RESULTS/$name.log")
-    echo "FAIL $name ($(( $(date +%s) - start )) s); last lines:"; tail -15 "$RESULTS/$name.log" | sed 's/^/    /'
+    ((failed += 1)); failures+=("$id: see $log")
+    echo "FAIL $id ($secs s); last lines:"; tail -15 "$log" | sed 's/^/    /'
+    record_step "$id" "$secs" FAILED
   fi
+}
+for id in "${e2e_ids[@]}"; do
+  while ((${#job_id[@]} >= 2)); do finish_one; done
+  BUILD_DIR="$BUILD_DIR" bash "$ROOT/tests/e2e/$id.sh" >"$RESULTS/${id//\//-}.log" 2>&1 &
+  job_id[$!]=$id
+  job_start[$!]=$(date +%s)
 done
+while ((${#job_id[@]})); do finish_one; done
+record_step "end to end, wall clock" $(($(date +%s) - e2e_start)) "${#e2e_ids[@]} scripts, 2 at a time"
+printf '%s\n' "${new_times[@]}" >"$E2E_TIMES"
 
 if ((${#failures[@]})); then
   echo "== failures"
   printf '  %s\n' "${failures[@]}"
 fi
+print_steps
 echo "$passed passed, $failed failed"
 ((failed == 0))
