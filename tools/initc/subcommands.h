@@ -1,0 +1,39 @@
+//===- subcommands.h - initc's subcommands, as main runs them -------------===//
+//
+// Each subcommand's arguments, as the command line fills them, and its entry point, which returns
+// the process's exit code (0, 1 for an error, 2 for a usage error).
+//
+//===----------------------------------------------------------------------===//
+#ifndef INITC_TOOLS_INITC_SUBCOMMANDS_H
+#define INITC_TOOLS_INITC_SUBCOMMANDS_H
+
+#include <string>
+
+namespace initc::driver {
+
+struct ImportArgs {
+  std::string config, output = "-", initStyle = "hf", dtype = "f32";
+  std::string seed = "0"; // checked here: CLI11 saturates out-of-range integers
+  std::string base;       // --load: a checkpoint whose tensors the model takes
+};
+int runImport(const ImportArgs &args);
+
+struct InspectArgs {
+  std::string model, mesh, shard;
+  bool json = false;
+};
+int runInspect(const InspectArgs &args);
+
+struct CompileArgs {
+  std::string model, mesh, shard, output, emit, stage = "partitioned";
+  std::string targetCpu = "x86-64-v4+avx512bf16,x86-64-v4,x86-64-v3", linker;
+  bool timing = false, stageGiven = false, targetCpuGiven = false;
+};
+int runCompile(const CompileArgs &args);
+
+int runAssemble(const std::string &ckptDir, const std::string &out);
+int runVerify(const std::string &ckptDir, int threads);
+
+} // namespace initc::driver
+
+#endif // INITC_TOOLS_INITC_SUBCOMMANDS_H
