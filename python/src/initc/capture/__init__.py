@@ -1,0 +1,1 @@
+"""Capture a PyTorch model constructor into init IR (ir-spec/capture.md)."""
