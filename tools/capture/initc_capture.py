@@ -7,7 +7,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "src"))
 
-from initc.capture.recording import main  # noqa: E402
+from initc.capture.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())
