@@ -127,6 +127,25 @@ while ((${#job_id[@]})); do finish_one; done
 record_step "end to end, wall clock" $(($(date +%s) - e2e_start)) "${#e2e_ids[@]} scripts, 2 at a time"
 printf '%s\n' "${new_times[@]}" >"$E2E_TIMES"
 
+# The Python tests (python/tests) in the pinned venv, made when missing: a venv or install that
+# fails counts as a failure, never as a skip.
+echo "== Python tests (pytest)"
+start=$(date +%s)
+INITC_BUILD_DIR="$BUILD_DIR" bash "$ROOT/python/tests/run.sh" >"$RESULTS/python.log" 2>&1
+python_status=$?
+python_summary=$(grep -E "^=+ .* in [0-9.]+s" "$RESULTS/python.log" | tail -1)
+python_passed=$(grep -oE "[0-9]+ passed" <<<"$python_summary" | grep -oE "[0-9]+" || echo 0)
+python_failed=0
+for n in $(grep -oE "[0-9]+ (failed|errors?)" <<<"$python_summary" | grep -oE "^[0-9]+"); do
+  ((python_failed += n))
+done
+# No venv, a failed install, a crash or no test run: one failure.
+((python_status == 0 && python_passed > 0 || python_failed > 0)) || python_failed=1
+echo "python: $python_passed passed, $python_failed failed ($(( $(date +%s) - start )) s)${python_summary:+: $python_summary}"
+((passed += python_passed))
+((failed += python_failed))
+((python_failed == 0)) || { failures+=("python: see $RESULTS/python.log"); tail -15 "$RESULTS/python.log" | sed 's/^/    /'; }
+
 if ((${#failures[@]})); then
   echo "== failures"
   printf '  %s\n' "${failures[@]}"

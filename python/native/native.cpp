@@ -1,0 +1,129 @@
+// initc._native: the runtime's C API (runtime/include/initrt/initrt.h) for Python, and nothing
+// else. Every status other than INITRT_OK becomes initc.Error with the runtime's message; the
+// GIL is released while the runtime opens a program or runs kernels.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include <initrt/initrt.h>
+
+#include <cstdio>
+#include <string>
+
+namespace nb = nanobind;
+
+namespace {
+
+constexpr size_t kMessageBytes = 2048;
+
+[[noreturn]] void raiseStatus(initrt_status status, const char *message) {
+  nb::object type = nb::module_::import_("initc._errors").attr("Error");
+  nb::object error = type(nb::str(message), nb::str(initrt_status_name(status)));
+  PyErr_SetObject(type.ptr(), error.ptr());
+  throw nb::python_error();
+}
+
+nb::tuple dims(const int64_t *values, int32_t ndim) {
+  nb::list out;
+  for (int32_t d = 0; d < ndim; ++d)
+    out.append(values[d]);
+  return nb::tuple(out);
+}
+
+// A writable, C-contiguous buffer held for the length of a call (PEP 3118).
+class WritableBuffer {
+public:
+  explicit WritableBuffer(nb::handle object) {
+    if (PyObject_GetBuffer(object.ptr(), &view_, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0)
+      throw nb::python_error();
+  }
+  ~WritableBuffer() { PyBuffer_Release(&view_); }
+  WritableBuffer(const WritableBuffer &) = delete;
+  WritableBuffer &operator=(const WritableBuffer &) = delete;
+  void *data() const { return view_.buf; }
+  size_t bytes() const { return static_cast<size_t>(view_.len); }
+
+private:
+  Py_buffer view_{};
+};
+
+class Program {
+public:
+  explicit Program(const std::string &dir) {
+    char err[kMessageBytes] = "";
+    initrt_status status;
+    {
+      nb::gil_scoped_release unlocked;
+      status = initrt_program_open(dir.c_str(), &program_, err, sizeof err);
+    }
+    if (status != INITRT_OK)
+      raiseStatus(status, err);
+  }
+  ~Program() { initrt_program_close(program_); }
+  Program(const Program &) = delete;
+  Program &operator=(const Program &) = delete;
+
+  void close() {
+    initrt_program_close(program_);
+    program_ = nullptr;
+  }
+
+  int64_t worldSize() const { return initrt_world_size(open()); }
+  int64_t paramCount() const { return initrt_param_count(open()); }
+
+  // (name, dtype, is_buffer, persistent, global shape, slice offset, slice shape, elements, bytes)
+  nb::tuple paramInfo(int64_t rank, int64_t index) const {
+    struct initrt_param_info info;
+    initrt_status status = initrt_param_info(open(), rank, index, &info);
+    if (status != INITRT_OK) {
+      char err[kMessageBytes];
+      std::snprintf(err, sizeof err,
+                    "no parameter %lld for rank %lld: the program has %lld parameters and %lld "
+                    "ranks",
+                    static_cast<long long>(index), static_cast<long long>(rank),
+                    static_cast<long long>(initrt_param_count(program_)),
+                    static_cast<long long>(initrt_world_size(program_)));
+      raiseStatus(status, err);
+    }
+    return nb::make_tuple(std::string(info.name), std::string(info.dtype), info.is_buffer != 0,
+                          info.persistent != 0, dims(info.global_shape, info.ndim),
+                          dims(info.slice_offset, info.ndim), dims(info.slice_shape, info.ndim),
+                          info.elements, info.bytes);
+  }
+
+  void fill(int64_t rank, const std::string &name, nb::handle buffer, int threads) const {
+    const initrt_program *program = open();
+    WritableBuffer out(buffer);
+    char err[kMessageBytes] = "";
+    initrt_status status;
+    {
+      nb::gil_scoped_release unlocked;
+      status = initrt_fill(program, rank, name.c_str(), out.data(), out.bytes(), threads, err,
+                           sizeof err);
+    }
+    if (status != INITRT_OK)
+      raiseStatus(status, err);
+  }
+
+private:
+  const initrt_program *open() const {
+    if (program_ == nullptr)
+      throw nb::value_error("the program is closed");
+    return program_;
+  }
+
+  initrt_program *program_ = nullptr;
+};
+
+} // namespace
+
+NB_MODULE(_native, m) {
+  m.doc() = "The initc runtime's C API (initrt.h); use initc.load rather than this module.";
+  nb::class_<Program>(m, "Program")
+      .def(nb::init<const std::string &>(), nb::arg("prog_dir"))
+      .def("close", &Program::close)
+      .def("world_size", &Program::worldSize)
+      .def("param_count", &Program::paramCount)
+      .def("param_info", &Program::paramInfo, nb::arg("rank"), nb::arg("index"))
+      .def("fill", &Program::fill, nb::arg("rank"), nb::arg("name"), nb::arg("buffer"),
+           nb::arg("threads") = 0);
+}

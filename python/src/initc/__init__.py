@@ -1,0 +1,14 @@
+"""initc: the initialization of a neural network compiled ahead of time into per-rank programs.
+
+    import initc
+    with initc.load("prog/") as prog:          # a directory from `initc compile`
+        for p in prog.params(rank):            # name, dtype, global shape, the rank's slice
+            prog.fill(p.name, buffers[p.name], rank)
+
+Importing the package imports neither torch nor jax, nor the native module (until a program is
+loaded); each framework's part is its own subpackage (initc.capture needs torch)."""
+
+from ._errors import Error
+from ._program import Param, Program, load
+
+__all__ = ["Error", "Param", "Program", "load"]

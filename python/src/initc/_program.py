@@ -1,0 +1,115 @@
+"""A compiled program directory (prog/ from `initc compile`), as a training process uses it: the
+parameters a rank holds, and their values written into the process's own buffers."""
+
+from dataclasses import dataclass
+
+from ._errors import Error
+
+# safetensors' dtype names (initrt.h) -> numpy's; BF16 is ml_dtypes' bfloat16.
+_NUMPY_DTYPES = {"F32": "float32", "F64": "float64", "F16": "float16", "BF16": "bfloat16",
+                 "BOOL": "bool", "I64": "int64"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter or buffer as one rank holds it: the box [offset, offset + shape) of the
+    global tensor."""
+    name: str
+    dtype: str             # "F32", "BF16", "F16", "F64", "BOOL", "I64"
+    is_buffer: bool
+    persistent: bool       # False for a buffer a checkpoint does not store
+    global_shape: tuple
+    slice_offset: tuple
+    slice_shape: tuple
+    elements: int
+    bytes: int
+
+
+def _numpy_dtype(dtype):
+    import numpy as np
+    if dtype == "BF16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise TypeError("a BF16 parameter needs ml_dtypes' bfloat16 in numpy "
+                            "(pip install ml_dtypes)") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(_NUMPY_DTYPES[dtype])
+
+
+class Program:
+    """A program directory opened by the runtime (initc.load). A handle may be used from several
+    threads at once; each fill runs on its own worker threads, with the GIL released."""
+
+    def __init__(self, prog_dir):
+        from . import _native
+        self._native = _native.Program(str(prog_dir))
+        self._params = None
+
+    def close(self):
+        """Releases the program (its kernels); later calls raise ValueError."""
+        self._native.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    @property
+    def world_size(self):
+        """Ranks in the program's mesh."""
+        return self._native.world_size()
+
+    def params(self, rank=0):
+        """Every parameter and buffer, in program order, as `rank` holds it."""
+        return [Param(*self._native.param_info(rank, i))
+                for i in range(self._native.param_count())]
+
+    def param(self, name, rank=0):
+        """The parameter (or buffer) `name` as `rank` holds it; KeyError when there is none."""
+        for p in self.params(rank):
+            if p.name == name:
+                return p
+        raise KeyError("the program has no parameter %r" % name)
+
+    def fill(self, name, out, rank=0, threads=0):
+        """Writes `rank`'s shard of `name` into `out`: a C-contiguous numpy array of the
+        parameter's dtype and slice shape, or any writable C-contiguous buffer of its bytes (a
+        tied name is accepted as the runtime accepts it, checked by size). threads <= 0: one per
+        CPU the process may run on; processes of one host sharing CPUs should divide them."""
+        dtype = getattr(out, "dtype", None)
+        if dtype is not None and hasattr(out, "shape"):
+            param = next((p for p in self.params(rank) if p.name == name), None)
+            if param is not None:
+                expected = _numpy_dtype(param.dtype)
+                if dtype != expected:
+                    raise TypeError("%s is %s (numpy %s), the array is %s"
+                                    % (name, param.dtype, expected, dtype))
+                if tuple(out.shape) != param.slice_shape:
+                    raise ValueError("%s: rank %d holds a slice of shape %s, the array has shape %s"
+                                     % (name, rank, list(param.slice_shape), list(out.shape)))
+            if not out.flags.c_contiguous or not out.flags.writeable:
+                raise ValueError("%s: the array must be C-contiguous and writeable" % name)
+            # Raw bytes: the buffer protocol has no format for bfloat16.
+            out = out.reshape(-1).view("uint8")
+        self._native.fill(rank, name, out, threads)
+
+    def array(self, name, rank=0, threads=0):
+        """A new numpy array holding `rank`'s shard of `name`."""
+        import numpy as np
+        param = self.param(name, rank)
+        out = np.empty(param.slice_shape, dtype=_numpy_dtype(param.dtype))
+        self.fill(name, out, rank, threads)
+        return out
+
+
+def load(prog_dir):
+    """Opens a program directory (program.json and kernels.so, as `initc compile` writes it):
+    the kernels for the best CPU variant this CPU runs (INITRT_TARGET_CPU names one), checked
+    against their checksum. Raises initc.Error with the runtime's message."""
+    return Program(prog_dir)
+
+
+__all__ = ["Error", "Param", "Program", "load"]
