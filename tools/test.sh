@@ -73,9 +73,6 @@ echo "lit: $lit_passed passed, $((lit_failed + lit_unresolved)) failed"
 if ((lit_passed == 0 && lit_failed == 0)); then ((failed += 1)); failures+=("lit: ran no test"); fi
 record_step "IR tests (lit)" $(($(date +%s) - start)) "$lit_passed passed, $((lit_failed + lit_unresolved)) failed"
 
-# == Python tests: one self-contained block here (make the pinned venv when it is missing, run
-# pytest, add to passed/failed and failures, record_step its time).
-
 echo "== end-to-end tests (two at a time)"
 # Every script of every group, longest first by the last run's times (tests/e2e/*/ needs no list
 # here), so that the two lanes end together; before any run, the known long ones first.
@@ -145,6 +142,7 @@ echo "python: $python_passed passed, $python_failed failed ($(( $(date +%s) - st
 ((passed += python_passed))
 ((failed += python_failed))
 ((python_failed == 0)) || { failures+=("python: see $RESULTS/python.log"); tail -15 "$RESULTS/python.log" | sed 's/^/    /'; }
+record_step "Python tests (pytest)" $(($(date +%s) - start)) "$python_passed passed, $python_failed failed"
 
 if ((${#failures[@]})); then
   echo "== failures"
