@@ -23,7 +23,7 @@ cmake -G Ninja -S "$ROOT" -B "$OUT" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINITC_BU
   -DINITC_BUILD_BENCHMARKS=OFF -DCMAKE_C_FLAGS=-fsanitize=thread \
   -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
   -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null || fail "cmake (tsan build)"
-ninja -C "$OUT" -j2 initrt-unittests initrt-run initrt-testprog >"$WORK/build.log" 2>&1 ||
+ninja -C "$OUT" -j2 initrt-unittests init initrt-testprog >"$WORK/build.log" 2>&1 ||
   { tail -30 "$WORK/build.log"; fail "building with ThreadSanitizer"; }
 echo "built with ThreadSanitizer in $(($(date +%s) - start)) s"
 
@@ -46,7 +46,7 @@ echo "ok initrt-unittests: $(grep -E "^\[  PASSED  \]" "$WORK/out.txt")"
 prog="$WORK/prog"
 "$OUT/bin/initrt-testprog" make "$prog" dp=1 "$OUT/lib/libinitrt-testkernels.so" ||
   fail "cannot make the test program"
-cp "$OUT/bin/initrt-run" "$prog/init"
+cp "$OUT/bin/init" "$prog/init"
 for threads in 1 2 4; do
   tsan_clean "$prog/init" --out "$WORK/ckpt-$threads" --threads "$threads" --quiet
   tsan_clean "$prog/init" --discard --threads "$threads" --quiet

@@ -12,15 +12,14 @@
 #include "initc/Target/SharedObject.h"
 #include "initc/Transforms/Passes.h"
 #include "initc/Transforms/Sharding.h"
-#include "initrt/checkpoint.h"
-#include "initrt/direct_io.h"
-#include "initrt/executor.h"
-#include "initrt/orthogonal.h"
-#include "initrt/program_io.h"
-#include "initrt/report.h"
-#include "initrt/safetensors.h"
-#include "initrt/sharding.h"
-#include "initrt/temporaries.h"
+#include "initrt/base/atomic_file.h"
+#include "initrt/base/base_checkpoint.h"
+#include "initrt/base/costs.h"
+#include "initrt/base/program_io.h"
+#include "initrt/base/report.h"
+#include "initrt/base/safetensors.h"
+#include "initrt/base/sharding.h"
+#include "initrt/base/temporaries.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -673,7 +672,7 @@ std::string targetsText(const initrt::Program &program) {
 std::string runtimePath() {
   std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
   llvm::SmallString<256> path(llvm::sys::path::parent_path(self));
-  llvm::sys::path::append(path, "initrt-run");
+  llvm::sys::path::append(path, "init");
   return path.str().str();
 }
 
@@ -811,66 +810,36 @@ int runCompile(const CompileArgs &args) {
   return 0;
 }
 
-// What assemble and verify show as they read a whole checkpoint: progress (a bar on a
-// terminal), then the bytes and the time.
-class ReadProgress {
-public:
-  initrt::ProgressFn callback() {
-    return [this](uint64_t done, uint64_t total) {
-      bytes = total;
-      bar.update(done, total);
-    };
-  }
-  void finish() { bar.finish(); }
-  std::string took() const { // "4.10 GiB in 0.89 s, 4.63 GiB/s"
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    char text[96];
-    std::snprintf(text, sizeof(text), "%s in %.2f s, %s/s",
-                  initrt::formatBytes(double(bytes)).c_str(), seconds,
-                  initrt::formatBytes(seconds > 0 ? double(bytes) / seconds : 0).c_str());
-    return text;
-  }
-
-private:
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  initrt::ProgressBar bar;
-  uint64_t bytes = 0;
-};
+// assemble and verify are the runtime's (initc-checkpoint, beside initc), so that a runtime-only
+// build has them too: initc runs it in its place, as "initc", so its messages read as initc's.
+int runCheckpointTool(std::vector<std::string> args) {
+  std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  llvm::SmallString<256> tool(llvm::sys::path::parent_path(self));
+  llvm::sys::path::append(tool, "initc-checkpoint");
+  if (!llvm::sys::fs::can_execute(tool))
+    return fail("the checkpoint tool '" + tool.str().str() +
+                "' is missing: build the target initc-checkpoint, or reinstall initc");
+  args.insert(args.begin(), "initc");
+  std::vector<char *> argv;
+  for (std::string &arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  llvm::outs().flush();
+  std::fflush(stdout);
+  ::execv(tool.c_str(), argv.data());
+  return fail("cannot run " + tool.str().str() + ": " + std::strerror(errno));
+}
 
 int runAssemble(const std::string &ckptDir, const std::string &out) {
-  std::string error;
-  if (!initrt::checkDirectIoSetting(error))
-    return fail(error);
-  // A killed assemble leaves a temporary as large as the model: the next one removes it.
-  initrt::removeAbandonedTemporariesOf(out);
-  ReadProgress progress;
-  bool ok = initrt::assembleCheckpoint(ckptDir, out, error, progress.callback());
-  progress.finish();
-  if (!ok)
-    return fail(error);
-  llvm::outs() << "wrote " << out << " (" << progress.took() << ")\n";
-  return 0;
+  return runCheckpointTool({"assemble", "-o", out, "--", ckptDir});
 }
 
 int runVerify(const std::string &ckptDir, int threads) {
-  std::string error;
-  std::vector<std::string> problems;
-  ReadProgress progress;
-  bool ok = initrt::verifyCheckpoint(ckptDir, problems, error, progress.callback(), threads);
-  progress.finish();
-  if (!error.empty())
-    return fail(error);
-  for (auto &p : problems)
-    llvm::errs() << "initc: " << p << "\n";
-  if (!ok) {
-    llvm::errs() << "initc: " << ckptDir << ": " << problems.size() << " problem"
-                 << (problems.size() == 1 ? "" : "s") << " found\n";
-    return 1;
-  }
-  llvm::outs() << ckptDir << ": every shard matches its checksum and the index (" << progress.took()
-               << ")\n";
-  return 0;
+  std::vector<std::string> args = {"verify"};
+  if (threads)
+    args.insert(args.end(), {"--threads", std::to_string(threads)});
+  args.insert(args.end(), {"--", ckptDir});
+  return runCheckpointTool(args);
 }
 
 } // namespace
