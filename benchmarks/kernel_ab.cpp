@@ -11,9 +11,9 @@
 // library is loaded --copies times, each time from a private copy of its own, and every
 // copy's ratio is printed. A and B must give the same bytes: the RNG contract says so, and the
 // tool fails if they do not.
-#include "initrt/executor.h"
-#include "initrt/program.h"
-#include "initrt/program_io.h"
+#include "executor/executor.h"
+#include "initrt/base/program.h"
+#include "initrt/base/program_io.h"
 
 #include <algorithm>
 #include <chrono>

@@ -10,8 +10,8 @@
 #include "initc/Pipeline/Pipeline.h"
 #include "initc/Registration.h"
 #include "initc/Target/SharedObject.h"
-#include "initrt/executor.h"
-#include "initrt/program.h"
+#include "executor/executor.h"
+#include "initrt/base/program.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"

@@ -68,7 +68,7 @@ build_sanitized_tree() {
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link" \
     -DINITC_SANITIZE=ON -DINITC_BUILD_FUZZERS=ON -DINITC_BUILD_BENCHMARKS=OFF -- \
-    initrt-unittests initc-unittests initc initrt-run initc-fuzz-ir initc-fuzz-config
+    initrt-unittests initc-unittests initc initc-checkpoint init initc-fuzz-ir initc-fuzz-config
 }
 
 # The runtime alone (no LLVM or MLIR) under ThreadSanitizer, for
@@ -80,7 +80,7 @@ build_thread_sanitized_runtime() {
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DINITC_BUILD_BENCHMARKS=OFF -DCMAKE_C_FLAGS=-fsanitize=thread \
     -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
-    -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread -- initrt-unittests initrt-run initrt-testprog
+    -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread -- initrt-unittests init initc-checkpoint initrt-testprog
 }
 
 # mpirun as root (CI and containers) needs these; --oversubscribe lets a test run more ranks

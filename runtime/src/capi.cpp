@@ -1,7 +1,7 @@
 // The C API (initrt.h) over the program reader and the executor.
 #include "initrt/initrt.h"
-#include "initrt/executor.h"
-#include "initrt/program_io.h"
+#include "executor/executor.h"
+#include "initrt/base/program_io.h"
 
 #include <cstdint>
 #include <cstring>

@@ -1,88 +1,58 @@
 //===- assemble_verify.cpp - initc assemble, initc verify -----------------===//
 //
-// The two subcommands that read a whole checkpoint, over the runtime's checkpoint library.
+// assemble and verify are the runtime's (initc-checkpoint, beside initc), so that a runtime-only
+// build has them too: initc runs the tool in its place, as "initc", so its messages read as
+// initc's.
 //
 //===----------------------------------------------------------------------===//
 #include "subcommands.h"
 #include "session.h"
 
-#include "initrt/checkpoint.h"
-#include "initrt/direct_io.h"
-#include "initrt/report.h"
-#include "initrt/safetensors.h"
-
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <unistd.h>
 #include <vector>
 
 namespace initc::driver {
 
 namespace {
 
-// What assemble and verify show as they read a whole checkpoint: progress (a bar on a
-// terminal), then the bytes and the time.
-class ReadProgress {
-public:
-  initrt::ProgressFn callback() {
-    return [this](uint64_t done, uint64_t total) {
-      bytes = total;
-      bar.update(done, total);
-    };
-  }
-  void finish() { bar.finish(); }
-  std::string took() const { // "4.10 GiB in 0.89 s, 4.63 GiB/s"
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    char text[96];
-    std::snprintf(text, sizeof(text), "%s in %.2f s, %s/s",
-                  initrt::formatBytes(double(bytes)).c_str(), seconds,
-                  initrt::formatBytes(seconds > 0 ? double(bytes) / seconds : 0).c_str());
-    return text;
-  }
-
-private:
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  initrt::ProgressBar bar;
-  uint64_t bytes = 0;
-};
+int runCheckpointTool(std::vector<std::string> args) {
+  std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  llvm::SmallString<256> tool(llvm::sys::path::parent_path(self));
+  llvm::sys::path::append(tool, "initc-checkpoint");
+  if (!llvm::sys::fs::can_execute(tool))
+    return fail("the checkpoint tool '" + tool.str().str() +
+                "' is missing: build the target initc-checkpoint, or reinstall initc");
+  args.insert(args.begin(), "initc");
+  std::vector<char *> argv;
+  for (std::string &arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  llvm::outs().flush();
+  std::fflush(stdout);
+  ::execv(tool.c_str(), argv.data());
+  return fail("cannot run " + tool.str().str() + ": " + std::strerror(errno));
+}
 
 } // namespace
 
 int runAssemble(const std::string &ckptDir, const std::string &out) {
-  std::string error;
-  if (!initrt::checkDirectIoSetting(error))
-    return fail(error);
-  // A killed assemble leaves a temporary as large as the model: the next one removes it.
-  initrt::removeAbandonedTemporariesOf(out);
-  ReadProgress progress;
-  bool ok = initrt::assembleCheckpoint(ckptDir, out, error, progress.callback());
-  progress.finish();
-  if (!ok)
-    return fail(error);
-  llvm::outs() << "wrote " << out << " (" << progress.took() << ")\n";
-  return 0;
+  return runCheckpointTool({"assemble", "-o", out, "--", ckptDir});
 }
 
 int runVerify(const std::string &ckptDir, int threads) {
-  std::string error;
-  std::vector<std::string> problems;
-  ReadProgress progress;
-  bool ok = initrt::verifyCheckpoint(ckptDir, problems, error, progress.callback(), threads);
-  progress.finish();
-  if (!error.empty())
-    return fail(error);
-  for (auto &p : problems)
-    llvm::errs() << "initc: " << p << "\n";
-  if (!ok) {
-    llvm::errs() << "initc: " << ckptDir << ": " << problems.size() << " problem"
-                 << (problems.size() == 1 ? "" : "s") << " found\n";
-    return 1;
-  }
-  llvm::outs() << ckptDir << ": every shard matches its checksum and the index (" << progress.took()
-               << ")\n";
-  return 0;
+  std::vector<std::string> args = {"verify"};
+  if (threads)
+    args.insert(args.end(), {"--threads", std::to_string(threads)});
+  args.insert(args.end(), {"--", ckptDir});
+  return runCheckpointTool(args);
 }
 
 } // namespace initc::driver

@@ -9,8 +9,8 @@
 
 #include "initc/Pipeline/Pipeline.h"
 #include "initc/Target/SharedObject.h"
-#include "initrt/program.h"
-#include "initrt/report.h"
+#include "initrt/base/program.h"
+#include "initrt/base/report.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/Timing.h"
@@ -43,7 +43,7 @@ std::string targetsText(const initrt::Program &program) {
 std::string runtimePath() {
   std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
   llvm::SmallString<256> path(llvm::sys::path::parent_path(self));
-  llvm::sys::path::append(path, "initrt-run");
+  llvm::sys::path::append(path, "init");
   return path.str().str();
 }
 

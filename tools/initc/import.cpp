@@ -10,8 +10,8 @@
 #include "initc/Dialect/Init/IR/InitOps.h"
 #include "initc/Import/HFConfig.h"
 #include "initc/Transforms/Passes.h"
-#include "initrt/base_checkpoint.h"
-#include "initrt/report.h"
+#include "initrt/base/base_checkpoint.h"
+#include "initrt/base/report.h"
 
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringExtras.h"

@@ -9,7 +9,7 @@
 
 #include "initc/Import/HFConfig.h"
 #include "initc/Pipeline/Pipeline.h"
-#include "initrt/temporaries.h"
+#include "initrt/base/temporaries.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"

@@ -9,8 +9,8 @@
 
 #include "initc/Analysis/RankEstimate.h"
 #include "initc/Pipeline/Pipeline.h"
-#include "initrt/program.h"
-#include "initrt/report.h"
+#include "initrt/base/program.h"
+#include "initrt/base/report.h"
 
 #include "llvm/ADT/StringExtras.h"
 

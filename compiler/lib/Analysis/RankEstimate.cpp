@@ -8,11 +8,9 @@
 
 #include "initc/Dialect/Init/IR/InitOps.h"
 #include "initc/Pipeline/Pipeline.h"
-#include "initrt/direct_io.h"
-#include "initrt/executor.h"
-#include "initrt/orthogonal.h"
-#include "initrt/program.h"
-#include "initrt/sharding.h"
+#include "initrt/base/costs.h"
+#include "initrt/base/program.h"
+#include "initrt/base/sharding.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/TypeUtilities.h"

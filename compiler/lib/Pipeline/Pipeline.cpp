@@ -6,10 +6,10 @@
 #include "initc/Support/DType.h"
 #include "initc/Support/Nesting.h"
 #include "initc/Transforms/Passes.h"
-#include "initrt/base_checkpoint.h"
-#include "initrt/checksum.h"
-#include "initrt/program_io.h"
-#include "initrt/temporaries.h"
+#include "initrt/base/base_checkpoint.h"
+#include "initrt/base/checksum.h"
+#include "initrt/base/program_io.h"
+#include "initrt/base/temporaries.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Parser/Parser.h"
@@ -380,7 +380,7 @@ LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef model
     return failure();
   if (!fs::exists(runtimePath)) {
     error = "the runtime '" + runtimePath.str() +
-            "' is missing: build the target initrt-run, or reinstall initc";
+            "' is missing: build the target init, or reinstall initc";
     return failure();
   }
   // `prog/` and `prog` are the same directory; the temporary one is its sibling.

@@ -8,7 +8,7 @@
 
 #include "initc/Random/Expand.h"
 
-#include "initrt/rng.h"
+#include "initrt/base/rng.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"

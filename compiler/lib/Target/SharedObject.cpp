@@ -6,8 +6,8 @@
 #include "initc/Target/TruncateByShuffle.h"
 #include "initc/Target/UnitFloatByConversion.h"
 #include "initc/Target/WideConstants.h"
-#include "initrt/cpu.h"
-#include "initrt/temporaries.h"
+#include "initrt/base/cpu.h"
+#include "initrt/base/temporaries.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"

@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "initc/Random/Expand.h"
 #include "initc/Transforms/Passes.h"
-#include "initrt/rng.h"
+#include "initrt/base/rng.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"

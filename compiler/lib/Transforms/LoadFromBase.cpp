@@ -1,7 +1,7 @@
 //===- LoadFromBase.cpp - take the parameters a base checkpoint has -------===//
 #include "initc/Support/DType.h"
 #include "initc/Transforms/Passes.h"
-#include "initrt/base_checkpoint.h"
+#include "initrt/base/base_checkpoint.h"
 
 #include "llvm/ADT/StringSet.h"
 

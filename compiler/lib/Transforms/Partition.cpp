@@ -10,7 +10,7 @@
 #include "initc/Random/Expand.h"
 #include "initc/Transforms/Passes.h"
 #include "initc/Transforms/SliceKernel.h"
-#include "initrt/rng.h"
+#include "initrt/base/rng.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/StringSet.h"

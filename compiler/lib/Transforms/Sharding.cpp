@@ -1,7 +1,7 @@
 //===- Sharding.cpp - meshes and sharding rules ---------------------------===//
 #include "initc/Transforms/Sharding.h"
 #include "initc/Support/Nesting.h"
-#include "initrt/json_text.h"
+#include "initrt/base/json_text.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"

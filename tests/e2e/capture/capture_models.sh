@@ -4,7 +4,7 @@
 # they are bitwise identical and that tests/capture/check_capture.py accepts the result against
 # PyTorch's eager initialization; then compiles one with the rules file that README.md shows for
 # captured models. Prints "PASS capture_models" or exits 1.
-# Needs: BUILD_DIR (default ./build) with initc and initrt-run; /usr/bin/python3 with torch,
+# Needs: BUILD_DIR (default ./build) with initc and init; /usr/bin/python3 with torch,
 # numpy and scipy (apt-get install python3-torch python3-numpy python3-scipy; scripts/setup.sh
 # installs them).
 set -euo pipefail
@@ -25,9 +25,9 @@ if ! "$PYTHON" -c "import numpy, scipy" 2>/dev/null; then
   echo "capture_models: the checks need numpy and scipy: apt-get install python3-numpy python3-scipy" >&2
   exit 1
 fi
-for file in "$INITC" "$BUILD_DIR/bin/initrt-run"; do
+for file in "$INITC" "$BUILD_DIR/bin/init"; do
   if [[ ! -x "$file" ]]; then
-    echo "capture_models: $file is missing: build the targets initc initrt-run" >&2
+    echo "capture_models: $file is missing: build the targets initc init" >&2
     exit 1
   fi
 done

@@ -3,16 +3,16 @@
 # dp=2,tp=2) and checks that: each rank's file equals the one `--rank K` writes alone; every
 # checkpoint verifies; the assembled tensors are bitwise identical across meshes; a rerun skips
 # complete ranks and regenerates a damaged one; a wrong rank count is refused.
-# Needs: BUILD_DIR (default ./build) with initrt-run, initrt-testprog, libinitrt-testkernels.so.
+# Needs: BUILD_DIR (default ./build) with init, initrt-testprog, libinitrt-testkernels.so.
 set -euo pipefail
 
 BUILD_DIR=$(cd "${BUILD_DIR:-./build}" && pwd)
-RUN="$BUILD_DIR/bin/initrt-run"
+RUN="$BUILD_DIR/bin/init"
 TESTPROG="$BUILD_DIR/bin/initrt-testprog"
 KERNELS="$BUILD_DIR/lib/libinitrt-testkernels.so"
 for file in "$RUN" "$TESTPROG" "$KERNELS"; do
   if [[ ! -e "$file" ]]; then
-    echo "runtime_meshes: $file is missing: build the targets initrt-run initrt-testprog" >&2
+    echo "runtime_meshes: $file is missing: build the targets init initrt-testprog" >&2
     exit 1
   fi
 done

@@ -40,7 +40,7 @@ echo "ok initrt-unittests: $(grep -E "^\[  PASSED  \]" "$WORK/out.txt")"
 prog="$WORK/prog"
 "$OUT/bin/initrt-testprog" make "$prog" dp=1 "$OUT/lib/libinitrt-testkernels.so" ||
   fail "cannot make the test program"
-cp "$OUT/bin/initrt-run" "$prog/init"
+cp "$OUT/bin/init" "$prog/init"
 for threads in 1 2 4; do
   tsan_clean "$prog/init" --out "$WORK/ckpt-$threads" --threads "$threads" --quiet
   tsan_clean "$prog/init" --discard --threads "$threads" --quiet

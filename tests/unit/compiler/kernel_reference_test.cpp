@@ -9,8 +9,8 @@
 #include "initc/Pipeline/Pipeline.h"
 #include "initc/Registration.h"
 #include "initc/Target/SharedObject.h"
-#include "initrt/program.h"
-#include "initrt/rng.h"
+#include "initrt/base/program.h"
+#include "initrt/base/rng.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"

@@ -3,7 +3,7 @@
 // lowering to LLVM, optimizing at O3 and JIT-compiling for the host CPU.
 
 #include "initc/Random/Expand.h"
-#include "initrt/rng.h"
+#include "initrt/base/rng.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

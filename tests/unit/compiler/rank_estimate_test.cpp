@@ -7,8 +7,8 @@
 #include "initc/Dialect/Init/IR/InitOps.h"
 #include "initc/Pipeline/Pipeline.h"
 #include "initc/Registration.h"
-#include "initrt/orthogonal.h"
-#include "initrt/program.h"
+#include "initrt/base/costs.h"
+#include "initrt/base/program.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"

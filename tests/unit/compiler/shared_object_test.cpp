@@ -1,7 +1,7 @@
 // Kernel modules -> kernels.so: values, vectorization, exports and error messages.
 #include "initc/Target/KernelABI.h"
 #include "initc/Target/SharedObject.h"
-#include "initrt/cpu.h"
+#include "initrt/base/cpu.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"

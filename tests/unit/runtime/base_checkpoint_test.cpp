@@ -1,10 +1,10 @@
 // Base checkpoints (init.load): every rank of several meshes reads exactly its box of the tensor
 // in the file, through whole runs, windows of close runs and single far-apart runs; the tensors
 // are found through a Hugging Face index too; what does not match says so.
-#include "initrt/base_checkpoint.h"
-#include "initrt/executor.h"
+#include "initrt/base/base_checkpoint.h"
+#include "executor/executor.h"
 #include "initrt/initrt.h"
-#include "initrt/program_io.h"
+#include "initrt/base/program_io.h"
 #include "testprogram.h"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,13 @@
 // The checkpoint directory: shard files, index.json, assemble, verify, resumability.
-#include "initrt/checkpoint.h"
-#include "initrt/checksum.h"
-#include "initrt/safetensors.h"
+#include "checkpoint/assemble.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/index.h"
+#include "checkpoint/output_dir.h"
+#include "checkpoint/shard_file.h"
+#include "checkpoint/verify.h"
+#include "initrt/base/atomic_file.h"
+#include "initrt/base/checksum.h"
+#include "initrt/base/safetensors.h"
 #include "testprogram.h"
 
 #include <gtest/gtest.h>

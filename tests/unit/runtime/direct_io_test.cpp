@@ -1,8 +1,8 @@
 // DirectWriter: ranges written in any order, through aligned blocks past the page cache, give the
 // file exactly the bytes written; a file system that refuses direct I/O midway loses nothing.
 // readFileRange: any range read past the page cache gives the file's bytes and leaves no page.
-#include "initrt/direct_io.h"
-#include "initrt/safetensors.h"
+#include "io/direct_writer.h"
+#include "initrt/base/safetensors.h"
 
 #include <gtest/gtest.h>
 
@@ -186,7 +186,7 @@ TEST_F(DirectIoTest, WriteErrorsAreReturned) {
   EXPECT_EQ(writer.finish(), EBADF);
 }
 
-// AtomicFile's FileCaching::Bypass, forced on for a small file, as shard files use it: pieces
+// AtomicFile with bypassPageCache, forced on for a small file, as shard files use it: pieces
 // in any order, then the header, committed to the bytes written and nothing else.
 TEST_F(DirectIoTest, AtomicFileBypassingThePageCacheWritesTheSameFile) {
   std::mt19937_64 rng(11);
@@ -197,7 +197,7 @@ TEST_F(DirectIoTest, AtomicFileBypassingThePageCacheWritesTheSameFile) {
     for (const auto &[order, ranges] : orders(cut(size, 200000, rng), rng)) {
       std::string path = dir + "/model.safetensors", error;
       AtomicFile file;
-      ASSERT_TRUE(file.open(path, size, error, FileCaching::Bypass)) << error;
+      ASSERT_TRUE(file.open(path, size, error, bypassPageCache)) << error;
       for (const Range &range : ranges)
         ASSERT_TRUE(file.writeAt(range.first, bytes.data() + range.first, range.second, error))
             << error;
@@ -207,7 +207,7 @@ TEST_F(DirectIoTest, AtomicFileBypassingThePageCacheWritesTheSameFile) {
     // Sequential writes, as assemble makes them.
     std::string path = dir + "/seq.safetensors", error;
     AtomicFile file;
-    ASSERT_TRUE(file.open(path, size, error, FileCaching::Bypass)) << error;
+    ASSERT_TRUE(file.open(path, size, error, bypassPageCache)) << error;
     for (const Range &range : cut(size, 70000, rng))
       ASSERT_TRUE(file.write(bytes.data() + range.first, range.second, error)) << error;
     ASSERT_TRUE(file.commit(error)) << error;

@@ -1,9 +1,9 @@
 // The executor and the C API on the test kernels (testkernels.c): every rank of several meshes
 // gets exactly its box of the tensor the whole-tensor kernel call produces.
-#include "initrt/cpu.h"
-#include "initrt/executor.h"
+#include "initrt/base/cpu.h"
+#include "executor/executor.h"
 #include "initrt/initrt.h"
-#include "initrt/program_io.h"
+#include "initrt/base/program_io.h"
 #include "testprogram.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // CheckedJsonParse: the value nlohmann's own parse builds, and what that parse lets through.
-#include "initrt/json_text.h"
+#include "initrt/base/json_text.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // initrt::OrthogonalMatrix: orthogonal and the unique QR (a non-negative diagonal of R), and bit
 // for bit the unblocked algorithm of its specification, whatever the blocking and the threads.
-#include "initrt/orthogonal.h"
+#include "executor/orthogonal.h"
 
 #include <gtest/gtest.h>
 

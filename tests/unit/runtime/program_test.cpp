@@ -1,5 +1,5 @@
 // program.json: round trip and every validation error.
-#include "initrt/program_io.h"
+#include "initrt/base/program_io.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 // Sizes and durations as messages spell them.
-#include "initrt/report.h"
+#include "initrt/base/report.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // Random123 known-answer vectors, the worked examples of ir-spec/rng.md, double-precision libm,
 // and the distributions' moments.
 
-#include "initrt/rng.h"
+#include "initrt/base/rng.h"
 
 #include <gtest/gtest.h>
 

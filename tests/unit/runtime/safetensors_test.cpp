@@ -1,7 +1,8 @@
 // The safetensors writer reproduces the reference bytes; the reader rejects what the reference
 // reader rejects.
-#include "initrt/checksum.h"
-#include "initrt/safetensors.h"
+#include "initrt/base/atomic_file.h"
+#include "initrt/base/checksum.h"
+#include "initrt/base/safetensors.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Which slice each rank holds: the torch.chunk rule, multi-axis splits, replicas and owners.
-#include "initrt/sharding.h"
+#include "initrt/base/sharding.h"
 
 #include <gtest/gtest.h>
 

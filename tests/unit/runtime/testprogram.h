@@ -1,10 +1,12 @@
 // A program around the test kernels (testkernels.c), for any mesh of one or two axes.
 #pragma once
 
-#include "initrt/checkpoint.h"
-#include "initrt/checksum.h"
-#include "initrt/program.h"
-#include "initrt/program_io.h"
+#include "checkpoint/assemble.h"
+#include "checkpoint/shard_file.h"
+#include "checkpoint/verify.h"
+#include "initrt/base/checksum.h"
+#include "initrt/base/program.h"
+#include "initrt/base/program_io.h"
 
 #include <fstream>
 #include <sstream>

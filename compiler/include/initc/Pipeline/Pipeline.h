@@ -8,7 +8,7 @@
 #define INITC_PIPELINE_PIPELINE_H
 
 #include "initc/Target/SharedObject.h"
-#include "initrt/program.h"
+#include "initrt/base/program.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"

@@ -2,7 +2,7 @@
 #ifndef INITC_SUPPORT_DTYPE_H
 #define INITC_SUPPORT_DTYPE_H
 
-#include "initrt/program.h"
+#include "initrt/base/program.h"
 #include "mlir/IR/Types.h"
 
 namespace initc {

@@ -1,0 +1,104 @@
+// A rank's shard file of initc's own checkpoint layout: written whole or while its tensors are
+// computed, and checked on a rerun (ir-spec/checkpoint.md, "Shard files").
+#pragma once
+
+#include "initrt/base/atomic_file.h"
+#include "initrt/base/checksum.h"
+#include "initrt/base/program.h"
+#include "initrt/base/safetensors.h"
+#include "initrt/base/sharding.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace initrt {
+
+/// "rank-00003-of-00004.safetensors".
+std::string shardFileName(int64_t rank, int64_t worldSize);
+
+/// One tensor of a rank's shard file: the rank's slice of `param`, `data` holding its bytes.
+struct ShardTensor {
+  const Param *param = nullptr;
+  Slice slice;
+  const void *data = nullptr;
+  uint64_t bytes = 0;
+  std::string checksum; // XXH3-64 of the bytes, 16 hex digits
+};
+
+/// Writes dir/shardFileName(rank, world) atomically: a temporary name in `dir`, fsync, rename, fsync
+/// of the directory. Tensors keep the parameter's name; the file's __metadata__ records the program
+/// id, rank, world size, and each tensor's global shape, offset and checksum. Returns false and sets
+/// `error` (naming the file and what to do) on failure; nothing is left under the final name then.
+bool writeShardFile(const std::string &dir, const Program &program, int64_t rank,
+                    const std::vector<ShardTensor> &tensors, std::string &error);
+
+/// Writes a rank's shard file while its tensors are still being computed: open() lays out the
+/// file (the header's length does not depend on the checksums) and reserves its space;
+/// writePiece() writes a piece of a tensor at its place and starts its writeback, checksumming
+/// the tensor as its pieces pass (they come in order, as streamShardJobs hands them over);
+/// finish() writes the header with the checksums and commits the file as writeShardFile does
+/// (fsync, rename). Destroying an unfinished stream leaves nothing under the final name.
+class ShardFileStream {
+public:
+  ShardFileStream();
+  ~ShardFileStream();
+  ShardFileStream(const ShardFileStream &) = delete;
+  ShardFileStream &operator=(const ShardFileStream &) = delete;
+
+  /// `layout`: the rank's tensors (param, slice, bytes; no data yet), indexed as writePiece's
+  /// `index`. `baseStamps`: the versions of the base checkpoints the tensors are read from
+  /// (BaseCheckpoints::stamps()), recorded in the file; "" when none is.
+  bool open(const std::string &dir, const Program &program, int64_t rank,
+            const std::vector<ShardTensor> &layout, std::string &error,
+            const std::string &baseStamps = "");
+  /// The layout indices in the order of the tensors' places in the file: written in this order,
+  /// the file grows from front to back, in long runs the device and direct I/O take whole.
+  std::vector<size_t> fileOrder() const;
+  /// Bytes [offset, offset + bytes) of layout tensor `index`. A tensor's pieces come in order,
+  /// starting at 0; tensors one after another. One thread at a time.
+  bool writePiece(size_t index, uint64_t offset, const void *data, uint64_t bytes,
+                  std::string &error);
+  /// Every tensor must have been written whole. `checksums`: one per layout tensor (empty for
+  /// tensors that are not persistent).
+  bool finish(std::vector<std::string> &checksums, std::string &error);
+
+private:
+  bool fileContents(std::vector<SafetensorsTensor> &contents, SafetensorsMetadata &metadata,
+                    std::string &error) const;
+
+  const Program *program = nullptr;
+  int64_t rank = 0;
+  std::string path, header, baseStamps;
+  std::vector<ShardTensor> tensors;
+  std::vector<uint64_t> offsets; // in the file, per layout tensor
+  AtomicFile file;
+  StreamingChecksum checksum; // of the tensor being written
+  size_t current = 0;         // its layout index
+  uint64_t currentEnd = 0;    // bytes of it written so far
+};
+
+/// True when dir/shardFileName(rank, world) exists, belongs to `program` (same program id), holds
+/// exactly the expected tensors and every tensor's bytes match its recorded checksum. Fills
+/// `checksums` (one per param, in program order; empty for params the rank does not store).
+bool shardIsComplete(const std::string &dir, const Program &program, int64_t rank,
+                     std::vector<std::string> &checksums);
+/// The same, saying in `reason` why the shard is not complete (to log before rewriting it).
+bool shardIsComplete(const std::string &dir, const Program &program, int64_t rank,
+                     std::vector<std::string> &checksums, std::string &reason);
+
+/// What a rerun finds of a rank's shard file.
+enum class ShardState {
+  Complete,
+  Incomplete,  // missing, unfinished, damaged or another program's
+  BaseChanged, // whole, but computed from other versions of the base checkpoints
+};
+/// shardIsComplete's check, which also compares the base checkpoints' versions the shard records
+/// with `baseStamps` (BaseCheckpoints::stamps() of the files as they are now; "" when the program
+/// loads none). With `someBasesMissing`, only the files there now are compared. `reason` says
+/// why the shard is not complete.
+ShardState shardState(const std::string &dir, const Program &program, int64_t rank,
+                      std::vector<std::string> &checksums, std::string &reason,
+                      const std::string *baseStamps = nullptr, bool someBasesMissing = false);
+
+} // namespace initrt

@@ -1,0 +1,891 @@
+// prog/init: computes this rank's shards of every parameter and writes them to a checkpoint
+// directory. One process per rank under mpirun/srun, or one rank alone with --rank.
+#include "checkpoint/checkpoint.h"
+#include "executor/executor.h"
+#include "initrt/base/direct_io.h"
+#include "initrt/base/program_io.h"
+#include "initrt/base/report.h"
+
+#include <CLI/CLI.hpp>
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <sched.h>
+#include <sstream>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace initrt;
+
+namespace {
+
+enum ExitCode { kExitOk = 0, kExitFailure = 1, kExitUsage = 2 };
+
+struct Options {
+  std::string out;
+  std::string programDir;
+  int64_t rank = -1;
+  int threads = 0;
+  std::string targetCpu; // the kernel variant to run; empty: the best this CPU supports
+  bool overwrite = false;
+  bool discard = false;
+  bool quiet = false;
+};
+
+// Statistics each rank sends to rank 0 for the summary.
+struct RankStats {
+  double bytes = 0;          // bytes of the rank's shards
+  double elements = 0;
+  double seconds = 0;        // compute + checksum + write
+  double peakRssBytes = 0;
+  double skipped = 0;        // 1 if the rank's file was already complete
+  double loaded = 0;         // elements read from base checkpoints (init.load)
+  double rebased = 0;        // 1 if a whole shard was rewritten: its base checkpoint changed
+  double unchecked = 0;      // 1 if it was kept without its base checkpoint to compare with
+  double damaged = 0;        // 1 if its file was there but not whole or not as recorded
+  static constexpr int kFields = 9;
+  std::array<double, kFields> fields() const {
+    return {bytes, elements, seconds, peakRssBytes, skipped, loaded, rebased, unchecked, damaged};
+  }
+};
+
+using Clock = std::chrono::steady_clock;
+
+std::string programName = "init";
+
+// Rank and size of the job, and the few collectives the run needs. Without MPI (a single rank,
+// or --rank K) every collective is the identity.
+class World {
+public:
+  virtual ~World() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual int minInt(int value) = 0;
+  virtual int maxInt(int value) = 0;
+  // Rank 0 gets every rank's `bytes` (all ranks pass the same length), in rank order.
+  virtual std::vector<uint64_t> gatherToRoot(const std::vector<uint64_t> &words) = 0;
+  virtual std::vector<double> gatherStats(const RankStats &stats) = 0;
+  // Every rank gets rank 0's `text`.
+  virtual void broadcast(std::string &text) = 0;
+  // Ends the whole job after an unexpected error, when the other ranks cannot be told otherwise.
+  virtual void abortJob(int code) { std::exit(code); }
+  // The threads this rank starts without --threads: its share of the CPUs it may run on with the
+  // other ranks of its host. Collective.
+  virtual CpuShare cpuShare() { return shareCpus({allowedCpus()}, 0); }
+
+protected:
+  // This process's affinity mask; empty if it cannot be read.
+  static cpu_set_t allowedCpus() {
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0)
+      CPU_ZERO(&mask);
+    return mask;
+  }
+};
+
+class SoloWorld : public World {
+public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int minInt(int value) override { return value; }
+  int maxInt(int value) override { return value; }
+  std::vector<uint64_t> gatherToRoot(const std::vector<uint64_t> &words) override {
+    return words;
+  }
+  std::vector<double> gatherStats(const RankStats &stats) override {
+    std::array<double, RankStats::kFields> mine = stats.fields();
+    return {mine.begin(), mine.end()};
+  }
+  void broadcast(std::string &) override {}
+};
+
+class MpiWorld : public World {
+public:
+  MpiWorld() {
+    int provided;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &myRank);
+    MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
+  }
+  ~MpiWorld() override { MPI_Finalize(); }
+  int rank() const override { return myRank; }
+  int size() const override { return worldSize; }
+  int minInt(int value) override {
+    int result;
+    MPI_Allreduce(&value, &result, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return result;
+  }
+  int maxInt(int value) override {
+    int result;
+    MPI_Allreduce(&value, &result, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return result;
+  }
+  std::vector<uint64_t> gatherToRoot(const std::vector<uint64_t> &words) override {
+    // Every rank sends the same number of words (they follow from the program); the root's
+    // buffer is sized in 64 bits, so no int offset limits the total.
+    std::vector<uint64_t> all(myRank == 0 ? size_t(worldSize) * words.size() : 0);
+    MPI_Gather(words.data(), int(words.size()), MPI_UINT64_T, all.data(), int(words.size()),
+               MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    return all;
+  }
+  std::vector<double> gatherStats(const RankStats &stats) override {
+    std::array<double, RankStats::kFields> mine = stats.fields();
+    std::vector<double> all(myRank == 0 ? size_t(worldSize) * RankStats::kFields : 0);
+    MPI_Gather(mine.data(), RankStats::kFields, MPI_DOUBLE, all.data(), RankStats::kFields,
+               MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    return all;
+  }
+
+  void broadcast(std::string &text) override {
+    uint64_t length = text.size();
+    MPI_Bcast(&length, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    text.resize(size_t(length));
+    // Short texts (ids and paths): one call, an int count is plenty.
+    MPI_Bcast(text.data(), int(length), MPI_CHAR, 0, MPI_COMM_WORLD);
+  }
+
+  void abortJob(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
+
+  CpuShare cpuShare() override {
+    MPI_Comm host;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, myRank, MPI_INFO_NULL, &host);
+    int self, hostSize;
+    MPI_Comm_rank(host, &self);
+    MPI_Comm_size(host, &hostSize);
+    cpu_set_t mine = allowedCpus();
+    std::vector<cpu_set_t> masks(static_cast<size_t>(hostSize));
+    MPI_Allgather(&mine, int(sizeof mine), MPI_BYTE, masks.data(), int(sizeof mine), MPI_BYTE,
+                  host);
+    MPI_Comm_free(&host);
+    return shareCpus(masks, size_t(self));
+  }
+
+private:
+  int myRank = 0;
+  int worldSize = 1;
+};
+
+// Every rank reaches each of these points. When any rank failed, the lowest failing rank prints
+// its message (once for the whole job) and every rank learns the exit code.
+class Agreement {
+public:
+  Agreement(World &world, int64_t displayRank) : world(world), displayRank(displayRank) {}
+
+  // Returns 0 when every rank succeeded, else the exit code all ranks should return.
+  int settle(int code, const std::string &message) {
+    int failing = world.minInt(code == kExitOk ? INT_MAX : world.rank());
+    if (failing == INT_MAX)
+      return kExitOk;
+    if (failing == world.rank()) {
+      std::string where = world.size() > 1 || displayRank > 0
+                              ? " (rank " + std::to_string(displayRank) + ")"
+                              : "";
+      std::fprintf(stderr, "%s: error%s: %s\n", programName.c_str(), where.c_str(),
+                   message.c_str());
+    }
+    return world.maxInt(code);
+  }
+
+private:
+  World &world;
+  int64_t displayRank;
+};
+
+std::string executableDir() {
+  std::vector<char> path(PATH_MAX + 1, '\0');
+  ssize_t length = readlink("/proc/self/exe", path.data(), PATH_MAX);
+  if (length <= 0)
+    return ".";
+  std::string exe(path.data(), size_t(length));
+  size_t slash = exe.rfind('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : exe.substr(0, slash));
+}
+
+const char *firstEnv(std::initializer_list<const char *> names) {
+  for (const char *name : names)
+    if (const char *value = std::getenv(name))
+      return value;
+  return nullptr;
+}
+
+// Whether a launcher (mpirun, srun, hydra) started this process as part of a job.
+bool startedByLauncher() {
+  return firstEnv({"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
+                   "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"}) != nullptr;
+}
+
+// The number of processes the launcher started: 1 without a launcher, 0 when a launcher did
+// not say (MPI then tells).
+long launcherSize() {
+  const char *value = firstEnv({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
+                                "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"});
+  return value ? std::atol(value) : startedByLauncher() ? 0 : 1;
+}
+
+// `path` made absolute against the working directory and normalized ("a//b/./c/" is "a/b/c"),
+// without resolving links: what ranks compare to tell that they were given the same directory.
+std::string normalizedPath(const std::string &path) {
+  if (path.empty())
+    return path;
+  std::error_code failed;
+  std::filesystem::path absolute = std::filesystem::absolute(path, failed);
+  if (failed)
+    absolute = path;
+  std::string text = absolute.lexically_normal().string();
+  while (text.size() > 1 && text.back() == '/')
+    text.pop_back();
+  return text;
+}
+
+std::string meshText(const Mesh &mesh) {
+  std::string text;
+  for (size_t i = 0; i < mesh.shape.size(); ++i)
+    text += (i ? "," : "") + mesh.axisNames[i] + "=" + std::to_string(mesh.shape[i]);
+  return text.empty() ? "(single device)" : text;
+}
+
+std::string formatCount(double value) {
+  std::string digits = std::to_string(int64_t(value));
+  std::string text;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      text += ',';
+    text += digits[i];
+  }
+  return text;
+}
+
+double peakRssBytes() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0;
+  return double(usage.ru_maxrss) * 1024.0; // Linux reports KiB
+}
+
+// The ranks whose stats field `field` is set, as ranges ("0-1, 3"), the first few of them.
+std::string rankRanges(const std::vector<double> &stats, int ranks, int field) {
+  auto set = [&](int r) { return stats[size_t(r) * RankStats::kFields + size_t(field)] != 0; };
+  std::string list;
+  int shown = 0;
+  for (int r = 0; r < ranks; ++r) {
+    if (!set(r))
+      continue;
+    int last = r;
+    while (last + 1 < ranks && set(last + 1))
+      ++last;
+    if (shown++ == 8)
+      return list + ", ...";
+    list += (list.empty() ? "" : ", ") + std::to_string(r) +
+            (last > r ? "-" + std::to_string(last) : "");
+    r = last;
+  }
+  return list;
+}
+
+void printSummary(const Program &program, const Options &options, const std::vector<double> &stats,
+                  int ranks, int threads, const CpuShare &cpuShare, double wallSeconds,
+                  const std::string &kernelCpu) {
+  double bytes = 0, written = 0, elements = 0, loaded = 0, slowest = 0, maxRss = 0;
+  double maxShardBytes = 0;
+  int slowestRank = 0, maxRssRank = 0, skipped = 0, rebased = 0, unchecked = 0, damaged = 0;
+  // stats are indexed by the job's ranks; a lone --rank run is that one rank.
+  auto rankName = [&](int r) { return std::to_string(options.rank >= 0 ? options.rank : r); };
+  for (int r = 0; r < ranks; ++r) {
+    const double *s = &stats[size_t(r) * RankStats::kFields];
+    bytes += s[0];
+    written += s[4] != 0 ? 0 : s[0];
+    elements += s[4] != 0 ? 0 : s[1]; // a complete rank computed nothing
+    loaded += s[4] != 0 ? 0 : s[5];
+    if (s[2] > slowest) {
+      slowest = s[2];
+      slowestRank = r;
+    }
+    if (s[3] > maxRss) {
+      maxRss = s[3];
+      maxRssRank = r;
+    }
+    maxShardBytes = std::max(maxShardBytes, s[0]);
+    skipped += s[4] != 0;
+    rebased += s[6] != 0;
+    unchecked += s[7] != 0;
+    damaged += s[8] != 0;
+  }
+  double modelElements = 0;
+  for (const Param &param : program.params)
+    if (param.persistent)
+      modelElements += double(param.numElements());
+  auto row = [](const char *label, const std::string &value) {
+    std::fprintf(stderr, "  %-15s %s\n", label, value.c_str());
+  };
+  std::fprintf(stderr, "%s: %s on mesh %s\n", programName.c_str(), program.modelName.c_str(),
+               meshText(program.mesh).c_str());
+  std::string rankText = std::to_string(ranks);
+  if (options.rank >= 0)
+    rankText = "1 (rank " + std::to_string(options.rank) + " of " +
+               std::to_string(program.mesh.size()) + ")";
+  // Which, in a job: a rerun's record of what it kept and what it computed again.
+  if (skipped)
+    rankText += ", " + std::to_string(skipped) + " already complete" +
+                (options.rank < 0 ? " (" + rankRanges(stats, ranks, 4) + ")" : "");
+  if (unchecked)
+    rankText +=
+        ", " +
+        (unchecked == skipped ? std::string("none") : std::to_string(unchecked) + " of them") +
+        " compared with their base checkpoint, which is absent";
+  if (rebased)
+    rankText += ", " + std::to_string(rebased) + " computed again, their base checkpoint changed" +
+                (options.rank < 0 ? " (" + rankRanges(stats, ranks, 6) + ")" : "");
+  // A file that was there, under its final name, and is not whole: the storage lost or changed
+  // bytes since it was written, which whoever keeps checkpoints there wants to know.
+  if (damaged)
+    rankText += ", " + std::to_string(damaged) + " computed again over a damaged file" +
+                (options.rank < 0 ? " (" + rankRanges(stats, ranks, 8) + ")" : "");
+  row("ranks", rankText);
+  row("parameters", std::to_string(program.params.size()));
+  row("kernels", "compiled for " + kernelCpu + " (rank " + rankName(0) + ")");
+  std::string why = ", one per CPU it may run on";
+  if (options.threads > 0)
+    why = ", --threads";
+  else if (cpuShare.sharing > 1)
+    why = ", its share of the " + std::to_string(cpuShare.cpus) + " CPU" +
+          (cpuShare.cpus == 1 ? "" : "s") + " it may run on with " +
+          std::to_string(cpuShare.sharing - 1) + " other rank" +
+          (cpuShare.sharing == 2 ? "" : "s") + " of its host";
+  row("threads", std::to_string(threads) + " (rank " + rankName(0) + why + ")");
+  row("elements",
+      formatCount(modelElements) + " in the model, " + formatCount(elements - loaded) +
+          " computed" +
+          (loaded > 0 ? ", " + formatCount(loaded) + " read from base checkpoints" : "") +
+          " (replicas included)");
+  if (options.discard)
+    row("bytes computed", formatBytes(bytes) + " (--discard: nothing written)");
+  else
+    row("bytes written", formatBytes(written) + " to " + options.out +
+                             (skipped ? " (" + formatBytes(bytes - written) + " already there)" : ""));
+  char text[128];
+  std::snprintf(text, sizeof(text), "%.3f s", wallSeconds);
+  row("time", text);
+  std::snprintf(text, sizeof(text), "%s/s",
+                formatBytes(wallSeconds > 0 ? (options.discard ? bytes : written) / wallSeconds : 0)
+                    .c_str());
+  row("throughput", skipped == ranks ? "- (every rank was already complete)" : text);
+  std::snprintf(text, sizeof(text), "rank %s, %.3f s", rankName(slowestRank).c_str(), slowest);
+  row("slowest rank", text);
+  row("peak memory", "max RSS " + formatBytes(maxRss) + " (rank " + rankName(maxRssRank) +
+                         ") vs largest rank's shards " + formatBytes(maxShardBytes));
+}
+
+// A base checkpoint inside --out is refused, whatever its name: stored as a shard or index.json
+// it would be replaced by the run (or removed with --overwrite), and even under another name
+// the checkpoint and its base are best kept apart.
+// (A Hugging Face index names files next to it.)
+bool baseOutsideOutput(const Program &program, const Options &options, std::string &error) {
+  if (options.discard)
+    return true;
+  std::error_code ec;
+  const std::filesystem::path out = std::filesystem::weakly_canonical(options.out, ec);
+  for (const Param &param : program.params) {
+    if (!param.load)
+      continue;
+    std::filesystem::path dir =
+        std::filesystem::weakly_canonical(param.load->file, ec).parent_path();
+    if (!ec && dir == out) {
+      error = "the base checkpoint " + param.load->file + " (init.load of " + param.name +
+              ") is inside --out " + options.out +
+              ", which this run writes: copy it elsewhere, or choose another --out";
+      return false;
+    }
+  }
+  return true;
+}
+
+// The ranks of one job must run one program and write one directory: otherwise each would write
+// a valid file of its own, and rank 0 an index of a checkpoint that does not exist. Rank 0 tells
+// its program id, program and --out; before anything is written, every rank that differs fails,
+// and the lowest of them says how.
+int checkOneJob(World &world, const Program &program, const Options &options,
+                const std::string &progDir, std::string &error) {
+  std::string myDir = normalizedPath(progDir), myOut = normalizedPath(options.out);
+  auto modeOf = [](const Options &o) {
+    return std::string(o.discard ? "--discard" : "--out") + (o.overwrite ? " --overwrite" : "");
+  };
+  std::string rootId = program.programId, rootDir = myDir, rootOut = myOut;
+  std::string myMode = modeOf(options), rootMode = myMode;
+  world.broadcast(rootId);
+  world.broadcast(rootDir);
+  world.broadcast(rootOut);
+  world.broadcast(rootMode);
+  if (rootId != program.programId) {
+    error = "ranks run different programs: this rank runs " + myDir + "/init (program id " +
+            program.programId + "), rank 0 runs " + rootDir + "/init (program id " + rootId +
+            "): start every rank of the job with the same prog/init";
+    return kExitUsage;
+  }
+  if (myMode != rootMode) {
+    // Some ranks would write shards that no index lists, or replace a checkpoint that the
+    // others keep.
+    error = "ranks were started with different options: this rank has " + myMode + ", rank 0 has " +
+            rootMode + ": start every rank of the job with the same options";
+    return kExitUsage;
+  }
+  if (!options.discard && myOut != rootOut) {
+    error = "ranks write to different directories: this rank has --out " + myOut +
+            ", rank 0 has --out " + rootOut +
+            ": give every rank the same --out (one checkpoint is one directory)";
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+// Computes this rank's shards. Workers compute pieces into a small ring of buffers while this
+// thread takes each in turn: writing it at its place in the file (checksummed as it passes), or,
+// with --discard, dropping it. Memory stays a few MiB per thread and no page is faulted in twice.
+// Adds the shards' sizes to `stats`; `checksums` (one per parameter) gets those written.
+int computeShards(const Program &program, KernelLibrary &kernels, const CheckpointLayout &output,
+                  const Options &options, int64_t myRank, int threads, bool showProgress,
+                  const std::string &baseStamps, RankStats &stats,
+                  std::vector<std::string> &checksums, std::string &error) {
+  RunOptions runOptions;
+  runOptions.threads = threads;
+  std::unique_ptr<ProgressBar> bar;
+  if (showProgress) {
+    bar.reset(new ProgressBar());
+    runOptions.progress = [&](uint64_t done, uint64_t total) { bar->update(done, total); };
+  }
+  std::vector<ShardJob> jobs = planRank(program, kernels, myRank, /*persistentOnly=*/true);
+  for (const ShardJob &job : jobs) {
+    stats.bytes += double(job.bytes);
+    stats.elements += double(job.slice.numElements());
+    stats.loaded += job.base ? double(job.slice.numElements()) : 0;
+  }
+  int code = kExitOk;
+  try {
+    if (options.discard) {
+      auto drop = [](size_t, uint64_t, const void *, uint64_t, std::string &) { return true; };
+      if (!streamShardJobs(jobs, runOptions, drop, error))
+        code = kExitFailure;
+    } else {
+      std::vector<ShardTensor> layout;
+      for (const ShardJob &job : jobs) {
+        ShardTensor tensor;
+        tensor.param = job.param;
+        tensor.slice = job.slice;
+        tensor.bytes = job.bytes;
+        layout.push_back(std::move(tensor));
+      }
+      std::unique_ptr<RankWriter> writer;
+      std::vector<std::string> written;
+      // Computed in the order of the file, so that it is written front to back.
+      std::vector<size_t> order;
+      std::vector<ShardJob> inFileOrder;
+      auto sink = [&](size_t job, uint64_t offset, const void *data, uint64_t bytes,
+                      std::string &why) {
+        return writer->writePiece(order[job], offset, data, bytes, why);
+      };
+      // A base file changed while it was read may have given part old, part new bytes.
+      auto baseUnchanged = [&] {
+        std::string changed = kernels.baseChangedSinceRead();
+        if (!changed.empty())
+          error = changed + " (a base checkpoint) changed while this rank read it: run again";
+        return changed.empty();
+      };
+      writer = output.openRank(options.out, program, myRank, layout, error, baseStamps);
+      bool opened = writer != nullptr;
+      if (opened) {
+        order = writer->writeOrder();
+        for (size_t t : order)
+          inFileOrder.push_back(jobs[t]);
+      }
+      if (!opened || !streamShardJobs(inFileOrder, runOptions, sink, error) || !baseUnchanged() ||
+          !writer->finish(written, error)) {
+        code = kExitFailure;
+      } else {
+        checksums.assign(program.params.size(), std::string());
+        for (size_t t = 0; t < jobs.size(); ++t)
+          checksums[size_t(jobs[t].param - program.params.data())] = written[t];
+      }
+    }
+  } catch (const BaseReadError &e) { // the input changed under the run: not initc's fault
+    code = kExitFailure;
+    error = e.what();
+  }
+  if (bar && code == kExitOk)
+    bar->finish();
+  return code;
+}
+
+// Rank 0 writes index.json from every rank's report: its shard digest and its replicated
+// tensors' checksums (8 bytes each). Every rank takes part; the code is rank 0's.
+int writeIndexFromReports(World &world, const Program &program, const CheckpointLayout &output,
+                          const Options &options, const std::vector<std::string> &checksums,
+                          std::string &error) {
+  RankReport mine = makeRankReport(program, checksums);
+  std::vector<uint64_t> words = {mine.digest};
+  words.insert(words.end(), mine.replicated.begin(), mine.replicated.end());
+  std::vector<uint64_t> all = world.gatherToRoot(words);
+  if (world.rank() != 0)
+    return kExitOk;
+  std::vector<RankReport> reports(size_t(world.size()));
+  for (size_t r = 0; r < reports.size(); ++r) {
+    const uint64_t *theirs = &all[r * words.size()];
+    reports[r].digest = theirs[0];
+    reports[r].replicated.assign(theirs + 1, theirs + words.size());
+  }
+  return output.finishJob(options.out, program, reports, error) ? kExitOk : kExitFailure;
+}
+
+int run(World &world, const Options &options, int64_t myRank, bool launched) {
+  Clock::time_point start = Clock::now();
+  Agreement agreement(world, myRank);
+  const bool singleRank = options.rank >= 0;
+  const bool root = world.rank() == 0;
+  std::string error;
+  const CpuShare cpuShare = world.cpuShare();
+  const int threads = options.threads > 0 ? options.threads : cpuShare.threads;
+  const CheckpointLayout &output = ranksLayout();
+
+  std::string progDir = options.programDir.empty() ? executableDir() : options.programDir;
+  Program program;
+  int code = readProgram(progDir, program, error) ? kExitOk : kExitFailure;
+  if (int agreed = agreement.settle(code, error))
+    return agreed;
+
+  if (world.size() > 1) {
+    code = checkOneJob(world, program, options, progDir, error);
+    if (int agreed = agreement.settle(code, error))
+      return agreed;
+  }
+
+  const int64_t meshSize = program.mesh.size();
+  if (singleRank && options.rank >= meshSize) {
+    error = "--rank " + std::to_string(options.rank) + " is outside the mesh " +
+            meshText(program.mesh) + " of " + std::to_string(meshSize) +
+            " devices: pass 0 <= K < " + std::to_string(meshSize);
+    return agreement.settle(kExitUsage, error);
+  }
+  if (!singleRank && world.size() != meshSize) {
+    // Every rank knows the mismatch; rank 0 alone says it.
+    std::string started = launched ? "MPI started " + std::to_string(world.size()) +
+                                         (world.size() == 1 ? " rank" : " ranks")
+                                   : "it was started without mpirun";
+    if (root)
+      std::fprintf(stderr,
+                   "%s: error: the mesh %s has %lld devices but %s: run mpirun -np %lld %s "
+                   "--out DIR (or pass --rank K to compute one rank alone)\n",
+                   programName.c_str(), meshText(program.mesh).c_str(), (long long)meshSize,
+                   started.c_str(), (long long)meshSize, (progDir + "/init").c_str());
+    return kExitUsage;
+  }
+
+  std::unique_ptr<KernelLibrary> kernels =
+      KernelLibrary::load(progDir, program, error, options.targetCpu);
+  code = kernels && baseOutsideOutput(program, options, error) ? kExitOk : kExitFailure;
+  // The base checkpoints init.load reads. A rank whose shard is already complete, computed from
+  // the files of the base that are there, needs the others no more: a finished job reruns without
+  // its base. A base that is there but cannot be used stops the rank, as does a missing one any
+  // rank that has to compute, before --out is touched.
+  std::string baseError;
+  const bool basesOpen = code != kExitOk || kernels->openBaseCheckpoints(program, baseError);
+  // The versions of the base files read (those that opened): what a shard records, and what a
+  // complete one must record to be kept.
+  const std::string baseStamps = code == kExitOk ? kernels->baseStamps() : "";
+  auto shardStateNow = [&](std::vector<std::string> &checksums, std::string &reason) {
+    return output.rankState(options.out, program, myRank, checksums, reason, &baseStamps,
+                            !basesOpen);
+  };
+  // A shard found complete here (its checksums read) is not read again below: preparing --out
+  // leaves a complete shard of this program alone.
+  std::vector<std::string> checkedEarly;
+  std::string notComplete;
+  bool completeEarly = false;
+  if (!basesOpen && !options.discard && kernels->basesOnlyAbsent())
+    completeEarly = shardStateNow(checkedEarly, notComplete) == ShardState::Complete;
+  if (!basesOpen && !completeEarly) {
+    code = kExitFailure;
+    error = baseError;
+  }
+  if (int agreed = agreement.settle(code, error))
+    return agreed;
+
+  if (!options.discard) {
+    code = kExitOk;
+    if (root && !output.prepareDir(options.out, program, options.overwrite, error))
+      code = kExitFailure;
+    // A killed run leaves its temporary files behind (never under a final name); they can be as
+    // large as a shard. No rank of this job writes yet; a lone --rank run cleans only its own.
+    if (root && code == kExitOk)
+      output.removeStaleTemporaries(options.out, program, singleRank ? myRank : -1);
+    if (int agreed = agreement.settle(code, error))
+      return agreed;
+    code = output.prepareRank(options.out, program, myRank, options.overwrite, error)
+               ? kExitOk
+               : kExitFailure;
+    if (int agreed = agreement.settle(code, error))
+      return agreed;
+  }
+
+  // This rank's shards.
+  Clock::time_point rankStart = Clock::now();
+  RankStats stats;
+  std::vector<std::string> checksums(program.params.size());
+  code = kExitOk;
+  // A whole shard computed from other versions of the base checkpoints is computed again.
+  ShardState state = ShardState::Incomplete;
+  if (completeEarly) {
+    state = ShardState::Complete;
+    checksums = std::move(checkedEarly);
+  } else if (!options.discard) {
+    state = shardStateNow(checksums, notComplete);
+  }
+  bool complete = state == ShardState::Complete;
+  stats.rebased = state == ShardState::BaseChanged;
+  stats.unchecked = complete && !basesOpen;
+  stats.damaged = state == ShardState::Incomplete && !options.discard &&
+                  output.rankOutputExists(options.out, program, myRank);
+  if (!complete && !basesOpen) { // complete when checked before --out was prepared, not now
+    code = kExitFailure;
+    error = state == ShardState::BaseChanged ? notComplete + ", and " + baseError : baseError;
+  }
+  // Shards computed again from a changed base next to shards kept because their base is absent
+  // where their ranks run would be two versions of the base in one checkpoint.
+  const bool rebasing = world.maxInt(stats.rebased != 0);
+  if (rebasing && world.maxInt(stats.unchecked != 0)) {
+    code = kExitFailure;
+    error = "the base checkpoint changed since some ranks' shards were written, and other ranks, "
+            "where it is absent, cannot check theirs against it: keeping those would mix two "
+            "versions of the base in one checkpoint. Give every rank the base, or write to a new "
+            "--out";
+  }
+  if (int agreed = agreement.settle(code, error))
+    return agreed;
+  // The same bits come back over a damaged file, so the index stays right; from another base
+  // they differ, and only the whole job writes the index again.
+  if ((stats.rebased || stats.damaged) && !options.quiet && singleRank)
+    std::fprintf(stderr, "%s: rank %lld: %s: computing it again%s\n", programName.c_str(),
+                 (long long)myRank, notComplete.c_str(),
+                 stats.rebased ? " (then rerun the whole job, so that index.json records it)" : "");
+  if (complete) {
+    stats.skipped = 1;
+    // A job's summary counts the complete ranks; a lone --rank run says it here.
+    if (!options.quiet && singleRank)
+      std::fprintf(stderr, "%s: rank %lld already complete, verified%s\n", programName.c_str(),
+                   (long long)myRank,
+                   stats.unchecked ? " (not compared with its base checkpoint, absent)" : "");
+    for (const Param &param : program.params) {
+      if (!param.persistent)
+        continue;
+      Slice slice = sliceForRank(program.mesh, param, myRank);
+      stats.elements += double(slice.numElements());
+      stats.bytes += double(slice.numElements()) * double(dtypeBytes(param.dtype));
+    }
+  } else {
+    code = computeShards(program, *kernels, output, options, myRank, threads,
+                         root && !options.quiet, baseStamps, stats, checksums, error);
+  }
+  stats.seconds = std::chrono::duration<double>(Clock::now() - rankStart).count();
+  stats.peakRssBytes = peakRssBytes();
+  if (int agreed = agreement.settle(code, error))
+    return agreed;
+
+  // A lone --rank run leaves the index alone.
+  if (!options.discard && !singleRank) {
+    code = writeIndexFromReports(world, program, output, options, checksums, error);
+    if (int agreed = agreement.settle(code, error))
+      return agreed;
+  }
+
+  std::vector<double> allStats = world.gatherStats(stats);
+  if (root && !options.quiet)
+    printSummary(program, options, allStats, world.size(), threads, cpuShare,
+                 std::chrono::duration<double>(Clock::now() - start).count(), kernels->targetCpu());
+  return kExitOk;
+}
+
+// An exception here is a bug or memory exhaustion; other ranks may already wait in a collective,
+// so under MPI the job is aborted rather than left hanging.
+int runGuarded(World &world, const Options &options, int64_t myRank, bool launched) {
+  try {
+    return run(world, options, myRank, launched);
+  } catch (const initrt::OutOfMemory &e) {
+    std::fprintf(stderr, "%s: error (rank %lld): out of memory: %s\n", programName.c_str(),
+                 (long long)myRank, e.what());
+  } catch (const std::bad_alloc &) {
+    std::fprintf(stderr, "%s: error (rank %lld): out of memory: use more ranks or a machine with "
+                 "more memory\n", programName.c_str(), (long long)myRank);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "%s: internal error (rank %lld): %s\n", programName.c_str(),
+                 (long long)myRank, e.what());
+  }
+  if (world.size() > 1)
+    world.abortJob(kExitFailure);
+  return kExitFailure;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string invoked = argc > 0 ? argv[0] : "init";
+  programName = invoked.substr(invoked.rfind('/') + 1);
+
+  Options options;
+  CLI::App app{
+      "Computes a compiled model's parameters and writes them as a sharded checkpoint.\n\n"
+      "Run one process per device of the program's mesh, e.g. `mpirun -np 8 prog/init --out ckpt`\n"
+      "(or srun); each rank computes only its own shards, with the same bits on any mesh. A mesh\n"
+      "of one device runs without mpirun. `--rank K` computes rank K alone, without MPI, and\n"
+      "writes only its file (to regenerate a lost or corrupt shard). A rank whose file is already\n"
+      "complete and verified is skipped, so a rerun resumes; one computed from another version\n"
+      "of a base checkpoint (init.load) than the one there now is computed again.\n\n"
+      "The program (program.json + kernels.so) is read from the directory holding this\n"
+      "executable unless --program is given.",
+      programName};
+  // A value that is empty, or that is the next option (`--out --discard` takes "--discard" as
+  // the directory), is a mistake: the directory would be made under that name.
+  const CLI::Validator givenValue(
+      [](std::string &value) {
+        if (value.empty())
+          return std::string("must not be empty");
+        if (value[0] == '-')
+          return "'" + value + "' looks like an option, not a value: give the value first (./" +
+                 value + " for a directory of that name)";
+        return std::string();
+      },
+      "", "given");
+  app.add_option("--out", options.out, "Checkpoint directory to write (created if missing)")
+      ->type_name("DIR")
+      ->check(givenValue);
+  app.add_option("--rank", options.rank,
+                 "Compute only rank K, without MPI; index.json is left alone")
+      ->type_name("K")
+      ->check(CLI::Validator(
+          [](std::string &text) {
+            // Decimal digits only: an empty $SLURM_PROCID must not read as rank 0.
+            int64_t rank;
+            auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), rank);
+            if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+                end != text.data() + text.size())
+              return "--rank must be a rank number (0, 1, ...), got '" + text + "'";
+            if (ec != std::errc())
+              return "--rank " + text + " is larger than any mesh";
+            return std::string();
+          },
+          "", "non-negative"));
+  app.add_option("--threads", options.threads,
+                 "Worker threads per rank (default: one per CPU the rank may run on, as "
+                 "mpirun binds it; ranks of one host allowed on the same CPUs divide them)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--target-cpu", options.targetCpu,
+                 "Run the kernels compiled for this CPU (one of program.json's "
+                 "kernels.variants; default: the first this CPU supports, or $INITRT_TARGET_CPU). "
+                 "The bits are the same for every variant")
+      ->type_name("CPU")
+      ->check(CLI::Validator(
+          [](std::string &value) {
+            return value.size() > 1 && value[0] == '-'
+                       ? "'" + value + "' looks like an option, not a value: give the value first"
+                       : std::string();
+          },
+          "", "CPU"));
+  app.add_option("--program", options.programDir,
+                 "Program directory (default: the directory of this executable)")
+      ->type_name("DIR")
+      ->check(givenValue);
+  app.add_flag("--overwrite", options.overwrite,
+               "Replace a checkpoint of another program found in --out");
+  app.add_flag("--discard", options.discard,
+               "Compute every shard as writing does, then drop it: no file, no --out (for timing)");
+  app.add_flag("--quiet", options.quiet, "No progress bar and no summary");
+  // What ends the run before it starts: --help (code 0) or a usage error, and what it prints.
+  bool stop = false;
+  int code = kExitOk;
+  std::ostringstream help, usage;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    stop = true;
+    code = app.exit(e, help, usage) == 0 ? kExitOk : kExitUsage;
+  }
+  if (std::string why; !stop && !initrt::checkDirectIoSetting(why)) {
+    stop = true;
+    code = kExitUsage;
+    usage << why << "\n";
+  }
+  if (!stop && options.out.empty() && !options.discard) {
+    stop = true;
+    code = kExitUsage;
+    usage << "--out DIR is required (or --discard to write nothing); see --help\n";
+  }
+  if (!stop && !options.out.empty() && options.discard) { // which was meant: writing or not?
+    stop = true;
+    code = kExitUsage;
+    usage << "--discard writes nothing, so --out " << options.out
+          << " would stay empty: drop --discard to write the checkpoint, or --out to time the "
+             "run\n";
+  }
+  auto rankUnderLauncher = [&](long processes) {
+    stop = true;
+    code = kExitUsage;
+    usage << "--rank " << options.rank << " computes one rank alone, but the launcher started "
+          << processes << " processes, which would all write rank " << options.rank
+          << "'s file: run `" << invoked << " --rank " << options.rank
+          << " --out DIR` without mpirun (or with -np 1), or drop --rank to run the whole job\n";
+  };
+  if (!stop && options.rank >= 0 && launcherSize() > 1)
+    rankUnderLauncher(launcherSize());
+  // Help goes to stdout; errors, CLI11's too, get the program's prefix on stderr.
+  auto explain = [&](const std::string &where) {
+    std::fputs(help.str().c_str(), stdout);
+    std::string text = usage.str();
+    if (!text.empty())
+      std::fprintf(stderr, "%s: error%s: %s", programName.c_str(), where.c_str(), text.c_str());
+  };
+
+  // Alone: no launcher, or a launcher of one process (--rank K under srun -n1 needs no MPI).
+  if (!startedByLauncher() || (launcherSize() == 1 && options.rank >= 0)) {
+    if (stop) {
+      explain("");
+      return code;
+    }
+    // No mpirun: fine for a mesh of one device, which `run` checks like any world size.
+    SoloWorld world;
+    return runGuarded(world, options, options.rank >= 0 ? options.rank : 0, /*launched=*/false);
+  }
+  // Under a launcher every rank joins MPI before any may stop: one that ended alone would leave
+  // the others waiting in MPI_Init. When any stops, all do, and the lowest of those with an
+  // error (else the lowest stopping) explains; its rank is named unless it is rank 0, whose
+  // arguments are the job's. Help on some ranks only is an error too.
+  MpiWorld world;
+  if (!stop && options.rank >= 0 && world.size() > 1) // the launcher did not say its size
+    rankUnderLauncher(world.size());
+  if (world.minInt(stop ? world.rank() : INT_MAX) != INT_MAX) {
+    bool allStop = world.minInt(stop ? 1 : 0) == 1;
+    if (stop && code == kExitOk && !allStop) {
+      code = kExitUsage;
+      help.str("");
+      usage << "this rank was given --help and the others were not: start every rank of the "
+               "job with the same arguments\n";
+    }
+    int failing = world.minInt(code != kExitOk ? world.rank() : INT_MAX);
+    int speaker = failing != INT_MAX ? failing : world.minInt(stop ? world.rank() : INT_MAX);
+    if (world.rank() == speaker)
+      explain(speaker == 0 ? "" : " (rank " + std::to_string(speaker) + ")");
+    return world.maxInt(code);
+  }
+  if (options.rank >= 0) { // --rank K under a launcher of one process that did not say so
+    SoloWorld solo;
+    return runGuarded(solo, options, options.rank, /*launched=*/false);
+  }
+  return runGuarded(world, options, world.rank(), /*launched=*/true);
+}
