@@ -6,6 +6,7 @@
 #include "initc/Pipeline/Pipeline.h"
 #include "initc/Registration.h"
 #include "initc/Transforms/Sharding.h"
+#include "initrt/base/atomic_file.h"
 #include "initrt/base/safetensors.h"
 
 #include "mlir/Target/LLVMIR/Dialect/All.h"
