@@ -13,7 +13,7 @@ INITC_PACKAGES=(
   libopenmpi-dev openmpi-bin
   libcli11-dev nlohmann-json3-dev libxxhash-dev
   libgtest-dev libbenchmark-dev
-  python3 python3-numpy python3-scipy python3-torch
+  python3 python3-venv python3-dev python3-numpy python3-scipy python3-torch
   ${INITC_EXTRA_PACKAGES:-}
 )
 
