@@ -30,9 +30,10 @@
 
 using namespace initrt;
 
-namespace {
+// Named, not anonymous: gtest needs one CheckpointTest class across the test files.
+namespace initrt::checkpoint_tests {
 
-std::vector<std::string> listDir(const std::string &dir) {
+inline std::vector<std::string> listDir(const std::string &dir) {
   std::vector<std::string> names;
   DIR *listing = opendir(dir.c_str());
   if (!listing)
@@ -45,14 +46,14 @@ std::vector<std::string> listDir(const std::string &dir) {
   return names;
 }
 
-bool anyHiddenFile(const std::string &dir) {
+inline bool anyHiddenFile(const std::string &dir) {
   for (const std::string &name : listDir(dir))
     if (name[0] == '.')
       return true;
   return false;
 }
 
-Param makeParam(const std::string &name, DType dtype, std::vector<int64_t> shape,
+inline Param makeParam(const std::string &name, DType dtype, std::vector<int64_t> shape,
                 std::vector<std::vector<int>> splitAxes) {
   Param param;
   param.name = name;
@@ -65,7 +66,7 @@ Param makeParam(const std::string &name, DType dtype, std::vector<int64_t> shape
 
 /// Global tensor bytes: element i holds a value derived from (param, i) so that misplaced
 /// bytes show.
-std::vector<char> globalBytes(const Param &param, size_t which) {
+inline std::vector<char> globalBytes(const Param &param, size_t which) {
   int64_t elementBytes = dtypeBytes(param.dtype);
   std::vector<char> bytes(size_t(param.numElements() * elementBytes));
   for (size_t i = 0; i < bytes.size(); ++i)
@@ -74,7 +75,7 @@ std::vector<char> globalBytes(const Param &param, size_t which) {
 }
 
 /// The rank's slice of a global row-major tensor, copied out element by element.
-std::vector<char> localBytes(const Param &param, const std::vector<char> &global,
+inline std::vector<char> localBytes(const Param &param, const std::vector<char> &global,
                              const Slice &slice) {
   int64_t elementBytes = dtypeBytes(param.dtype);
   std::vector<char> out(size_t(slice.numElements() * elementBytes));
@@ -228,7 +229,7 @@ protected:
   std::vector<std::vector<char>> locals;            // the last shard's tensors, by writeShard
 };
 
-uint64_t storedBytes(const Program &program, bool replicas) {
+inline uint64_t storedBytes(const Program &program, bool replicas) {
   uint64_t bytes = 0;
   for (const Param &param : program.params) {
     if (!param.persistent)
@@ -261,7 +262,7 @@ struct ProgressLog {
 };
 
 /// Flips `mask`'s bits in byte `offset` of tensor `tensor`'s data in the shard file at `path`.
-void flipBits(const std::string &path, const std::string &tensor, uint64_t offset, char mask) {
+inline void flipBits(const std::string &path, const std::string &tensor, uint64_t offset, char mask) {
   SafetensorsReader shard;
   std::string error;
   ASSERT_TRUE(shard.open(path, error)) << error;
@@ -274,4 +275,6 @@ void flipBits(const std::string &path, const std::string &tensor, uint64_t offse
   file.put(char(byte ^ mask));
 }
 
-} // namespace
+} // namespace initrt::checkpoint_tests
+
+using namespace initrt::checkpoint_tests;
