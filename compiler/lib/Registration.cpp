@@ -2,6 +2,7 @@
 #include "initc/Registration.h"
 
 #include "initc/Dialect/Init/IR/InitOps.h"
+#include "initc/Conversion/Passes.h"
 #include "initc/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,6 +23,7 @@ void initc::registerDialects(mlir::DialectRegistry &registry) {
 
 void initc::registerPasses() {
   registerInitPasses();
+  registerInitConversionPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

@@ -5,6 +5,7 @@
 #include "initc/Random/Expand.h"
 #include "initc/Support/DType.h"
 #include "initc/Support/Nesting.h"
+#include "initc/Conversion/Passes.h"
 #include "initc/Transforms/Passes.h"
 #include "initrt/base_checkpoint.h"
 #include "initrt/checksum.h"

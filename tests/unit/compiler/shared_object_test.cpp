@@ -1,5 +1,5 @@
 // Kernel modules -> kernels.so: values, vectorization, exports and error messages.
-#include "initc/Target/KernelABI.h"
+#include "initc/Conversion/InitToKernels/KernelABI.h"
 #include "initc/Target/SharedObject.h"
 #include "initrt/cpu.h"
 
