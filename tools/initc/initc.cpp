@@ -9,7 +9,7 @@
 #include "initc/Pipeline/Pipeline.h"
 #include "initc/Registration.h"
 #include "initc/Support/DType.h"
-#include "initc/Target/SharedObject.h"
+#include "initc/Target/LLVMCPU/LibraryBuilder.h"
 #include "initc/Transforms/Passes.h"
 #include "initc/Transforms/Sharding.h"
 #include "initrt/checkpoint.h"

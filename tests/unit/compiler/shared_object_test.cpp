@@ -1,6 +1,6 @@
 // Kernel modules -> kernels.so: values, vectorization, exports and error messages.
 #include "initc/Conversion/InitToKernels/KernelABI.h"
-#include "initc/Target/SharedObject.h"
+#include "initc/Target/LLVMCPU/LibraryBuilder.h"
 #include "initrt/cpu.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -7,7 +7,7 @@
 #ifndef INITC_PIPELINE_PIPELINE_H
 #define INITC_PIPELINE_PIPELINE_H
 
-#include "initc/Target/SharedObject.h"
+#include "initc/Target/LLVMCPU/LibraryBuilder.h"
 #include "initrt/program.h"
 
 #include "mlir/IR/BuiltinOps.h"
