@@ -3,6 +3,7 @@
 
 #include "initc/Dialect/Init/IR/InitOps.h"
 #include "initc/Conversion/Passes.h"
+#include "initc/Pipeline/PassPipelines.h"
 #include "initc/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,6 +25,7 @@ void initc::registerDialects(mlir::DialectRegistry &registry) {
 void initc::registerPasses() {
   registerInitPasses();
   registerInitConversionPasses();
+  registerStagePipelines();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
