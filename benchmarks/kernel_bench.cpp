@@ -9,7 +9,7 @@
 // --paired=N times the 16-bit kernels against f32 in back-to-back rounds instead.
 #include "initc/Pipeline/Pipeline.h"
 #include "initc/Registration.h"
-#include "initc/Target/SharedObject.h"
+#include "initc/Target/LLVMCPU/LibraryBuilder.h"
 #include "executor/executor.h"
 #include "initrt/base/program.h"
 

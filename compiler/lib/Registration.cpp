@@ -2,6 +2,8 @@
 #include "initc/Registration.h"
 
 #include "initc/Dialect/Init/IR/InitOps.h"
+#include "initc/Conversion/Passes.h"
+#include "initc/Pipeline/PassPipelines.h"
 #include "initc/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,6 +24,8 @@ void initc::registerDialects(mlir::DialectRegistry &registry) {
 
 void initc::registerPasses() {
   registerInitPasses();
+  registerInitConversionPasses();
+  registerStagePipelines();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

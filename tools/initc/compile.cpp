@@ -8,7 +8,7 @@
 #include "subcommands.h"
 
 #include "initc/Pipeline/Pipeline.h"
-#include "initc/Target/SharedObject.h"
+#include "initc/Target/LLVMCPU/LibraryBuilder.h"
 #include "initrt/base/program.h"
 #include "initrt/base/report.h"
 

@@ -8,7 +8,7 @@
 // blocks shared by four elements, prologue and epilogue around aligned blocks) is checked here.
 #include "initc/Pipeline/Pipeline.h"
 #include "initc/Registration.h"
-#include "initc/Target/SharedObject.h"
+#include "initc/Target/LLVMCPU/LibraryBuilder.h"
 #include "initrt/base/program.h"
 #include "initrt/base/rng.h"
 

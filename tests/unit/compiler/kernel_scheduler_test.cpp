@@ -1,6 +1,6 @@
 // The kernel scheduler: which kernels it schedules top-down, and that LLVM takes it. That it never
 // changes a value is kernel_reference_test's: every CPU variant gives the reference's bytes.
-#include "initc/Target/KernelScheduler.h"
+#include "initc/Target/LLVMCPU/X86/KernelScheduler.h"
 
 #include "llvm/AsmParser/Parser.h"
 #include "llvm/IR/LLVMContext.h"

@@ -1,7 +1,7 @@
 // f32 -> bf16 conversions of 32 lanes rewritten as AVX512-BF16's two-source conversion: only in
 // functions whose CPU has it, and with every conversion a shuffle shares left valid. The values
 // are checked against the reference by kernel_reference_test on hosts with AVX512-BF16.
-#include "initc/Target/PairBF16Conversions.h"
+#include "initc/Target/LLVMCPU/X86/PairBF16Conversions.h"
 #include "target_pass_testing.h"
 
 #include "llvm/IR/IntrinsicInst.h"

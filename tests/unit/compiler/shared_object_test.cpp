@@ -1,6 +1,6 @@
 // Kernel modules -> kernels.so: values, vectorization, exports and error messages.
-#include "initc/Target/KernelABI.h"
-#include "initc/Target/SharedObject.h"
+#include "initc/Conversion/InitToKernels/KernelABI.h"
+#include "initc/Target/LLVMCPU/LibraryBuilder.h"
 #include "initrt/base/cpu.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -2,7 +2,7 @@
 // functions whose CPU has AVX-512, only where every use is such a multiply and the rescaled
 // constant is exact, and with the same products. The kernels' values are checked against the
 // reference by kernel_reference_test.
-#include "initc/Target/UnitFloatByConversion.h"
+#include "initc/Target/LLVMCPU/X86/UnitFloatByConversion.h"
 #include "target_pass_testing.h"
 
 #include "llvm/ADT/bit.h"

@@ -2,7 +2,7 @@
 // broadcasting each into a register first, and AVX-512 code loads extended constants whole.
 // That it never changes a value is kernel_reference_test's: every CPU variant gives the
 // reference's bytes.
-#include "initc/Target/SharedObject.h"
+#include "initc/Target/LLVMCPU/LibraryBuilder.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringRef.h"

@@ -1,8 +1,8 @@
 // The LLVM IR passes that give the Philox words' movements to shuffles: i64 -> i32 truncations
 // (TruncateByShuffle) and `>> 32` whose high half no user reads (HighWordsByShuffle). The same
 // values, and only where each applies.
-#include "initc/Target/HighWordsByShuffle.h"
-#include "initc/Target/TruncateByShuffle.h"
+#include "initc/Target/LLVMCPU/X86/HighWordsByShuffle.h"
+#include "initc/Target/LLVMCPU/X86/TruncateByShuffle.h"
 
 #include "llvm/Analysis/ConstantFolding.h"
 #include "llvm/AsmParser/Parser.h"

@@ -7,7 +7,9 @@
 #ifndef INITC_PIPELINE_PIPELINE_H
 #define INITC_PIPELINE_PIPELINE_H
 
-#include "initc/Target/SharedObject.h"
+#include "initc/Pipeline/PassPipelines.h"
+#include "initc/Pipeline/ProgramDirectory.h"
+#include "initc/Target/LLVMCPU/LibraryBuilder.h"
 #include "initrt/base/program.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -21,11 +23,6 @@
 #include <vector>
 
 namespace initc {
-
-/// The stages, in order. Each names the IR after it.
-enum class Stage { Input, Sharded, Canonical, DeadInitsEliminated, Fused, Partitioned, LLVM };
-llvm::ArrayRef<llvm::StringRef> stageNames(); // "input", "sharded", ...
-bool parseStage(llvm::StringRef name, Stage &stage);
 
 struct PipelineOptions {
   std::string mesh;   // `dp=2,tp=2`; empty keeps the module's mesh
@@ -69,22 +66,6 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module, const PipelineOptions &op
 /// Tied parameters become aliases of the parameter they are tied to.
 mlir::LogicalResult buildProgram(mlir::ModuleOp module, llvm::StringRef modelName,
                                  initrt::Program &program, std::string &error);
-
-/// Moves the kernels of a partitioned module into a module of their own, for the target.
-mlir::OwningOpRef<mlir::ModuleOp> extractKernels(mlir::ModuleOp module);
-
-/// The CPUs the kernels of `kernels` (from extractKernels, before lowering) were built for, in
-/// init-partition's order (best first), with each one's symbol suffix and the CPU extensions its
-/// code may use; kernels partitioned without targets make one variant, for options.cpu.
-mlir::FailureOr<std::vector<initrt::KernelVariant>>
-kernelVariants(mlir::ModuleOp kernels, const target::TargetOptions &options, std::string &error);
-
-/// Writes a complete program directory at `dir` (kernels.so, program.json, the `init` runtime
-/// copied from `runtimePath`), built under a temporary name next to it and renamed into place.
-mlir::LogicalResult writeProgramDir(mlir::ModuleOp partitioned, llvm::StringRef modelName,
-                                    llvm::StringRef dir, llvm::StringRef runtimePath,
-                                    const target::TargetOptions &targetOptions,
-                                    initrt::Program &program, std::string &error);
 
 } // namespace initc
 

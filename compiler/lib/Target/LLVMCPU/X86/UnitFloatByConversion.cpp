@@ -6,7 +6,7 @@
 // same product is a logic op, a conversion and the multiply by a rescaled constant.
 //
 //===----------------------------------------------------------------------===//
-#include "initc/Target/UnitFloatByConversion.h"
+#include "initc/Target/LLVMCPU/X86/UnitFloatByConversion.h"
 
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/SmallVector.h"

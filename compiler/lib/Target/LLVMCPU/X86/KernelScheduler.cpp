@@ -16,7 +16,7 @@
 // - SSE code keeps the target's scheduler (measured: mixed).
 //
 //===----------------------------------------------------------------------===//
-#include "initc/Target/KernelScheduler.h"
+#include "initc/Target/LLVMCPU/X86/KernelScheduler.h"
 
 #include "llvm/CodeGen/MachineFunction.h"
 #include "llvm/CodeGen/MachineScheduler.h"

@@ -7,9 +7,9 @@
 // orthogonal parameter gets the kernel of its N(0, 1) source matrix, which the runtime factors.
 //
 //===----------------------------------------------------------------------===//
+#include "initc/Conversion/InitToKernels/SliceKernel.h"
+#include "initc/Conversion/Passes.h"
 #include "initc/Random/Expand.h"
-#include "initc/Transforms/Passes.h"
-#include "initc/Transforms/SliceKernel.h"
 #include "initrt/base/rng.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -17,7 +17,7 @@
 
 namespace initc {
 #define GEN_PASS_DEF_PARTITION
-#include "initc/Transforms/Passes.h.inc"
+#include "initc/Conversion/Passes.h.inc"
 } // namespace initc
 
 using namespace mlir;

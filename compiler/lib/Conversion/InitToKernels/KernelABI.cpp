@@ -1,4 +1,4 @@
-#include "initc/Target/KernelABI.h"
+#include "initc/Conversion/InitToKernels/KernelABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

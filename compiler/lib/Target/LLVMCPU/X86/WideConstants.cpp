@@ -24,7 +24,7 @@
 // x86's opcode numbers are private to its target library; the passes find them by name.
 //
 //===----------------------------------------------------------------------===//
-#include "initc/Target/WideConstants.h"
+#include "initc/Target/LLVMCPU/X86/WideConstants.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/CodeGen/MachineConstantPool.h"

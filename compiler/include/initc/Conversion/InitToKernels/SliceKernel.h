@@ -2,11 +2,11 @@
 //
 // The function init-partition builds for each distinct recipe and target CPU: it computes any
 // range of any rank's slice of a parameter, with the values of the RNG contract. See
-// compiler/lib/Transforms/SliceKernel.cpp.
+// compiler/lib/Conversion/InitToKernels/SliceKernel.cpp.
 //
 //===----------------------------------------------------------------------===//
-#ifndef INITC_TRANSFORMS_SLICEKERNEL_H
-#define INITC_TRANSFORMS_SLICEKERNEL_H
+#ifndef INITC_CONVERSION_INITTOKERNELS_SLICEKERNEL_H
+#define INITC_CONVERSION_INITTOKERNELS_SLICEKERNEL_H
 
 #include "initc/Dialect/Init/IR/InitOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,8 +22,9 @@ inline constexpr int64_t kMaxVectorBlocks = 16;
 /// At most this many groups of vector blocks per iteration.
 inline constexpr int64_t kMaxGroups = 4;
 
-/// Builds `func.func @name(out, globalShape, offset, localShape, begin, end, args)` evaluating
-/// `fused`, `groupCount` vectors of `vectorBlocks` blocks per iteration of its main loop.
+/// Builds the kernel `func.func @name(out, globalShape, offset, localShape, begin, end, args)`
+/// (KernelABI.h) evaluating `fused`, `groupCount` vectors of `vectorBlocks` blocks per iteration
+/// of its main loop.
 /// `convertsBF16`: the CPU rounds f32 to bf16 in one instruction (AVX512-BF16), which the
 /// lowering uses for conversions marked random::kNoNaNOrSubnormalAttr. The ABI is
 /// initrt::KernelFn (runtime/include/initrt/program.h).
@@ -33,4 +34,4 @@ mlir::func::FuncOp buildKernel(mlir::OpBuilder &builder, mlir::Location loc, llv
 
 } // namespace initc
 
-#endif // INITC_TRANSFORMS_SLICEKERNEL_H
+#endif // INITC_CONVERSION_INITTOKERNELS_SLICEKERNEL_H

@@ -7,7 +7,7 @@
 // down runs on any of the four.
 //
 //===----------------------------------------------------------------------===//
-#include "initc/Target/HighWordsByShuffle.h"
+#include "initc/Target/LLVMCPU/X86/HighWordsByShuffle.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Analysis/DemandedBits.h"

@@ -6,7 +6,7 @@
 // group costs two conversions and two word permutes, fewer instructions than f32's transpose.
 //
 //===----------------------------------------------------------------------===//
-#include "initc/Target/PairBF16Conversions.h"
+#include "initc/Target/LLVMCPU/X86/PairBF16Conversions.h"
 
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallVector.h"

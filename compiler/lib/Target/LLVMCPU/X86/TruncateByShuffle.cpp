@@ -6,7 +6,7 @@
 // `vinserti64x4`: the AVX-512 uniform kernel runs 6-8% faster, the others up to 5%.
 //
 //===----------------------------------------------------------------------===//
-#include "initc/Target/TruncateByShuffle.h"
+#include "initc/Target/LLVMCPU/X86/TruncateByShuffle.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/IR/DerivedTypes.h"
