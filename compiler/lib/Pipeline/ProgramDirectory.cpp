@@ -71,7 +71,7 @@ LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef model
     return failure();
   if (!fs::exists(runtimePath)) {
     error = "the runtime '" + runtimePath.str() +
-            "' is missing: build the target initrt-run, or reinstall initc";
+            "' is missing: build the target init, or reinstall initc";
     return failure();
   }
   // `prog/` and `prog` are the same directory; the temporary one is its sibling.

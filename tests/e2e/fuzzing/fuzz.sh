@@ -3,9 +3,8 @@
 # ASan + UBSan) for a bounded time each (FUZZ_SECONDS, default 60), starting from the seed corpora
 # in tests/fuzz/corpus/. First replays every input in tests/fuzz/regressions/. A crash fails the
 # test, and its input is saved under tests/fuzz/regressions/<target>/ to be replayed from then on.
-# Runs in the instrumented tree it shares with tests/e2e/sanitizers/sanitizers.sh
-# (build_sanitized_tree in scripts/setup.sh; installs clang-19 and libclang-rt-19-dev if
-# missing).
+# Runs in the fuzzers' instrumented tree (build_sanitized_tree in scripts/setup.sh, which
+# tools/test.sh builds before the tests; installs clang-19 and libclang-rt-19-dev if missing).
 source "$(dirname "$0")/../common.bash"
 source "$ROOT/scripts/setup.sh"
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
