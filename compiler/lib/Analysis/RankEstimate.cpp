@@ -54,7 +54,7 @@ constexpr double kRuntimeOverheadBytes = 12.0 * (1 << 20);
 constexpr double kLauncherBytes = 10.0 * (1 << 20);
 // And per parameter of the program (its table, as read; prog/init also lays out the shard's
 // header and the index): what a model of thousands of small tensors adds. Measured with
-// `/usr/bin/time -f %M` (tests/e2e/memory.sh) on a program of 20,000 parameters of 2 KiB, now
+// `/usr/bin/time -f %M` (tests/e2e/outputs/memory.sh) on a program of 20,000 parameters of 2 KiB, now
 // that program.json is read one parameter at a time, as about 0.6 KiB per parameter through
 // the C API (initc-fill-bench) and 2.4 KiB writing in prog/init.
 constexpr double kProgramBytesPerParam = 1.0 * 1024;
