@@ -1,5 +1,11 @@
 // prog/init: computes this rank's shards of every parameter and writes them to a checkpoint
 // directory. One process per rank under mpirun/srun, or one rank alone with --rank.
+#include "agreement.h"
+#include "launcher.h"
+#include "mpi_world.h"
+#include "options.h"
+#include "world.h"
+
 #include "checkpoint/checkpoint.h"
 #include "executor/executor.h"
 #include "initrt/base/direct_io.h"
@@ -7,7 +13,6 @@
 #include "initrt/base/report.h"
 
 #include <CLI/CLI.hpp>
-#include <mpi.h>
 
 #include <algorithm>
 #include <array>
@@ -25,22 +30,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-using namespace initrt;
+namespace initrt::init {
+
+std::string programName = "init";
 
 namespace {
-
-enum ExitCode { kExitOk = 0, kExitFailure = 1, kExitUsage = 2 };
-
-struct Options {
-  std::string out;
-  std::string programDir;
-  int64_t rank = -1;
-  int threads = 0;
-  std::string targetCpu; // the kernel variant to run; empty: the best this CPU supports
-  bool overwrite = false;
-  bool discard = false;
-  bool quiet = false;
-};
 
 // Statistics each rank sends to rank 0 for the summary.
 struct RankStats {
@@ -61,146 +55,11 @@ struct RankStats {
 
 using Clock = std::chrono::steady_clock;
 
-std::string programName = "init";
-
-// Rank and size of the job, and the few collectives the run needs. Without MPI (a single rank,
-// or --rank K) every collective is the identity.
-class World {
-public:
-  virtual ~World() = default;
-  virtual int rank() const = 0;
-  virtual int size() const = 0;
-  virtual int minInt(int value) = 0;
-  virtual int maxInt(int value) = 0;
-  // Rank 0 gets every rank's `bytes` (all ranks pass the same length), in rank order.
-  virtual std::vector<uint64_t> gatherToRoot(const std::vector<uint64_t> &words) = 0;
-  virtual std::vector<double> gatherStats(const RankStats &stats) = 0;
-  // Every rank gets rank 0's `text`.
-  virtual void broadcast(std::string &text) = 0;
-  // Ends the whole job after an unexpected error, when the other ranks cannot be told otherwise.
-  virtual void abortJob(int code) { std::exit(code); }
-  // The threads this rank starts without --threads: its share of the CPUs it may run on with the
-  // other ranks of its host. Collective.
-  virtual CpuShare cpuShare() { return shareCpus({allowedCpus()}, 0); }
-
-protected:
-  // This process's affinity mask; empty if it cannot be read.
-  static cpu_set_t allowedCpus() {
-    cpu_set_t mask;
-    CPU_ZERO(&mask);
-    if (sched_getaffinity(0, sizeof mask, &mask) != 0)
-      CPU_ZERO(&mask);
-    return mask;
-  }
-};
-
-class SoloWorld : public World {
-public:
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  int minInt(int value) override { return value; }
-  int maxInt(int value) override { return value; }
-  std::vector<uint64_t> gatherToRoot(const std::vector<uint64_t> &words) override {
-    return words;
-  }
-  std::vector<double> gatherStats(const RankStats &stats) override {
-    std::array<double, RankStats::kFields> mine = stats.fields();
-    return {mine.begin(), mine.end()};
-  }
-  void broadcast(std::string &) override {}
-};
-
-class MpiWorld : public World {
-public:
-  MpiWorld() {
-    int provided;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &myRank);
-    MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
-  }
-  ~MpiWorld() override { MPI_Finalize(); }
-  int rank() const override { return myRank; }
-  int size() const override { return worldSize; }
-  int minInt(int value) override {
-    int result;
-    MPI_Allreduce(&value, &result, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return result;
-  }
-  int maxInt(int value) override {
-    int result;
-    MPI_Allreduce(&value, &result, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return result;
-  }
-  std::vector<uint64_t> gatherToRoot(const std::vector<uint64_t> &words) override {
-    // Every rank sends the same number of words (they follow from the program); the root's
-    // buffer is sized in 64 bits, so no int offset limits the total.
-    std::vector<uint64_t> all(myRank == 0 ? size_t(worldSize) * words.size() : 0);
-    MPI_Gather(words.data(), int(words.size()), MPI_UINT64_T, all.data(), int(words.size()),
-               MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    return all;
-  }
-  std::vector<double> gatherStats(const RankStats &stats) override {
-    std::array<double, RankStats::kFields> mine = stats.fields();
-    std::vector<double> all(myRank == 0 ? size_t(worldSize) * RankStats::kFields : 0);
-    MPI_Gather(mine.data(), RankStats::kFields, MPI_DOUBLE, all.data(), RankStats::kFields,
-               MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    return all;
-  }
-
-  void broadcast(std::string &text) override {
-    uint64_t length = text.size();
-    MPI_Bcast(&length, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    text.resize(size_t(length));
-    // Short texts (ids and paths): one call, an int count is plenty.
-    MPI_Bcast(text.data(), int(length), MPI_CHAR, 0, MPI_COMM_WORLD);
-  }
-
-  void abortJob(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
-
-  CpuShare cpuShare() override {
-    MPI_Comm host;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, myRank, MPI_INFO_NULL, &host);
-    int self, hostSize;
-    MPI_Comm_rank(host, &self);
-    MPI_Comm_size(host, &hostSize);
-    cpu_set_t mine = allowedCpus();
-    std::vector<cpu_set_t> masks(static_cast<size_t>(hostSize));
-    MPI_Allgather(&mine, int(sizeof mine), MPI_BYTE, masks.data(), int(sizeof mine), MPI_BYTE,
-                  host);
-    MPI_Comm_free(&host);
-    return shareCpus(masks, size_t(self));
-  }
-
-private:
-  int myRank = 0;
-  int worldSize = 1;
-};
-
-// Every rank reaches each of these points. When any rank failed, the lowest failing rank prints
-// its message (once for the whole job) and every rank learns the exit code.
-class Agreement {
-public:
-  Agreement(World &world, int64_t displayRank) : world(world), displayRank(displayRank) {}
-
-  // Returns 0 when every rank succeeded, else the exit code all ranks should return.
-  int settle(int code, const std::string &message) {
-    int failing = world.minInt(code == kExitOk ? INT_MAX : world.rank());
-    if (failing == INT_MAX)
-      return kExitOk;
-    if (failing == world.rank()) {
-      std::string where = world.size() > 1 || displayRank > 0
-                              ? " (rank " + std::to_string(displayRank) + ")"
-                              : "";
-      std::fprintf(stderr, "%s: error%s: %s\n", programName.c_str(), where.c_str(),
-                   message.c_str());
-    }
-    return world.maxInt(code);
-  }
-
-private:
-  World &world;
-  int64_t displayRank;
-};
+// Rank 0 gets every rank's stats, RankStats::kFields values per rank in rank order.
+std::vector<double> gatherStats(World &world, const RankStats &stats) {
+  std::array<double, RankStats::kFields> mine = stats.fields();
+  return world.gatherToRoot(std::vector<double>(mine.begin(), mine.end()));
+}
 
 std::string executableDir() {
   std::vector<char> path(PATH_MAX + 1, '\0');
@@ -210,27 +69,6 @@ std::string executableDir() {
   std::string exe(path.data(), size_t(length));
   size_t slash = exe.rfind('/');
   return slash == std::string::npos ? "." : (slash == 0 ? "/" : exe.substr(0, slash));
-}
-
-const char *firstEnv(std::initializer_list<const char *> names) {
-  for (const char *name : names)
-    if (const char *value = std::getenv(name))
-      return value;
-  return nullptr;
-}
-
-// Whether a launcher (mpirun, srun, hydra) started this process as part of a job.
-bool startedByLauncher() {
-  return firstEnv({"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
-                   "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"}) != nullptr;
-}
-
-// The number of processes the launcher started: 1 without a launcher, 0 when a launcher did
-// not say (MPI then tells).
-long launcherSize() {
-  const char *value = firstEnv({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
-                                "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"});
-  return value ? std::atol(value) : startedByLauncher() ? 0 : 1;
 }
 
 // `path` made absolute against the working directory and normalized ("a//b/./c/" is "a/b/c"),
@@ -705,7 +543,7 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
       return agreed;
   }
 
-  std::vector<double> allStats = world.gatherStats(stats);
+  std::vector<double> allStats = gatherStats(world, stats);
   if (root && !options.quiet)
     printSummary(program, options, allStats, world.size(), threads, cpuShare,
                  std::chrono::duration<double>(Clock::now() - start).count(), kernels->targetCpu());
@@ -733,6 +571,9 @@ int runGuarded(World &world, const Options &options, int64_t myRank, bool launch
 }
 
 } // namespace
+} // namespace initrt::init
+
+using namespace initrt::init;
 
 int main(int argc, char **argv) {
   std::string invoked = argc > 0 ? argv[0] : "init";
