@@ -1,5 +1,6 @@
 // The processes of one job, as prog/init sees them: its rank, its size, and the few collectives
-// the run needs. A launcher is one implementation of this interface (solo_world.h, mpi_world.h).
+// the run needs. Each way of starting the job is one implementation: SoloWorld below, MpiWorld
+// (mpi_world.h); a launcher without MPI (srun, torchrun) adds its own beside them.
 #pragma once
 
 #include "executor/executor.h"
