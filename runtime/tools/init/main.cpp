@@ -1,0 +1,183 @@
+// prog/init: computes this rank's shards of every parameter and writes them to a checkpoint
+// directory. One process per rank under mpirun/srun, or one rank alone with --rank.
+// This file: the command line, and which World runs the job (job.h): this process alone, or one
+// rank of a launcher's job. Every rank of a job checks its arguments before any may stop.
+#include "job.h"
+#include "launcher.h"
+#include "mpi_world.h"
+#include "options.h"
+#include "world.h"
+
+#include "initrt/base/direct_io.h"
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <climits>
+#include <cstdio>
+#include <sstream>
+#include <string>
+
+namespace initrt::init {
+
+std::string programName = "init";
+
+} // namespace initrt::init
+
+using namespace initrt::init;
+
+int main(int argc, char **argv) {
+  std::string invoked = argc > 0 ? argv[0] : "init";
+  programName = invoked.substr(invoked.rfind('/') + 1);
+
+  Options options;
+  CLI::App app{
+      "Computes a compiled model's parameters and writes them as a sharded checkpoint.\n\n"
+      "Run one process per device of the program's mesh, e.g. `mpirun -np 8 prog/init --out ckpt`\n"
+      "(or srun); each rank computes only its own shards, with the same bits on any mesh. A mesh\n"
+      "of one device runs without mpirun. `--rank K` computes rank K alone, without MPI, and\n"
+      "writes only its file (to regenerate a lost or corrupt shard). A rank whose file is already\n"
+      "complete and verified is skipped, so a rerun resumes; one computed from another version\n"
+      "of a base checkpoint (init.load) than the one there now is computed again.\n\n"
+      "The program (program.json + kernels.so) is read from the directory holding this\n"
+      "executable unless --program is given.",
+      programName};
+  // A value that is empty, or that is the next option (`--out --discard` takes "--discard" as
+  // the directory), is a mistake: the directory would be made under that name.
+  const CLI::Validator givenValue(
+      [](std::string &value) {
+        if (value.empty())
+          return std::string("must not be empty");
+        if (value[0] == '-')
+          return "'" + value + "' looks like an option, not a value: give the value first (./" +
+                 value + " for a directory of that name)";
+        return std::string();
+      },
+      "", "given");
+  app.add_option("--out", options.out, "Checkpoint directory to write (created if missing)")
+      ->type_name("DIR")
+      ->check(givenValue);
+  app.add_option("--rank", options.rank,
+                 "Compute only rank K, without MPI; index.json is left alone")
+      ->type_name("K")
+      ->check(CLI::Validator(
+          [](std::string &text) {
+            // Decimal digits only: an empty $SLURM_PROCID must not read as rank 0.
+            int64_t rank;
+            auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), rank);
+            if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+                end != text.data() + text.size())
+              return "--rank must be a rank number (0, 1, ...), got '" + text + "'";
+            if (ec != std::errc())
+              return "--rank " + text + " is larger than any mesh";
+            return std::string();
+          },
+          "", "non-negative"));
+  app.add_option("--threads", options.threads,
+                 "Worker threads per rank (default: one per CPU the rank may run on, as "
+                 "mpirun binds it; ranks of one host allowed on the same CPUs divide them)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--target-cpu", options.targetCpu,
+                 "Run the kernels compiled for this CPU (one of program.json's "
+                 "kernels.variants; default: the first this CPU supports, or $INITRT_TARGET_CPU). "
+                 "The bits are the same for every variant")
+      ->type_name("CPU")
+      ->check(CLI::Validator(
+          [](std::string &value) {
+            return value.size() > 1 && value[0] == '-'
+                       ? "'" + value + "' looks like an option, not a value: give the value first"
+                       : std::string();
+          },
+          "", "CPU"));
+  app.add_option("--program", options.programDir,
+                 "Program directory (default: the directory of this executable)")
+      ->type_name("DIR")
+      ->check(givenValue);
+  app.add_flag("--overwrite", options.overwrite,
+               "Replace a checkpoint of another program found in --out");
+  app.add_flag("--discard", options.discard,
+               "Compute every shard as writing does, then drop it: no file, no --out (for timing)");
+  app.add_flag("--quiet", options.quiet, "No progress bar and no summary");
+  // What ends the run before it starts: --help (code 0) or a usage error, and what it prints.
+  bool stop = false;
+  int code = kExitOk;
+  std::ostringstream help, usage;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    stop = true;
+    code = app.exit(e, help, usage) == 0 ? kExitOk : kExitUsage;
+  }
+  if (std::string why; !stop && !initrt::checkDirectIoSetting(why)) {
+    stop = true;
+    code = kExitUsage;
+    usage << why << "\n";
+  }
+  if (!stop && options.out.empty() && !options.discard) {
+    stop = true;
+    code = kExitUsage;
+    usage << "--out DIR is required (or --discard to write nothing); see --help\n";
+  }
+  if (!stop && !options.out.empty() && options.discard) { // which was meant: writing or not?
+    stop = true;
+    code = kExitUsage;
+    usage << "--discard writes nothing, so --out " << options.out
+          << " would stay empty: drop --discard to write the checkpoint, or --out to time the "
+             "run\n";
+  }
+  auto rankUnderLauncher = [&](long processes) {
+    stop = true;
+    code = kExitUsage;
+    usage << "--rank " << options.rank << " computes one rank alone, but the launcher started "
+          << processes << " processes, which would all write rank " << options.rank
+          << "'s file: run `" << invoked << " --rank " << options.rank
+          << " --out DIR` without mpirun (or with -np 1), or drop --rank to run the whole job\n";
+  };
+  if (!stop && options.rank >= 0 && launcherSize() > 1)
+    rankUnderLauncher(launcherSize());
+  // Help goes to stdout; errors, CLI11's too, get the program's prefix on stderr.
+  auto explain = [&](const std::string &where) {
+    std::fputs(help.str().c_str(), stdout);
+    std::string text = usage.str();
+    if (!text.empty())
+      std::fprintf(stderr, "%s: error%s: %s", programName.c_str(), where.c_str(), text.c_str());
+  };
+
+  // Alone: no launcher, or a launcher of one process (--rank K under srun -n1 needs no MPI).
+  if (!startedByLauncher() || (launcherSize() == 1 && options.rank >= 0)) {
+    if (stop) {
+      explain("");
+      return code;
+    }
+    // No mpirun: fine for a mesh of one device, which `run` checks like any world size.
+    SoloWorld world;
+    return runGuarded(world, options, options.rank >= 0 ? options.rank : 0, /*launched=*/false);
+  }
+  // Under a launcher every rank joins MPI before any may stop: one that ended alone would leave
+  // the others waiting in MPI_Init. When any stops, all do, and the lowest of those with an
+  // error (else the lowest stopping) explains; its rank is named unless it is rank 0, whose
+  // arguments are the job's. Help on some ranks only is an error too.
+  MpiWorld world;
+  if (!stop && options.rank >= 0 && world.size() > 1) // the launcher did not say its size
+    rankUnderLauncher(world.size());
+  if (world.minInt(stop ? world.rank() : INT_MAX) != INT_MAX) {
+    bool allStop = world.minInt(stop ? 1 : 0) == 1;
+    if (stop && code == kExitOk && !allStop) {
+      code = kExitUsage;
+      help.str("");
+      usage << "this rank was given --help and the others were not: start every rank of the "
+               "job with the same arguments\n";
+    }
+    int failing = world.minInt(code != kExitOk ? world.rank() : INT_MAX);
+    int speaker = failing != INT_MAX ? failing : world.minInt(stop ? world.rank() : INT_MAX);
+    if (world.rank() == speaker)
+      explain(speaker == 0 ? "" : " (rank " + std::to_string(speaker) + ")");
+    return world.maxInt(code);
+  }
+  if (options.rank >= 0) { // --rank K under a launcher of one process that did not say so
+    SoloWorld solo;
+    return runGuarded(solo, options, options.rank, /*launched=*/false);
+  }
+  return runGuarded(world, options, world.rank(), /*launched=*/true);
+}

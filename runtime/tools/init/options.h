@@ -1,0 +1,25 @@
+// What prog/init was asked to do (its command line, main.cpp) and how it ends.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace initrt::init {
+
+enum ExitCode { kExitOk = 0, kExitFailure = 1, kExitUsage = 2 };
+
+struct Options {
+  std::string out;
+  std::string programDir;
+  int64_t rank = -1;
+  int threads = 0;
+  std::string targetCpu; // the kernel variant to run; empty: the best this CPU supports
+  bool overwrite = false;
+  bool discard = false;
+  bool quiet = false;
+};
+
+// The name this process was started as (argv[0] without its directory): every message's prefix.
+extern std::string programName;
+
+} // namespace initrt::init
