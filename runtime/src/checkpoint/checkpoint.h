@@ -65,4 +65,9 @@ public:
 /// initc's own layout: rank-K-of-W.safetensors per rank and index.json.
 const CheckpointLayout &ranksLayout();
 
+/// The layout prog/init --layout names ("ranks", ...), or null when there is none of that name.
+const CheckpointLayout *checkpointLayout(const std::string &name);
+/// Every layout's name, in the order --help lists them.
+std::vector<std::string> checkpointLayoutNames();
+
 } // namespace initrt

@@ -212,7 +212,7 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   std::string error;
   const CpuShare cpuShare = world.cpuShare();
   const int threads = options.threads > 0 ? options.threads : cpuShare.threads;
-  const CheckpointLayout &output = ranksLayout();
+  const CheckpointLayout &output = *checkpointLayout(options.layout); // main.cpp checked it
 
   std::string progDir = options.programDir.empty() ? executableDir() : options.programDir;
   Program program;

@@ -8,6 +8,7 @@
 #include "options.h"
 #include "world.h"
 
+#include "checkpoint/checkpoint.h"
 #include "initrt/base/direct_io.h"
 
 #include <CLI/CLI.hpp>
@@ -57,6 +58,20 @@ int main(int argc, char **argv) {
   app.add_option("--out", options.out, "Checkpoint directory to write (created if missing)")
       ->type_name("DIR")
       ->check(givenValue);
+  std::string layouts;
+  for (const std::string &name : initrt::checkpointLayoutNames())
+    layouts += (layouts.empty() ? "" : "|") + name;
+  app.add_option("--layout", options.layout,
+                 "How --out is laid out (" + layouts + "; default " + options.layout +
+                     "): see the README's \"Checkpoint layouts\"")
+      ->type_name("LAYOUT")
+      ->check(CLI::Validator(
+          [layouts](std::string &name) {
+            return initrt::checkpointLayout(name)
+                       ? std::string()
+                       : "'" + name + "' is not a layout: choose one of " + layouts;
+          },
+          "", "layout"));
   app.add_option("--rank", options.rank,
                  "Compute only rank K, without MPI; index.json is left alone")
       ->type_name("K")

@@ -10,6 +10,7 @@ enum ExitCode { kExitOk = 0, kExitFailure = 1, kExitUsage = 2 };
 
 struct Options {
   std::string out;
+  std::string layout = "ranks"; // a checkpointLayout() name
   std::string programDir;
   int64_t rank = -1;
   int threads = 0;

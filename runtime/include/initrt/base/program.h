@@ -78,6 +78,9 @@ struct Program {
   /// The CPUs kernels.so has code for, best first; the runtime runs the first this CPU supports.
   std::vector<KernelVariant> kernelVariants;
   std::string programId;                         // identifies model + seed + mesh + shardings
+  /// The model's Hugging Face config.json (JSON text) when the IR came from `initc import hf`,
+  /// else "": the `hf` checkpoint layout writes it beside the weights.
+  std::string hfConfig;
 };
 
 /// Native kernel ABI. Computes elements [begin, end) of one shard, in the shard's local row-major
