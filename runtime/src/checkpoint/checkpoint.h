@@ -34,6 +34,10 @@ public:
 class CheckpointLayout {
 public:
   virtual ~CheckpointLayout() = default;
+  /// True when every rank writes its whole slice of every persistent parameter, copies
+  /// included (planRank); false when each element is written once, by the rank writeBoxes
+  /// names.
+  virtual bool storesReplicas() const = 0;
   /// Once per job, on one process, before any rank writes: creates `dir` and refuses another
   /// program's checkpoint in it (with `overwrite`, removes it).
   virtual bool prepareDir(const std::string &dir, const Program &program, bool overwrite,

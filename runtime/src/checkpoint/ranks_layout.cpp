@@ -32,6 +32,7 @@ private:
 
 class RanksLayout final : public CheckpointLayout {
 public:
+  bool storesReplicas() const override { return true; }
   bool prepareDir(const std::string &dir, const Program &program, bool overwrite,
                   std::string &error) const override {
     return checkOutputDir(dir, program, overwrite, error);

@@ -542,6 +542,22 @@ std::vector<ShardJob> planRank(const Program &program, const KernelLibrary &kern
   return jobs;
 }
 
+std::vector<ShardJob> planBoxes(const Program &program, const KernelLibrary &kernels,
+                                const std::vector<ParamBox> &boxes) {
+  std::vector<ShardJob> jobs;
+  for (const ParamBox &box : boxes) {
+    const Param &param = program.params[box.param];
+    ShardJob job;
+    job.param = &param;
+    job.kernel = kernels.kernel(box.param);
+    job.base = kernels.baseTensor(box.param);
+    job.slice = box.box;
+    job.bytes = uint64_t(job.slice.numElements()) * uint64_t(dtypeBytes(param.dtype));
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
 bool computeRank(const Program &program, const KernelLibrary &kernels, int64_t rank,
                  bool persistentOnly, const RunOptions &options, RankShards &out,
                  std::string &error) {

@@ -184,6 +184,10 @@ struct RankShards {
 std::vector<ShardJob> planRank(const Program &program, const KernelLibrary &kernels, int64_t rank,
                                bool persistentOnly);
 
+/// Jobs that compute the given boxes (writeBoxes), one per box, in the order given.
+std::vector<ShardJob> planBoxes(const Program &program, const KernelLibrary &kernels,
+                                const std::vector<ParamBox> &boxes);
+
 /// Allocates the rank's arena, computes its shards and their checksums.
 bool computeRank(const Program &program, const KernelLibrary &kernels, int64_t rank,
                  bool persistentOnly, const RunOptions &options, RankShards &out,

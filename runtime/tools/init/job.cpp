@@ -122,7 +122,10 @@ int computeShards(const Program &program, KernelLibrary &kernels, const Checkpoi
     bar.reset(new ProgressBar());
     runOptions.progress = [&](uint64_t done, uint64_t total) { bar->update(done, total); };
   }
-  std::vector<ShardJob> jobs = planRank(program, kernels, myRank, /*persistentOnly=*/true);
+  std::vector<ShardJob> jobs =
+      output.storesReplicas()
+          ? planRank(program, kernels, myRank, /*persistentOnly=*/true)
+          : planBoxes(program, kernels, writeBoxes(program, myRank));
   for (const ShardJob &job : jobs) {
     stats.bytes += double(job.bytes);
     stats.elements += double(job.slice.numElements());

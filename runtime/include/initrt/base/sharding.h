@@ -40,4 +40,24 @@ bool isReplicated(const Mesh &mesh, const Param &param);
 /// dims: it holds the same slice (checkpoint writers compare the copies against it).
 std::vector<int64_t> replicaRoots(const Mesh &mesh, const Param &param);
 
+/// One box of a parameter: the part of it a rank computes and writes.
+struct ParamBox {
+  size_t param = 0; // index into Program::params
+  Slice box;
+};
+
+/// A replicated slice is split between its replicas only into parts of at least this size:
+/// smaller writes cost more in calls and in checkpoint metadata than they save.
+inline constexpr uint64_t kMinWriteBoxBytes = uint64_t(1) << 20;
+
+/// The boxes rank `rank` writes into a checkpoint that stores every element once (the hf and
+/// dcp layouts), in parameter order: of each persistent parameter, its part of the rank's slice.
+/// The R ranks holding one slice (its replicas, which differ only in their coordinates on the
+/// mesh axes the parameter does not split) cut it along its first dim with the chunk rule into
+/// min(R, rows, bytes / kMinWriteBoxBytes) parts (at least 1); the replica whose index (its
+/// coordinates on those axes, mixed radix in mesh order) is i writes part i. So every rank writes
+/// about the same share, and each element is written by exactly one rank. Empty boxes are left
+/// out.
+std::vector<ParamBox> writeBoxes(const Program &program, int64_t rank);
+
 } // namespace initrt

@@ -188,3 +188,79 @@ TEST(Replicas, RootHoldsTheSameSliceWithZeroOnCopyingAxes) {
   for (int64_t r = 0; r < mesh.size(); ++r)
     EXPECT_EQ(roots[size_t(r)], r);
 }
+
+namespace {
+
+// How many boxes of writeBoxes, over every rank, hold each element of parameter `p`.
+std::vector<int> writeCounts(const Program &program, size_t p) {
+  const Param &param = program.params[p];
+  std::vector<int> counts(size_t(param.numElements()), 0);
+  for (int64_t r = 0; r < program.mesh.size(); ++r) {
+    for (const ParamBox &box : writeBoxes(program, r)) {
+      if (box.param != p)
+        continue;
+      EXPECT_EQ(box.box.offset.size(), param.shape.size());
+      // Row-major walk of the box (at most 2 dims in these tests).
+      int64_t rows = param.shape.empty() ? 1 : box.box.shape[0];
+      int64_t cols = param.shape.size() > 1 ? box.box.shape[1] : 1;
+      int64_t width = param.shape.size() > 1 ? param.shape[1] : 1;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          int64_t row = param.shape.empty() ? 0 : box.box.offset[0] + i;
+          int64_t col = param.shape.size() > 1 ? box.box.offset[1] + j : 0;
+          ++counts[size_t(row * width + col)];
+        }
+    }
+  }
+  return counts;
+}
+
+} // namespace
+
+TEST(WriteBoxes, EveryElementWrittenOnceAndReplicasShareTheWork) {
+  Program program;
+  program.mesh = makeMesh({"dp", "tp"}, {4, 2});
+  // 8 MiB of f32 split over tp and replicated over dp: each of the 4 replicas writes 1 MiB.
+  program.params.push_back(makeParam({2048, 1024}, {{}, {1}}));
+  // Too small to split: the first replica writes it whole.
+  program.params.push_back(makeParam({16, 16}, {{1}}));
+  // Replicated everywhere, 3 rows: at most 3 writers, the chunk rule over rows.
+  program.params.push_back(makeParam({3, 1 << 20}, {}));
+  // A scalar.
+  program.params.push_back(makeParam({}, {}));
+  // Not persistent: not written at all.
+  program.params.push_back(makeParam({8}, {}));
+  program.params.back().persistent = false;
+  for (size_t p = 0; p + 1 < program.params.size(); ++p)
+    for (int count : writeCounts(program, p))
+      ASSERT_EQ(count, 1) << "param " << p;
+  for (int64_t r = 0; r < program.mesh.size(); ++r)
+    for (const ParamBox &box : writeBoxes(program, r))
+      EXPECT_NE(box.param, size_t(4));
+
+  std::vector<int64_t> bigWriters, smallWriters, rowWriters;
+  for (int64_t r = 0; r < program.mesh.size(); ++r)
+    for (const ParamBox &box : writeBoxes(program, r)) {
+      if (box.param == 0) {
+        bigWriters.push_back(r);
+        EXPECT_EQ(box.box.shape, (std::vector<int64_t>{512, 512}));
+      }
+      if (box.param == 1)
+        smallWriters.push_back(r);
+      if (box.param == 2)
+        rowWriters.push_back(r);
+    }
+  EXPECT_EQ(bigWriters, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(smallWriters, (std::vector<int64_t>{0, 1}));  // dp coordinate 0, both tp parts
+  EXPECT_EQ(rowWriters, (std::vector<int64_t>{0, 1, 2})); // replica index = rank here
+}
+
+TEST(WriteBoxes, EmptySlicesWriteNothing) {
+  Program program;
+  program.mesh = makeMesh({"tp"}, {4});
+  program.params.push_back(makeParam({2, 3}, {{0}})); // ranks 2 and 3 hold empty slices
+  EXPECT_EQ(writeBoxes(program, 2).size(), 0u);
+  EXPECT_EQ(writeBoxes(program, 3).size(), 0u);
+  for (int count : writeCounts(program, 0))
+    EXPECT_EQ(count, 1);
+}
