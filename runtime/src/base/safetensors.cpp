@@ -142,10 +142,6 @@ bool buildSafetensorsHeader(const std::vector<SafetensorsTensor> &tensors,
               " bytes given, its shape and dtype need " + std::to_string(bytes);
       return false;
     }
-    if (tensor.bytes && !tensor.data) {
-      error = "tensor \"" + tensor.name + "\": no data";
-      return false;
-    }
     if (tensor.name == "__metadata__") {
       error = "a tensor cannot be named __metadata__";
       return false;
@@ -217,6 +213,11 @@ bool writeSafetensors(const std::string &path, const std::vector<SafetensorsTens
     error = "cannot write " + path + ": " + error;
     return false;
   }
+  for (const SafetensorsTensor &tensor : tensors)
+    if (tensor.bytes && !tensor.data) {
+      error = "cannot write " + path + ": tensor \"" + tensor.name + "\": no data";
+      return false;
+    }
   uint64_t data = 0, written = 0;
   for (const SafetensorsTensor &tensor : tensors)
     data += tensor.bytes;

@@ -43,7 +43,8 @@ struct SafetensorsTensor {
 
 /// Builds the file's first 8 + N bytes (length prefix and padded JSON header) and the order in
 /// which tensor data follows it (indices into `tensors`). Fails on an unknown dtype, a size that
-/// does not match the shape, a duplicate or invalid UTF-8 name.
+/// does not match the shape, a duplicate or invalid UTF-8 name. Only names, dtypes, shapes and
+/// sizes are read (`data` may be null): a layout is planned before its values exist.
 bool buildSafetensorsHeader(const std::vector<SafetensorsTensor> &tensors,
                             const std::optional<SafetensorsMetadata> &metadata,
                             std::string &header, std::vector<size_t> &dataOrder,
