@@ -27,7 +27,8 @@ TEST(HfPlan, SplitsAsSavePretrained) {
   program.params.push_back(makeParam("a", {10}));        // 40 bytes
   program.params.push_back(makeParam("b", {10}));        // 40: 80 fits in 100
   program.params.push_back(makeParam("c", {10}));        // 40: would make 120, new file
-  program.params.push_back(makeParam("big", {50}));      // 200 > 100: a file of its own
+  program.params.push_back(makeParam("big", {50}));      // 200 > 100: a file of its own, listed
+                                                          // before the one still being filled
   program.params.push_back(makeParam("d", {5}, DType::BF16)); // 10: joins c's file
   program.params.push_back(makeParam("buf", {4}));
   program.params.back().persistent = false;               // not stored
@@ -38,9 +39,9 @@ TEST(HfPlan, SplitsAsSavePretrained) {
   ASSERT_EQ(plan.files.size(), 3u);
   EXPECT_EQ(plan.files[0].name, "model-00001-of-00003.safetensors");
   EXPECT_EQ(plan.files[0].params, (std::vector<size_t>{0, 1}));
-  EXPECT_EQ(plan.files[1].params, (std::vector<size_t>{2, 4}));
-  EXPECT_EQ(plan.files[2].params, (std::vector<size_t>{3}));
-  EXPECT_EQ(plan.places[3].file, 2);
+  EXPECT_EQ(plan.files[1].params, (std::vector<size_t>{3}));
+  EXPECT_EQ(plan.files[2].params, (std::vector<size_t>{2, 4}));
+  EXPECT_EQ(plan.places[3].file, 1);
   EXPECT_EQ(plan.places[5].file, -1);
   EXPECT_EQ(plan.totalSize, 330u);
 
@@ -57,7 +58,7 @@ TEST(HfPlan, SplitsAsSavePretrained) {
     EXPECT_EQ(file.size, end);
   }
   // Within c's file the F32 tensor comes first (the reference orders by alignment).
-  EXPECT_EQ(plan.places[2].offset, plan.files[1].header.size());
+  EXPECT_EQ(plan.places[2].offset, plan.files[2].header.size());
   EXPECT_EQ(plan.places[4].offset, plan.places[2].offset + 40);
 
   std::string index = hfIndexJson(program, plan);
