@@ -68,6 +68,9 @@ public:
 
 /// initc's own layout: rank-K-of-W.safetensors per rank and index.json.
 const CheckpointLayout &ranksLayout();
+/// One self-describing safetensors file per rank, of its writeBoxes, with the sharding metadata
+/// PyTorch's distributed checkpoint reads (dcp_layout.cpp).
+const CheckpointLayout &dcpLayout();
 
 /// The layout prog/init --layout names ("ranks", ...), or null when there is none of that name.
 const CheckpointLayout *checkpointLayout(const std::string &name);

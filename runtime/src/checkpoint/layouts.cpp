@@ -12,6 +12,7 @@ struct NamedLayout {
 
 const NamedLayout kLayouts[] = {
     {"ranks", ranksLayout},
+    {"dcp", dcpLayout},
 };
 
 } // namespace
