@@ -89,8 +89,12 @@ int runVerify(const std::string &ckptDir, int threads) {
               << (problems.size() == 1 ? "" : "s") << " found\n";
     return 1;
   }
-  std::cout << ckptDir << ": every shard matches its checksum and the index (" << progress.took()
-            << ")\n";
+  if (initrt::holdsDcpFiles(ckptDir))
+    std::cout << ckptDir << ": every file matches its checksums, and together they hold every "
+              << "element once (" << progress.took() << ")\n";
+  else
+    std::cout << ckptDir << ": every shard matches its checksum and the index ("
+              << progress.took() << ")\n";
   return 0;
 }
 

@@ -106,6 +106,9 @@ RankCheck checkRankFile(const std::string &dir, const Index &index, int64_t rank
 bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems,
                       std::string &error, const ProgressFn &progress, int threads) {
   problems.clear();
+  // Each layout's files name it.
+  if (holdsDcpFiles(dir))
+    return verifyDcpCheckpoint(dir, problems, error, progress, threads);
   Index index;
   if (!readIndex(dir, index, error))
     return false;

@@ -16,4 +16,11 @@ namespace initrt {
 bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems,
                       std::string &error, const ProgressFn &progress = {}, int threads = 0);
 
+/// Whether `dir` holds files of the dcp layout (shard-*-of-*.safetensors).
+bool holdsDcpFiles(const std::string &dir);
+/// verifyCheckpoint of the dcp layout (dcp_verify.cpp): each file's records and checksums, and
+/// that the files together hold every element of every tensor exactly once.
+bool verifyDcpCheckpoint(const std::string &dir, std::vector<std::string> &problems,
+                         std::string &error, const ProgressFn &progress = {}, int threads = 0);
+
 } // namespace initrt
