@@ -35,9 +35,12 @@ public:
     if (stream.openFile(path, tensors, contents, error))
       return true;
     // Space is reserved for the whole file up front: say how much it takes.
-    if (error.rfind("no space left on ", 0) == 0 || error.rfind("disk quota exceeded", 0) == 0)
-      error = "no room on " + dir + " for " + path + " (" + std::to_string(stream.fileBytes()) +
-              " bytes, rank " + std::to_string(rank) + "): " + error;
+    bool full = error.rfind("no space left on ", 0) == 0;
+    if (full || error.rfind("disk quota exceeded on ", 0) == 0)
+      error = std::string(full ? "no space left on " : "disk quota exceeded on ") + dir +
+              " for " + path + ": rank " + std::to_string(rank) + "'s file needs " +
+              std::to_string(stream.fileBytes()) +
+              " bytes: free space, or write elsewhere (--out on a larger disk)";
     return false;
   }
   std::vector<size_t> writeOrder() const override { return stream.fileOrder(); }
