@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <sys/stat.h>
@@ -135,7 +136,28 @@ public:
 
   bool prepareRank(const std::string &dir, const Program &program, int64_t rank, bool overwrite,
                    std::string &error) const override {
-    std::string path = joinPath(dir, dcpFileName(rank, program.mesh.size()));
+    const int64_t worldSize = program.mesh.size();
+    std::string path = joinPath(dir, dcpFileName(rank, worldSize));
+    // A symbolic link is followed (AtomicFile): one to another rank's file would have two ranks
+    // write one file.
+    std::string target = writtenPath(path);
+    if (target != path) {
+      size_t slash = target.rfind('/');
+      std::string targetDir = slash == std::string::npos ? "." : target.substr(0, slash + 1);
+      std::string targetName = slash == std::string::npos ? target : target.substr(slash + 1);
+      char *here = ::realpath(dir.c_str(), nullptr), *there = ::realpath(targetDir.c_str(), nullptr);
+      bool sameDir = here && there && std::strcmp(here, there) == 0;
+      std::free(here);
+      std::free(there);
+      int64_t otherRank, otherWorld;
+      if (sameDir && parseDcpFileName(targetName, otherRank, otherWorld) && otherRank != rank &&
+          otherWorld == worldSize) {
+        error = path + " is a symbolic link to " + targetName + ", rank " +
+                std::to_string(otherRank) + "'s file, so two ranks would write one file: "
+                "remove the link and run again";
+        return false;
+      }
+    }
     // A checkpoint holds regular files only: a FIFO or a device would be written in place.
     struct stat info;
     if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {

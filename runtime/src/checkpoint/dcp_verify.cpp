@@ -311,12 +311,21 @@ bool verifyDcpCheckpoint(const std::string &dir, std::vector<std::string> &probl
     return false;
   }
   std::map<int64_t, std::map<int64_t, std::string>> byWorld; // world size -> rank -> name
+  std::vector<std::string> strangers; // other *.safetensors files, which DCP's reader reads too
   while (dirent *entry = ::readdir(listing)) {
     int64_t rank, world;
-    if (parseDcpFileName(entry->d_name, rank, world))
-      byWorld[world][rank] = entry->d_name;
+    std::string name = entry->d_name;
+    if (parseDcpFileName(name, rank, world))
+      byWorld[world][rank] = name;
+    else if (name.size() > 12 && name[0] != '.' &&
+             name.compare(name.size() - 12, 12, ".safetensors") == 0)
+      strangers.push_back(name);
   }
   ::closedir(listing);
+  std::sort(strangers.begin(), strangers.end());
+  for (const std::string &name : strangers)
+    problems.push_back(joinPath(dir, name) + " is not a file of this checkpoint, and DCP's "
+                       "reader would read it as one: move it out of " + dir);
   if (byWorld.empty()) {
     error = dir + " holds no shard-*-of-*.safetensors file: not a dcp checkpoint";
     return false;

@@ -281,5 +281,33 @@ TEST_F(DcpLayoutTest, AnotherLayoutOrProgramIsRefusedUnlessOverwrite) {
   EXPECT_NE(error.find("from a run with 2 ranks"), std::string::npos) << error;
 }
 
+TEST_F(DcpLayoutTest, VerifyNamesASafetensorsFileDcpWouldReadToo) {
+  Program program = tinyProgram();
+  writeAllDcp(program);
+  std::string error;
+  ASSERT_TRUE(writeFileAtomically(dir + "/model.safetensors", "x", error)) << error;
+  std::vector<std::string> problems;
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  ASSERT_EQ(problems.size(), 1u) << testing::PrintToString(problems);
+  EXPECT_NE(problems[0].find("model.safetensors is not a file of this checkpoint"),
+            std::string::npos)
+      << problems[0];
+  // prog/init refuses such a directory too, and --overwrite clears it.
+  EXPECT_FALSE(layout.prepareDir(dir, program, false, error));
+  EXPECT_NE(error.find("DCP's reader would read it"), std::string::npos) << error;
+}
+
+TEST_F(DcpLayoutTest, ALinkToAnotherRanksFileIsRefused) {
+  Program program = tinyProgram();
+  writeAllDcp(program);
+  std::string link = dir + "/" + dcpFileName(1, 2);
+  ASSERT_EQ(unlink(link.c_str()), 0);
+  ASSERT_EQ(symlink(dcpFileName(0, 2).c_str(), link.c_str()), 0);
+  std::string error;
+  EXPECT_FALSE(layout.prepareRank(dir, program, 1, false, error));
+  EXPECT_NE(error.find("rank 0's file, so two ranks would write one file"), std::string::npos)
+      << error;
+}
+
 } // namespace
 } // namespace initrt::checkpoint_tests
