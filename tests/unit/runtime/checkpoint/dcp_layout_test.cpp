@@ -19,7 +19,8 @@ protected:
 
   /// Writes rank `rank`'s file as prog/init does: its writeBoxes, in the writer's order.
   void writeRank(const Program &program, int64_t rank,
-                 const std::vector<std::vector<char>> &globals) {
+                 const std::vector<std::vector<char>> &globals,
+                 const std::string &baseStamps = "") {
     std::string error;
     ASSERT_TRUE(layout.prepareRank(dir, program, rank, false, error)) << error;
     std::vector<ShardTensor> tensors;
@@ -32,7 +33,7 @@ protected:
       tensor.bytes = data.back().size();
       tensors.push_back(tensor);
     }
-    std::unique_ptr<RankWriter> writer = layout.openRank(dir, program, rank, tensors, error, "");
+    std::unique_ptr<RankWriter> writer = layout.openRank(dir, program, rank, tensors, error, baseStamps);
     ASSERT_TRUE(writer) << error;
     for (size_t t : writer->writeOrder()) {
       // Two pieces where there are bytes enough: pieces follow one another within a box.
@@ -307,6 +308,49 @@ TEST_F(DcpLayoutTest, ALinkToAnotherRanksFileIsRefused) {
   EXPECT_FALSE(layout.prepareRank(dir, program, 1, false, error));
   EXPECT_NE(error.find("rank 0's file, so two ranks would write one file"), std::string::npos)
       << error;
+}
+
+TEST_F(DcpLayoutTest, AFileOfAnotherBaseVersionIsComputedAgain) {
+  Program program = tinyProgram();
+  std::vector<std::vector<char>> globals;
+  for (size_t i = 0; i < program.params.size(); ++i)
+    globals.push_back(globalBytes(program.params[i], i));
+  std::string error;
+  ASSERT_TRUE(layout.prepareDir(dir, program, false, error)) << error;
+  const std::string stamps = R"({"/data/base.safetensors":"1-2-3"})";
+  writeRank(program, 0, globals, stamps);
+  std::vector<std::string> checksums;
+  std::string reason;
+  EXPECT_EQ(layout.rankState(dir, program, 0, checksums, reason, &stamps, false),
+            ShardState::Complete)
+      << reason;
+  const std::string changed = R"({"/data/base.safetensors":"1-2-4"})";
+  EXPECT_EQ(layout.rankState(dir, program, 0, checksums, reason, &changed, false),
+            ShardState::BaseChanged);
+  EXPECT_NE(reason.find("another version of /data/base.safetensors"), std::string::npos)
+      << reason;
+}
+
+TEST_F(DcpLayoutTest, VerifyNamesAFileOfAnotherProgram) {
+  Program program = tinyProgram();
+  writeAllDcp(program);
+  Program other = tinyProgram();
+  other.programId = "ffffffffffffffff";
+  std::vector<std::vector<char>> globals;
+  for (size_t i = 0; i < other.params.size(); ++i)
+    globals.push_back(globalBytes(other.params[i], i));
+  std::string error;
+  ASSERT_TRUE(layout.prepareRank(dir, other, 1, true, error)) << error;
+  writeRank(other, 1, globals);
+  std::vector<std::string> problems;
+  EXPECT_FALSE(verifyCheckpoint(dir, problems, error));
+  std::string all = testing::PrintToString(problems);
+  EXPECT_NE(all.find("rank 1 (shard-00001-of-00002.safetensors): belongs to another program "
+                     "(program id ffffffffffffffff"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("--layout dcp --overwrite"), std::string::npos) << all;
+  EXPECT_NE(all.find("elements are in no file"), std::string::npos) << all;
 }
 
 } // namespace
