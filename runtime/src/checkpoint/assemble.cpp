@@ -1,5 +1,7 @@
 #include "checkpoint/assemble.h"
 
+#include "checkpoint/verify.h"
+
 #include "checkpoint/records.h"
 #include "initrt/base/checksum.h"
 #include "initrt/base/files.h"
@@ -329,6 +331,13 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
 
 bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std::string &error,
                         const ProgressFn &progress, const AssembleOptions &options) {
+  // A dcp checkpoint has no index.json to say so: its files name the layout.
+  if (::access(joinPath(dir, kIndexFile).c_str(), F_OK) != 0 && holdsDcpFiles(dir)) {
+    error = dir + " is a checkpoint of the dcp layout (shard-*-of-*.safetensors), which assemble "
+                  "does not join: load it with torch.distributed.checkpoint's "
+                  "HuggingFaceStorageReader, or write the program's checkpoint with --layout hf";
+    return false;
+  }
   Index index;
   if (!readIndex(dir, index, error))
     return false;

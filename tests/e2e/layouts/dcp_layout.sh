@@ -60,6 +60,9 @@ for dtype in bf16 f32; do
     cases=$((cases + 1))
   done
 done
+fails_cleanly "assemble a dcp checkpoint" "is a checkpoint of the dcp layout .*HuggingFaceStorageReader" \
+  "$INITC" assemble dcp-f32-tp2 -o joined.safetensors
+[[ ! -e joined.safetensors ]] || fail "a refused assemble wrote its output"
 echo "ok llama_uneven bf16/f32 on dp=2,tp=2, tp=2 and 1 rank"
 
 #===------------------------------------------------------------------------===#
