@@ -211,6 +211,25 @@ bool parseDcpMetadata(const SafetensorsMetadata &metadata, const std::string &pa
   return true;
 }
 
+std::vector<ParamBox> dcpEmptyBoxes(const Program &program, int64_t rank) {
+  std::vector<ParamBox> boxes;
+  if (rank != 0)
+    return boxes;
+  for (size_t p = 0; p < program.params.size(); ++p) {
+    const Param &param = program.params[p];
+    if (param.persistent && param.numElements() == 0)
+      boxes.push_back({p, Slice{std::vector<int64_t>(param.shape.size(), 0), param.shape}});
+  }
+  return boxes;
+}
+
+std::vector<ParamBox> dcpBoxes(const Program &program, int64_t rank) {
+  std::vector<ParamBox> boxes = writeBoxes(program, rank);
+  for (ParamBox &box : dcpEmptyBoxes(program, rank))
+    boxes.push_back(std::move(box));
+  return boxes;
+}
+
 ShardState dcpFileState(const std::string &dir, const Program &program, int64_t rank,
                         std::vector<std::string> &checksums, std::string &reason,
                         const std::string *baseStamps, bool someBasesMissing) {
@@ -243,7 +262,7 @@ ShardState dcpFileState(const std::string &dir, const Program &program, int64_t 
       return ShardState::BaseChanged;
     }
   }
-  std::vector<ParamBox> boxes = writeBoxes(program, rank);
+  std::vector<ParamBox> boxes = dcpBoxes(program, rank);
   for (const ParamBox &box : boxes) {
     const Param &param = program.params[box.param];
     const SafetensorsEntry *entry = reader.find(param.name);

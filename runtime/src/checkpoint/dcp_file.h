@@ -7,6 +7,7 @@
 #include "checkpoint/shard_file.h"
 #include "initrt/base/program.h"
 #include "initrt/base/safetensors.h"
+#include "initrt/base/sharding.h"
 
 #include <cstdint>
 #include <map>
@@ -67,8 +68,15 @@ struct DcpFileRecord {
 bool parseDcpMetadata(const SafetensorsMetadata &metadata, const std::string &path,
                       DcpFileRecord &record, std::string &error, bool *notDcp = nullptr);
 
+/// The boxes rank `rank`'s file holds: writeBoxes(program, rank), and on rank 0 also every
+/// persistent parameter with no element (no rank has a box of it), whole, so that DCP's reader
+/// finds every tensor of the model. Those take no bytes and no job computes them.
+std::vector<ParamBox> dcpBoxes(const Program &program, int64_t rank);
+/// The empty parameters dcpBoxes adds on rank `rank` (none off rank 0).
+std::vector<ParamBox> dcpEmptyBoxes(const Program &program, int64_t rank);
+
 /// What a rerun finds of rank `rank`'s file (as shardState does for the ranks layout): complete
-/// when it is this program's, holds exactly writeBoxes(program, rank) and every checksum matches.
+/// when it is this program's, holds exactly dcpBoxes(program, rank) and every checksum matches.
 /// `checksums`: one per parameter, in program order (empty for those the rank writes no box of).
 ShardState dcpFileState(const std::string &dir, const Program &program, int64_t rank,
                         std::vector<std::string> &checksums, std::string &reason,

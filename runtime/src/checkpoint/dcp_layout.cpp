@@ -5,6 +5,7 @@
 
 #include "checkpoint/dcp_file.h"
 #include "checkpoint/records.h"
+#include "initrt/base/checksum.h"
 #include "initrt/base/files.h"
 
 #include <algorithm>
@@ -27,13 +28,24 @@ public:
             const std::vector<ShardTensor> &tensors, std::string &error,
             const std::string &baseStamps) {
     std::string path = joinPath(dir, dcpFileName(rank, program.mesh.size()));
+    // The computed boxes, then the empty parameters, which take no bytes and are complete now.
+    computed = tensors.size();
+    std::vector<ShardTensor> all = tensors;
+    static const char nothing = 0;
+    for (const ParamBox &box : dcpEmptyBoxes(program, rank)) {
+      ShardTensor empty;
+      empty.param = &program.params[box.param];
+      empty.slice = box.box;
+      empty.checksum = checksumHex(&nothing, 0);
+      all.push_back(std::move(empty));
+    }
     auto contents = [path, &program, rank, baseStamps](const std::vector<ShardTensor> &boxes,
                                                        std::vector<SafetensorsTensor> &entries,
                                                        SafetensorsMetadata &metadata,
                                                        std::string &why) {
       return dcpFileContents(path, program, rank, boxes, baseStamps, entries, metadata, why);
     };
-    if (stream.openFile(path, tensors, contents, error))
+    if (stream.openFile(path, all, contents, error))
       return true;
     // Space is reserved for the whole file up front: say how much it takes.
     bool full = error.rfind("no space left on ", 0) == 0;
@@ -44,17 +56,27 @@ public:
               " bytes: free space, or write elsewhere (--out on a larger disk)";
     return false;
   }
-  std::vector<size_t> writeOrder() const override { return stream.fileOrder(); }
+  std::vector<size_t> writeOrder() const override {
+    std::vector<size_t> order;
+    for (size_t t : stream.fileOrder())
+      if (t < computed)
+        order.push_back(t);
+    return order;
+  }
   bool writePiece(size_t index, uint64_t offset, const void *data, uint64_t bytes,
                   std::string &error) override {
     return stream.writePiece(index, offset, data, bytes, error);
   }
   bool finish(std::vector<std::string> &checksums, std::string &error) override {
-    return stream.finish(checksums, error);
+    if (!stream.finish(checksums, error))
+      return false;
+    checksums.resize(computed); // one per tensor given to open
+    return true;
   }
 
 private:
   ShardFileStream stream;
+  size_t computed = 0; // tensors given to open(); the empty parameters follow them
 };
 
 // What in `name` makes a directory not this layout's: another layout's files, or a

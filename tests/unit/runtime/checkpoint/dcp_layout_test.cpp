@@ -74,6 +74,7 @@ protected:
       hits[i].assign(size_t(program.params[i].numElements()), 0);
     }
     int64_t world = program.mesh.size();
+    std::set<std::string> seen;
     EXPECT_EQ(listDir(dir).size(), size_t(world)) << "one file per rank, nothing else";
     for (int64_t rank = 0; rank < world; ++rank) {
       SafetensorsReader reader;
@@ -85,6 +86,7 @@ protected:
       ASSERT_TRUE(parseJsonText(*reader.metadataValue("DCP_SHARDING_INFO"), info, error)) << error;
       EXPECT_EQ(info.size(), reader.tensors().size());
       for (const SafetensorsEntry &entry : reader.tensors()) {
+        seen.insert(entry.name);
         size_t p = byName.at(entry.name);
         const Param &param = program.params[p];
         EXPECT_EQ(entry.dtype, dtypeName(param.dtype));
@@ -114,6 +116,8 @@ protected:
     for (size_t p = 0; p < globals.size(); ++p) {
       if (!program.params[p].persistent)
         continue;
+      // Every tensor of the model, empty ones too, is in some file for DCP's reader to find.
+      EXPECT_TRUE(seen.count(program.params[p].name)) << program.params[p].name;
       EXPECT_EQ(read[p], globals[p]) << program.params[p].name;
       for (int count : hits[p])
         ASSERT_EQ(count, 1) << program.params[p].name << ": an element stored " << count
