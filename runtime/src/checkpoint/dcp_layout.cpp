@@ -158,6 +158,9 @@ public:
 
   bool prepareRank(const std::string &dir, const Program &program, int64_t rank, bool overwrite,
                    std::string &error) const override {
+    // On node-local disks rank 0's prepareDir made DIR on its own host only.
+    if (!makeDirectories(dir, error))
+      return false;
     const int64_t worldSize = program.mesh.size();
     std::string path = joinPath(dir, dcpFileName(rank, worldSize));
     // A symbolic link is followed (AtomicFile): one to another rank's file would have two ranks

@@ -357,5 +357,15 @@ TEST_F(DcpLayoutTest, VerifyNamesAFileOfAnotherProgram) {
   EXPECT_NE(all.find("elements are in no file"), std::string::npos) << all;
 }
 
+TEST_F(DcpLayoutTest, EveryRankMakesTheDirectoryWhereItRuns) {
+  // On a host of its own, a rank finds no DIR: rank 0 made its own host's.
+  Program program = tinyProgram();
+  std::string error;
+  ASSERT_TRUE(layout.prepareRank(dir + "/local", program, 1, false, error)) << error;
+  struct stat info;
+  EXPECT_EQ(stat((dir + "/local").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISDIR(info.st_mode));
+}
+
 } // namespace
 } // namespace initrt::checkpoint_tests
