@@ -66,6 +66,22 @@ fails_cleanly "assemble a dcp checkpoint" "is a checkpoint of the dcp layout .*H
 echo "ok llama_uneven bf16/f32 on dp=2,tp=2, tp=2 and 1 rank"
 
 #===------------------------------------------------------------------------===#
+# Node-local disks: each rank alone (--rank K) into a directory of its own; the files gathered
+# into one directory are the checkpoint
+#===------------------------------------------------------------------------===#
+mkdir gathered
+for k in 0 1 2 3; do
+  p-bf16-dp2tp2/init --rank "$k" --out "host$k" --layout dcp --quiet || fail "--rank $k alone"
+  [[ $(ls -A "host$k") == "$(printf 'shard-%05d-of-00004.safetensors' "$k")" ]] ||
+    fail "host$k holds: $(ls -A "host$k")"
+  cp "host$k"/* gathered/
+done
+same_files dcp-bf16-dp2tp2 gathered
+"$INITC" verify gathered >/dev/null || fail "verify the gathered files"
+cases=$((cases + 1))
+echo "ok files written apart and gathered"
+
+#===------------------------------------------------------------------------===#
 # Replicas split a big tensor between their files
 #===------------------------------------------------------------------------===#
 cat >big.mlir <<'EOF'
