@@ -1,5 +1,6 @@
 // A rank's shard file of initc's own checkpoint layout: written whole or while its tensors are
-// computed, and checked on a rerun (ir-spec/checkpoint.md, "Shard files").
+// computed, and checked on a rerun (ir-spec/checkpoint.md, "Shard files"). The streaming writer
+// also writes the other layouts' per-rank files (ShardFileStream::openFile).
 #pragma once
 
 #include "initrt/base/atomic_file.h"
