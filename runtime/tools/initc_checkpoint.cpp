@@ -1,6 +1,6 @@
 //===- initc_checkpoint.cpp - assemble and verify without the compiler ----===//
 //
-// initc-checkpoint assemble CKPT -o FILE | verify CKPT [--threads N]: the runtime's own tool, so
+// initc-checkpoint assemble CKPT -o FILE|DIR [--max-shard-size SIZE] | verify CKPT [--threads N]: the runtime's own tool, so
 // that a cluster that builds only the runtime can check the checkpoints it writes. `initc
 // assemble|verify` run it with argv[0] = "initc": its messages start with the basename of
 // argv[0], so they read as initc's.
@@ -59,14 +59,25 @@ private:
   uint64_t bytes = 0;
 };
 
-int runAssemble(const std::string &ckptDir, const std::string &out) {
+int runAssemble(const std::string &ckptDir, const std::string &out, const std::string &maxShard) {
   std::string error;
   if (!initrt::checkDirectIoSetting(error))
     return fail(error);
-  // A killed assemble leaves a temporary as large as the model: the next one removes it.
-  initrt::removeAbandonedTemporariesOf(out);
+  initrt::AssembleOptions options;
+  const bool directory = initrt::assembleOutputIsDirectory(out);
+  if (!maxShard.empty() && !directory)
+    return fail("--max-shard-size splits a directory output; -o " + out +
+                " is one file: name a directory (not ending in .safetensors) for the hf layout");
+  if (!maxShard.empty() && !initrt::parseShardSize(maxShard, options.maxShardBytes))
+    return fail("--max-shard-size " + maxShard +
+                " is not a size: give bytes, or a number with KB, MB, GB, KiB, MiB or GiB "
+                "(\"5GB\", save_pretrained's default)");
+  // A killed assemble leaves a temporary as large as the model: the next one removes it (in a
+  // directory output, the directory's are removed as it is written).
+  if (!directory)
+    initrt::removeAbandonedTemporariesOf(out);
   ReadProgress progress;
-  bool ok = initrt::assembleCheckpoint(ckptDir, out, error, progress.callback());
+  bool ok = initrt::assembleCheckpoint(ckptDir, out, error, progress.callback(), options);
   progress.finish();
   if (!ok)
     return fail(error);
@@ -97,6 +108,7 @@ int runVerify(const std::string &ckptDir, int threads) {
 int runTool(int argc, char **argv) {
   CLI::App app{programName + ": joins and checks the checkpoints prog/init writes.\n\n"
                "  " + programName + " assemble ckpt/ -o model.safetensors\n"
+               "  " + programName + " assemble ckpt/ -o hf-model/ [--max-shard-size 5GB]\n"
                "  " + programName + " verify ckpt/\n"};
   app.require_subcommand(1);
 
@@ -113,12 +125,34 @@ int runTool(int argc, char **argv) {
       },
       "");
 
-  std::string ckptDir, assembleOut;
-  auto *assemble =
-      app.add_subcommand("assemble", "Join a checkpoint's shards into one model.safetensors");
+  std::string ckptDir, assembleOut, maxShardSize;
+  auto *assemble = app.add_subcommand(
+      "assemble", "Join a checkpoint into one model.safetensors, or into a directory in Hugging "
+                  "Face's sharded layout");
+  assemble->footer(
+      "The checkpoint may be in any layout prog/init --layout writes, found from its files:\n"
+      "  ranks  index.json and rank-K-of-W.safetensors (prog/init's default)\n"
+      "  hf     initc-checkpoint.json and model-0000k-of-0000n.safetensors\n"
+      "  dcp    shard-K-of-W.safetensors, one per rank, possibly gathered from several hosts\n"
+      "A checkpoint not completely written is refused. Every stored slice is checked against its\n"
+      "checksum as it is read; memory stays bounded whatever the model's size.\n\n"
+      "Outputs:\n"
+      "  -o NAME.safetensors (or an existing file, a pipe, a device): one safetensors file with\n"
+      "     every tensor, tied names recorded in the initc.aliases metadata.\n"
+      "  -o DIR (any other name): what save_pretrained writes: model-0000k-of-0000n.safetensors\n"
+      "     split at --max-shard-size, model.safetensors.index.json, config.json when the\n"
+      "     checkpoint has one (an hf checkpoint; one already in DIR is kept otherwise), and\n"
+      "     initc-checkpoint.json, written last, so that `verify DIR` checks it. DIR must be\n"
+      "     new, empty or an earlier output, and not inside the checkpoint.");
   assemble->add_option("checkpoint", ckptDir, "checkpoint directory written by prog/init")
       ->required();
-  assemble->add_option("-o,--output", assembleOut, "the safetensors file to write")
+  assemble
+      ->add_option("--max-shard-size", maxShardSize,
+                   "largest file of a directory output, as save_pretrained takes it (default "
+                   "5GB; 10^9 units KB MB GB, 2^30 units KiB MiB GiB)")
+      ->check(nonEmpty);
+  assemble->add_option("-o,--output", assembleOut,
+                       "the safetensors file, or the directory, to write")
       ->required()
       ->check(nonEmpty)
       ->check(CLI::Validator(
@@ -151,7 +185,7 @@ int runTool(int argc, char **argv) {
 
   initrt::ignoreFileSizeSignal(); // past `ulimit -f`, an error message rather than a kill
   if (*assemble)
-    return runAssemble(ckptDir, assembleOut);
+    return runAssemble(ckptDir, assembleOut, maxShardSize);
   if (*verify)
     return runVerify(ckptDir, verifyThreads);
   return 2;
