@@ -150,18 +150,20 @@ std::vector<int64_t> orOne(const std::vector<int64_t> &shape, int64_t value) {
 /// Writes one tensor to `out` in the global row-major order, straight from its stored boxes: a
 /// band of its global rows (at most `bandBytes`) is read from the boxes that cross it, then
 /// written by runs out of their parts. Memory stays at one band, whatever the model's size.
-/// `sums` gets the checksum of each of the tensor's writerBoxes.
+/// `sums` gets the checksum of each of the tensor's writer boxes (SliceSource::boxes).
 bool assembleTensor(SliceSource &source, size_t index, uint64_t bandBytes, RunWriter &out,
                     std::vector<char> &band, std::vector<std::string> &sums, std::string &error,
                     const std::function<void(uint64_t)> &bandDone) {
-  const SourceTensor &tensor = source.tensors()[index];
-  const Param &param = tensor.param;
+  const Param &param = source.tensors()[index].param;
+  std::vector<StoredBox> stored, writers;
+  if (!source.boxes(index, stored, writers, error))
+    return false;
   const uint64_t elementBytes = uint64_t(dtypeBytes(param.dtype));
   // A scalar is a tensor of one element here.
   const std::vector<int64_t> global = orOne(param.shape, 1);
   const size_t rank = global.size();
   std::vector<std::unique_ptr<Reading>> slices;
-  for (const StoredBox &box : tensor.boxes) {
+  for (const StoredBox &box : stored) {
     auto part = std::make_unique<Reading>();
     part->box = &box;
     part->offset = orOne(box.offset, 0);
@@ -173,7 +175,7 @@ bool assembleTensor(SliceSource &source, size_t index, uint64_t bandBytes, RunWr
     slices.push_back(std::move(part));
   }
   std::vector<std::unique_ptr<Hashing>> hashing;
-  for (const StoredBox &box : source.writerBoxes()[index]) {
+  for (const StoredBox &box : writers) {
     hashing.push_back(std::make_unique<Hashing>());
     hashing.back()->offset = orOne(box.offset, 0);
     hashing.back()->shape = orOne(box.shape, 1);
@@ -348,9 +350,12 @@ bool assembleTensor(SliceSource &source, size_t index, uint64_t bandBytes, RunWr
 bool checkEveryBox(SliceSource &source, std::string &error,
                    const std::function<void(uint64_t)> &read) {
   std::vector<char> chunk;
-  for (const SourceTensor &tensor : source.tensors()) {
-    const uint64_t elementBytes = uint64_t(dtypeBytes(tensor.param.dtype));
-    for (const StoredBox &box : tensor.boxes) {
+  std::vector<StoredBox> stored, writers;
+  for (size_t index = 0; index < source.tensors().size(); ++index) {
+    const uint64_t elementBytes = uint64_t(dtypeBytes(source.tensors()[index].param.dtype));
+    if (!source.boxes(index, stored, writers, error))
+      return false;
+    for (const StoredBox &box : stored) {
       const uint64_t bytes = elementCount(orOne(box.shape, 1)) * elementBytes;
       StreamingChecksum sum;
       for (uint64_t from = 0; from < bytes;) {
@@ -451,8 +456,9 @@ bool syncDirectory(const std::string &dir, std::string &error) {
 /// initc-checkpoint.json of the output: what the hf layout's writer records (ir-spec/
 /// checkpoint.md, "The hf layout"), so that `initc verify` reads the output as it reads
 /// prog/init's.
-std::string hfRecord(const SliceSource &source, const HfPlan &plan, uint64_t maxShardBytes,
-                     const std::vector<std::vector<std::string>> &sums) {
+bool hfRecord(SliceSource &source, const HfPlan &plan, uint64_t maxShardBytes,
+              const std::vector<std::vector<std::string>> &sums, std::string &text,
+              std::string &error) {
   const Program &program = source.program();
   OrderedJson record = OrderedJson::object();
   record["format"] = kHfRecordFormat;
@@ -471,8 +477,16 @@ std::string hfRecord(const SliceSource &source, const HfPlan &plan, uint64_t max
     const HfPlace &place = plan.places[i];
     if (place.file < 0)
       continue;
+    std::vector<StoredBox> stored, writers;
+    if (!source.boxes(i, stored, writers, error))
+      return false;
+    if (writers.size() != sums[i].size()) {
+      error = param.name + ": " + std::to_string(sums[i].size()) + " checksums for " +
+              std::to_string(writers.size()) + " boxes (internal error; run again)";
+      return false;
+    }
     std::vector<const StoredBox *> boxes;
-    for (const StoredBox &box : source.writerBoxes()[i])
+    for (const StoredBox &box : writers)
       boxes.push_back(&box);
     std::vector<size_t> order(boxes.size());
     for (size_t b = 0; b < order.size(); ++b)
@@ -496,7 +510,8 @@ std::string hfRecord(const SliceSource &source, const HfPlan &plan, uint64_t max
     tensors[param.name] = entry;
   }
   record["tensors"] = tensors;
-  return record.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  text = record.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  return true;
 }
 
 /// Refuses a directory output that is the checkpoint or inside it, is not a directory, or holds
@@ -617,8 +632,9 @@ bool hfDirectory(SliceSource &source, const std::string &outDir, std::string &er
     return failed();
   written.push_back(kHfIndexFile);
   // Last: its presence means the directory is complete.
-  return writeFileAtomically(recordPath, hfRecord(source, plan, options.maxShardBytes, sums),
-                             error) ||
+  std::string record;
+  return (hfRecord(source, plan, options.maxShardBytes, sums, record, error) &&
+          writeFileAtomically(recordPath, record, error)) ||
          failed();
 }
 

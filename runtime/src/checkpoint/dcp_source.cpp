@@ -164,7 +164,6 @@ public:
         return false;
       }
       description.params.push_back(order[i]->tensor.param);
-      writers.push_back(order[i]->tensor.boxes);
       entries.push_back(std::move(order[i]->tensor));
     }
     return checkTiling(error);

@@ -152,7 +152,6 @@ public:
       for (StoredBox &box : tensor.boxes)
         box.begin = entry->begin;
       description.params.push_back(tensor.param);
-      writers.push_back(tensor.boxes);
       entries.push_back(std::move(tensor));
     }
     std::string config;

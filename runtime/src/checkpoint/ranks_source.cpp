@@ -101,52 +101,61 @@ public:
       SourceTensor tensor;
       tensor.param = item.param;
       parseDType(item.dtype, tensor.param.dtype); // readIndex accepted it
-      for (int64_t owner = 0; owner < index.worldSize; ++owner) {
-        if (!isSliceOwner(index.mesh, item.param, owner))
-          continue;
-        Slice slice = sliceForRank(index.mesh, item.param, owner);
-        OpenShard *shard = cache->get(owner, error);
-        const SafetensorsEntry *entry =
-            shard ? indexedEntry(shard->reader, shard->records, index, item, owner, error)
-                  : nullptr;
-        StoredBox box;
-        box.rank = owner;
-        box.where = item.param.name + " on rank " + std::to_string(owner) + " (" +
-                    index.files[size_t(owner)] + ")";
-        box.hint = rerunHint(dir, owner);
-        if (!entry) {
-          error = box.where + ": " + error + ": " + box.hint;
-          return false;
-        }
-        box.offset = slice.offset;
-        box.shape = slice.shape;
-        box.storedShape = slice.shape;
-        box.storedOffset.assign(slice.shape.size(), 0);
-        box.file = size_t(owner);
-        box.begin = entry->begin;
-        box.checksum = shard->records.at(item.param.name).checksum;
-        tensor.boxes.push_back(std::move(box));
-      }
       description.params.push_back(tensor.param);
       entries.push_back(std::move(tensor));
     }
-    if (!checkTiling(error))
-      return false;
-
-    // An hf checkpoint of the same job records each rank's writeBoxes: parts of these slices.
-    writers.resize(entries.size());
-    for (int64_t rank = 0; rank < index.worldSize; ++rank)
-      for (const ParamBox &part : writeBoxes(description, rank)) {
-        StoredBox box;
-        box.rank = rank;
-        box.offset = part.box.offset;
-        box.shape = part.box.shape;
-        writers[part.param].push_back(std::move(box));
-      }
     return true;
   }
 
   const char *layout() const override { return "ranks"; }
+
+  // Each distinct slice from its owner's file; the slices follow from the sharding, so they tile
+  // the tensor.
+  bool boxes(size_t which, std::vector<StoredBox> &stored, std::vector<StoredBox> &writers,
+             std::string &error) override {
+    const IndexParam &item = index.params[which];
+    stored.clear();
+    for (int64_t owner = 0; owner < index.worldSize; ++owner) {
+      if (!isSliceOwner(index.mesh, item.param, owner))
+        continue;
+      Slice slice = sliceForRank(index.mesh, item.param, owner);
+      OpenShard *shard = cache->get(owner, error);
+      const SafetensorsEntry *entry =
+          shard ? indexedEntry(shard->reader, shard->records, index, item, owner, error) : nullptr;
+      StoredBox box;
+      box.rank = owner;
+      box.where = item.param.name + " on rank " + std::to_string(owner) + " (" +
+                  index.files[size_t(owner)] + ")";
+      box.hint = rerunHint(dir, owner);
+      if (!entry) {
+        error = box.where + ": " + error + ": " + box.hint;
+        return false;
+      }
+      box.offset = slice.offset;
+      box.shape = slice.shape;
+      box.storedShape = slice.shape;
+      box.storedOffset.assign(slice.shape.size(), 0);
+      box.file = size_t(owner);
+      box.begin = entry->begin;
+      box.checksum = shard->records.at(item.param.name).checksum;
+      stored.push_back(std::move(box));
+    }
+    // An hf checkpoint of the same job records each rank's writeBoxes: parts of these slices.
+    // They depend on this parameter alone.
+    Program alone;
+    alone.mesh = description.mesh;
+    alone.params.push_back(description.params[which]);
+    writers.clear();
+    for (int64_t rank = 0; rank < index.worldSize; ++rank)
+      for (const ParamBox &part : writeBoxes(alone, rank)) {
+        StoredBox box;
+        box.rank = rank;
+        box.offset = part.box.offset;
+        box.shape = part.box.shape;
+        writers.push_back(std::move(box));
+      }
+    return true;
+  }
 
   bool readFile(size_t file, uint64_t offset, void *out, uint64_t bytes,
                 std::string &error) override {

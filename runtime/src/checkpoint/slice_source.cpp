@@ -116,6 +116,13 @@ bool SliceSource::readBox(const StoredBox &box, uint64_t elementBytes, uint64_t 
   return true;
 }
 
+bool SliceSource::boxes(size_t index, std::vector<StoredBox> &stored,
+                        std::vector<StoredBox> &writers, std::string &) {
+  stored = entries[index].boxes;
+  writers = entries[index].boxes;
+  return true;
+}
+
 bool SliceSource::checkTiling(std::string &error) const {
   for (const SourceTensor &tensor : entries) {
     const std::vector<int64_t> global =

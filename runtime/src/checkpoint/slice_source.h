@@ -45,7 +45,8 @@ struct StoredBox {
 /// One global tensor of the checkpoint, in the program's order.
 struct SourceTensor {
   Param param; // name, aliases, dtype, shape (splitAxes only where the source records them)
-  std::vector<StoredBox> boxes; // tile the tensor, each element once
+  /// Where the layout's records list them (hf, dcp): the stored boxes, which tile the tensor.
+  std::vector<StoredBox> boxes;
 };
 
 class SliceSource {
@@ -63,9 +64,12 @@ public:
   const std::vector<SourceTensor> &tensors() const { return entries; }
   /// Paths of the files the source reads, to refuse writing over one of them.
   const std::vector<std::string> &files() const { return paths; }
-  /// The boxes an hf checkpoint of this model records (each element once, by its writer rank):
-  /// writeBoxes of every rank where the source knows the shardings, else the stored boxes.
-  const std::vector<std::vector<StoredBox>> &writerBoxes() const { return writers; }
+  /// Tensor `index`'s stored boxes, and the boxes an hf checkpoint of it records (each element
+  /// once, by its writer rank: writeBoxes of every rank). By default those read at open, which
+  /// are both; a layout whose boxes follow from the sharding (ranks) computes them when asked, one
+  /// tensor at a time, so that a job of many ranks is never held whole.
+  virtual bool boxes(size_t index, std::vector<StoredBox> &stored, std::vector<StoredBox> &writers,
+                     std::string &error);
 
   /// Bytes [from, from + bytes) of `box` in its own row-major order.
   bool readBox(const StoredBox &box, uint64_t elementBytes, uint64_t from, char *out,
@@ -79,7 +83,6 @@ protected:
   Program description;
   std::vector<SourceTensor> entries;
   std::vector<std::string> paths;
-  std::vector<std::vector<StoredBox>> writers;
 };
 
 /// The layout of the checkpoint in `dir` as its files show it ("ranks", "hf", "dcp"), or "" when
