@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "checkpoint/assemble.h"
 #include "checkpoint/verify.h"
+#include "initrt/base/assemble_usage.h"
 #include "initrt/base/atomic_file.h"
 #include "initrt/base/direct_io.h"
 #include "initrt/base/report.h"
@@ -126,33 +127,14 @@ int runTool(int argc, char **argv) {
       "");
 
   std::string ckptDir, assembleOut, maxShardSize;
-  auto *assemble = app.add_subcommand(
-      "assemble", "Join a checkpoint into one model.safetensors, or into a directory in Hugging "
-                  "Face's sharded layout");
-  assemble->footer(
-      "The checkpoint may be in any layout prog/init --layout writes, found from its files:\n"
-      "  ranks  index.json and rank-K-of-W.safetensors (prog/init's default)\n"
-      "  hf     initc-checkpoint.json and model-0000k-of-0000n.safetensors\n"
-      "  dcp    shard-K-of-W.safetensors, one per rank, possibly gathered from several hosts\n"
-      "A checkpoint not completely written is refused. Every stored slice is checked against its\n"
-      "checksum as it is read; memory stays bounded whatever the model's size.\n\n"
-      "Outputs:\n"
-      "  -o NAME.safetensors (or an existing file, a pipe, a device): one safetensors file with\n"
-      "     every tensor, tied names recorded in the initc.aliases metadata.\n"
-      "  -o DIR (any other name): what save_pretrained writes: model-0000k-of-0000n.safetensors\n"
-      "     split at --max-shard-size, model.safetensors.index.json, config.json when the\n"
-      "     checkpoint has one (an hf checkpoint; one already in DIR is kept otherwise), and\n"
-      "     initc-checkpoint.json, written last, so that `verify DIR` checks it. DIR must be\n"
-      "     new, empty or an earlier output, and not inside the checkpoint.");
+  auto *assemble = app.add_subcommand("assemble", initrt::kAssembleSummary);
+  assemble->footer(initrt::kAssembleFooter);
   assemble->add_option("checkpoint", ckptDir, "checkpoint directory written by prog/init")
       ->required();
   assemble
-      ->add_option("--max-shard-size", maxShardSize,
-                   "largest file of a directory output, as save_pretrained takes it (default "
-                   "5GB; 10^9 units KB MB GB, 2^30 units KiB MiB GiB)")
+      ->add_option("--max-shard-size", maxShardSize, initrt::kMaxShardSizeHelp)
       ->check(nonEmpty);
-  assemble->add_option("-o,--output", assembleOut,
-                       "the safetensors file, or the directory, to write")
+  assemble->add_option("-o,--output", assembleOut, initrt::kAssembleOutputHelp)
       ->required()
       ->check(nonEmpty)
       ->check(CLI::Validator(
