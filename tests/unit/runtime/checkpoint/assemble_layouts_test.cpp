@@ -391,3 +391,40 @@ TEST_F(AssembleLayoutsTest, RefusesCorruptIncompleteAndMisplaced) {
 }
 
 } // namespace
+
+namespace {
+
+// A pipe cannot take bytes back: from an hf checkpoint too, every box is checked before the
+// first byte goes out (the corrupt one here is a box split on dim 1, read row by row).
+TEST_F(AssembleLayoutsTest, PipeGetsNothingFromACorruptHfCheckpoint) {
+  Program program = meshProgram();
+  program.params.erase(program.params.begin()); // small enough for the pipe's buffer
+  std::vector<std::vector<char>> globals = globalsOf(program);
+  std::string hf = root + "/hf", error, fifo = root + "/model.fifo";
+  writeHfInput(hf, program, kDefaultMaxShardBytes, globals);
+  HfPlan plan;
+  ASSERT_TRUE(planHfCheckpoint(program, kDefaultMaxShardBytes, plan, error)) << error;
+  {
+    // "col" [6, 10] BF16, its element [5, 9]: rank 1's box at [0, 5].
+    int fd = open((hf + "/" + plan.files[0].name).c_str(), O_RDWR);
+    char byte;
+    off_t at = off_t(plan.places[0].offset + (5 * 10 + 9) * 2);
+    ASSERT_EQ(pread(fd, &byte, 1, at), 1);
+    byte ^= 1;
+    ASSERT_EQ(pwrite(fd, &byte, 1, at), 1);
+    close(fd);
+  }
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  EXPECT_FALSE(assembleCheckpoint(hf, fifo, error));
+  EXPECT_NE(error.find("col box at [0, 5] by rank 1 (" + plan.files[0].name +
+                       "): checksum mismatch"),
+            std::string::npos)
+      << error;
+  char byte;
+  EXPECT_LE(::read(reader, &byte, 1), 0) << "the pipe got bytes of a corrupt checkpoint";
+  ::close(reader);
+}
+
+} // namespace
