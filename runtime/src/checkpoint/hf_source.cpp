@@ -164,8 +164,6 @@ public:
     return checkTiling(error);
   }
 
-  const char *layout() const override { return "hf"; }
-
   bool readFile(size_t file, uint64_t offset, void *out, uint64_t bytes,
                 std::string &error) override {
     SafetensorsReader *reader = pool.get(file, error);

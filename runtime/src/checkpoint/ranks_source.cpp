@@ -72,8 +72,6 @@ public:
         parseJsonText(text, json, ignored) && json.contains("model") &&
         json["model"].is_string())
       description.modelName = json["model"].get<std::string>();
-    for (const std::string &name : index.files)
-      paths.push_back(joinPath(dir, name));
 
     // Every file of the checkpoint, not only those slices are read from: a rank that owns no
     // slice (replicas) missing or damaged is a broken checkpoint too. Headers only; the data
@@ -106,8 +104,6 @@ public:
     }
     return true;
   }
-
-  const char *layout() const override { return "ranks"; }
 
   // Each distinct slice from its owner's file; the slices follow from the sharding, so they tile
   // the tensor.

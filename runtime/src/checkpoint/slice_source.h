@@ -52,8 +52,6 @@ struct SourceTensor {
 class SliceSource {
 public:
   virtual ~SliceSource() = default;
-  /// "ranks", "hf" or "dcp".
-  virtual const char *layout() const = 0;
   /// Reads `bytes` bytes at `offset` in the data section of file `file`; the error names it.
   virtual bool readFile(size_t file, uint64_t offset, void *out, uint64_t bytes,
                         std::string &error) = 0;
@@ -62,8 +60,6 @@ public:
   /// parameters in order.
   const Program &program() const { return description; }
   const std::vector<SourceTensor> &tensors() const { return entries; }
-  /// Paths of the files the source reads, to refuse writing over one of them.
-  const std::vector<std::string> &files() const { return paths; }
   /// Tensor `index`'s stored boxes, and the boxes an hf checkpoint of it records (each element
   /// once, by its writer rank: writeBoxes of every rank). By default those read at open, which
   /// are both; a layout whose boxes follow from the sharding (ranks) computes them when asked, one
@@ -82,7 +78,7 @@ protected:
 
   Program description;
   std::vector<SourceTensor> entries;
-  std::vector<std::string> paths;
+  std::vector<std::string> paths; // of the files `file` indexes (hf, dcp)
 };
 
 /// The layout of the checkpoint in `dir` as its files show it ("ranks", "hf", "dcp"), or "" when
