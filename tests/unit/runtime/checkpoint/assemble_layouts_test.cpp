@@ -428,3 +428,60 @@ TEST_F(AssembleLayoutsTest, PipeGetsNothingFromACorruptHfCheckpoint) {
 }
 
 } // namespace
+
+namespace {
+
+// A dcp checkpoint is the set of files in the directory: one of another job among them, or boxes
+// that do not tile their tensor, are refused before anything is written.
+TEST_F(AssembleLayoutsTest, DcpFilesOfAnotherJobOrThatDoNotTileAreRefused) {
+  Program program = meshProgram();
+  program.params.erase(program.params.begin());
+  std::vector<std::vector<char>> globals = globalsOf(program);
+  std::string dcp = root + "/dcp", other = root + "/other", error, out = root + "/out";
+  writeDcpInput(dcp, program, globals);
+  Program another = program;
+  another.programId = "ffeeddccbbaa9988";
+  writeDcpInput(other, another, globals);
+  const std::string name = "/shard-00002-of-00004.safetensors";
+  std::string mine = readAll(dcp + name);
+  writeText(dcp + name, readAll(other + name));
+  EXPECT_FALSE(assembleCheckpoint(dcp, out, error));
+  EXPECT_NE(error.find("shard-00002-of-00004.safetensors is another program's (program_id "
+                       "ffeeddccbbaa9988"),
+            std::string::npos)
+      << error;
+
+  // Rank 1's box of "col" moved onto rank 0's: [0, 0] twice, [0, 5] never.
+  writeText(dcp + name, mine);
+  {
+    SafetensorsReader reader;
+    ASSERT_TRUE(reader.open(dcp + "/shard-00001-of-00004.safetensors", error)) << error;
+    std::vector<SafetensorsTensor> tensors;
+    std::vector<std::vector<char>> bytes;
+    for (const SafetensorsEntry &entry : reader.tensors()) {
+      bytes.emplace_back(entry.bytes());
+      ASSERT_TRUE(reader.read(entry.begin, bytes.back().data(), entry.bytes(), error)) << error;
+    }
+    for (size_t i = 0; i < reader.tensors().size(); ++i) {
+      const SafetensorsEntry &entry = reader.tensors()[i];
+      tensors.push_back({entry.name, entry.dtype, entry.shape, bytes[i].data(), bytes[i].size()});
+    }
+    nlohmann::json sharding = nlohmann::json::parse(*reader.metadataValue("DCP_SHARDING_INFO"));
+    ASSERT_EQ(sharding["col"]["saved_offsets"], nlohmann::json({0, 5}));
+    sharding["col"]["saved_offsets"] = {0, 0};
+    SafetensorsMetadata metadata = {{"format", "pt"},
+                                    {"DCP_SHARDING_INFO", sharding.dump()},
+                                    {"initc", *reader.metadataValue("initc")}};
+    ASSERT_TRUE(writeSafetensors(dcp + "/shard-00001-of-00004.safetensors", tensors, metadata,
+                                 error))
+        << error;
+  }
+  EXPECT_FALSE(assembleCheckpoint(dcp, out, error));
+  EXPECT_NE(error.find("col on rank 0 (shard-00000-of-00004.safetensors) and col on rank 1 "
+                       "(shard-00001-of-00004.safetensors) overlap"),
+            std::string::npos)
+      << error;
+  EXPECT_TRUE(listDir(out).empty());
+}
+
+} // namespace
