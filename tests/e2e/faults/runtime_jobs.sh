@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Jobs that go wrong around the files: ranks of one job started with different programs,
 # different --out or different --discard/--overwrite, several writers of one rank, `--rank` under mpirun, assemble asked to write
-# over the checkpoint it reads, signals while a file is written, inputs that are not regular
+# over the checkpoint it reads or to read one half written or corrupt, signals while a file is written, inputs that are not regular
 # files, a damaged index, a missing shard that owns no slice, and the modes files get. Each
 # case: one clear message, a non-zero exit without a crash, nothing left under a final name that
 # is not complete.
@@ -122,6 +122,48 @@ expect_error "assemble with garbage for a rank that owns no slice" \
   "$INITC" assemble ch -o x.safetensors
 [[ ! -e x.safetensors ]] || fail "assemble wrote a model from a broken checkpoint"
 echo "ok assemble"
+
+# Into an hf directory: never inside the checkpoint; a source half written, or with a corrupt
+# slice, refused by name, leaving nothing under a final name.
+for out in ca ca/hf ./ca/sub/dir; do
+  expect_error "assemble -o $out" "initc: error: -o $out is inside the checkpoint ca being assembled: .*choose a directory outside it" \
+    "$INITC" assemble ca -o "$out"
+done
+[[ ! -e ca/hf && ! -e ca/sub ]] || fail "assemble wrote into the checkpoint it reads"
+mkdir notes && echo mine >notes/README
+expect_error "assemble into a directory of other files" \
+  "initc: error: -o notes holds README, which is not a file of an hf checkpoint: choose a new or empty directory" \
+  "$INITC" assemble ca -o notes
+"$INITC" assemble ca -o hfo >/dev/null || fail "assemble into an hf directory"
+"$INITC" assemble hfo -o hfo.safetensors >/dev/null || fail "assemble an hf directory"
+"$INITC" assemble ca -o ca.safetensors >/dev/null || fail "assemble ca"
+cmp ca.safetensors hfo.safetensors || fail "the hf directory holds other bytes than the checkpoint"
+cp -r hfo hfh && rm hfh/initc-checkpoint.json
+expect_error "assemble a half-written hf checkpoint" \
+  "initc: error: hfh is an hf checkpoint not completely written: it has no initc-checkpoint.json" \
+  "$INITC" assemble hfh -o hh.safetensors
+no_output hh.safetensors
+# A flipped bit in the embedding's last element: named by tensor, box, writer rank and file.
+cp -r hfo hfc
+read -r file rank box < <($PYTHON -c '
+import json
+record = json.load(open("hfc/initc-checkpoint.json"))
+entry = record["tensors"]["model.embed_tokens.weight"]
+rows, cols = entry["shape"]
+last = [s for s in entry["slices"]
+        if [o + n for o, n in zip(s["offset"], s["shape"])] == [rows, cols]][0]
+at = entry["offset"] + {"F32": 4, "BF16": 2}[entry["dtype"]] * rows * cols - 1
+with open("hfc/" + entry["file"], "r+b") as f:
+    f.seek(at)
+    byte = f.read(1)[0] ^ 4
+    f.seek(at)
+    f.write(bytes([byte]))
+print(entry["file"], last["rank"], "\\[%d, %d\\]" % tuple(last["offset"]))')
+expect_error "assemble an hf checkpoint with a corrupt slice" \
+  "initc: error: model.embed_tokens.weight box at $box by rank $rank \($file\): checksum mismatch, the file is corrupt: rerun .prog/init --layout hf --rank $rank --out hfc" \
+  "$INITC" assemble hfc -o hfc-out
+[[ -z $(ls -A hfc-out) ]] || fail "assemble left $(ls -A hfc-out) from a corrupt checkpoint"
+echo "ok assemble into and from hf directories"
 
 #===------------------------------------------------------------------------===#
 # An edited index is the damaged file, and the rerun it names restores it

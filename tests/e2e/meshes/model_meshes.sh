@@ -3,7 +3,9 @@
 # 176) compiled for 1, 2 (dp=2), 3 (dp=3) and 4 ranks (dp=2,tp=2 and tp=4) assembles to the same
 # bytes; each rank's file equals what `prog/init --rank K` writes alone; every checkpoint verifies;
 # and the assembled file is valid safetensors. A program with kernels for several CPUs gives the
-# same bytes whichever variant runs.
+# same bytes whichever variant runs. The 4-rank dp=2,tp=2 checkpoint also assembles into a
+# directory in Hugging Face's layout, in one file or split by --max-shard-size, holding those
+# bytes.
 source "$(dirname "$0")/../common.bash"
 
 for dtype in f32 bf16; do
@@ -24,6 +26,19 @@ for dtype in f32 bf16; do
       $PYTHON "$ROOT/tests/e2e/safetensors_check.py" "$reference" || fail "invalid safetensors $tag"
     else
       cmp "$reference" "$WORK/$tag.safetensors" || fail "$tag differs from the 1-rank result"
+    fi
+    if [[ $mesh == dp=2,tp=2 ]]; then
+      "$INITC" assemble "$WORK/ckpt-$tag" -o "$WORK/hf-$tag" >/dev/null || fail "assemble $tag into hf"
+      $PYTHON "$ROOT/tests/e2e/hf_dir_check.py" "$WORK/hf-$tag" "$WORK/$tag.safetensors" --files 1 \
+        >/dev/null || fail "hf directory of $tag"
+      "$INITC" assemble "$WORK/ckpt-$tag" -o "$WORK/hf-split-$tag" --max-shard-size 100KB \
+        >/dev/null || fail "assemble $tag into hf files of 100KB"
+      $PYTHON "$ROOT/tests/e2e/hf_dir_check.py" "$WORK/hf-split-$tag" "$WORK/$tag.safetensors" \
+        --max-shard-size 100000 --min-files 4 >/dev/null || fail "hf files of 100KB of $tag"
+      # Read back as a source: the hf directory assembles to the same one file.
+      "$INITC" assemble "$WORK/hf-split-$tag" -o "$WORK/back-$tag.safetensors" >/dev/null \
+        || fail "assemble the hf directory of $tag"
+      cmp "$WORK/$tag.safetensors" "$WORK/back-$tag.safetensors" || fail "hf round trip of $tag"
     fi
     # Every rank alone, without MPI, reproduces its file byte for byte.
     if ((n > 1)); then
