@@ -4,6 +4,8 @@
 // self-describing: the set of them is the checkpoint.
 #include "checkpoint/records.h"
 #include "checkpoint/slice_source.h"
+
+#include "checkpoint/dcp_file.h"
 #include "initrt/base/checksum.h"
 #include "initrt/base/json_text.h"
 
@@ -69,11 +71,11 @@ public:
         error += ": " + rerun(rank);
         return false;
       }
-      const std::string *sharding = reader->metadataValue(kDcpShardingKey);
+      const std::string *sharding = reader->metadataValue(kDcpShardingInfoKey);
       const std::string *initc = reader->metadataValue(kDcpInitcKey);
       if (!sharding || !initc) {
         error = joinPath(dir, name) + " is not a file of an initc dcp checkpoint (its metadata has "
-                "no " + std::string(!sharding ? kDcpShardingKey : kDcpInitcKey) + "): " +
+                "no " + std::string(!sharding ? kDcpShardingInfoKey : kDcpInitcKey) + "): " +
                 rerun(rank);
         return false;
       }

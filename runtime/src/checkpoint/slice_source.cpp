@@ -1,5 +1,7 @@
 #include "checkpoint/slice_source.h"
 
+#include "checkpoint/dcp_file.h"
+
 #include "checkpoint/records.h"
 
 #include <algorithm>
@@ -50,10 +52,6 @@ std::vector<std::string> directoryNames(const std::string &dir) {
 }
 
 } // namespace
-
-bool parseDcpFileName(const std::string &name, int64_t &rank, int64_t &worldSize) {
-  return parseNumberedName(name, "shard-", rank, worldSize) && worldSize > 0 && rank < worldSize;
-}
 
 bool parseHfFileName(const std::string &name) {
   int64_t k = 0, n = 0;

@@ -4,6 +4,7 @@
 // them into its outputs.
 #pragma once
 
+#include "checkpoint/dcp_file.h"
 #include "initrt/base/files.h"
 #include "initrt/base/program.h"
 #include "initrt/base/safetensors.h"
@@ -22,11 +23,6 @@ inline constexpr const char *kHfRecordFormat = "initc-hf";
 inline constexpr const char *kHfIndexFile = "model.safetensors.index.json";
 inline constexpr const char *kHfConfigFile = "config.json";
 inline constexpr int kHfRecordVersion = 1;
-// The dcp layout's per-file metadata (ir-spec/checkpoint.md, "The dcp layout").
-inline constexpr const char *kDcpFormat = "initc-dcp";
-inline constexpr int kDcpVersion = 1;
-inline constexpr const char *kDcpShardingKey = "DCP_SHARDING_INFO";
-inline constexpr const char *kDcpInitcKey = "initc";
 
 /// One box of a tensor as the checkpoint stores it. Its bytes, in the box's own row-major order,
 /// are read out of an array of `storedShape` (the box itself, or the whole tensor) that starts
@@ -99,8 +95,6 @@ std::unique_ptr<SliceSource> openRanksSource(const std::string &dir, std::string
 std::unique_ptr<SliceSource> openHfSource(const std::string &dir, std::string &error);
 std::unique_ptr<SliceSource> openDcpSource(const std::string &dir, std::string &error);
 
-/// Parses "shard-00003-of-00004.safetensors" (5 or more digits each).
-bool parseDcpFileName(const std::string &name, int64_t &rank, int64_t &worldSize);
 /// Parses "model-00001-of-00004.safetensors".
 bool parseHfFileName(const std::string &name);
 
