@@ -11,6 +11,7 @@ struct NamedLayout {
 };
 
 const NamedLayout kLayouts[] = {
+    {"hf", hfLayout},
     {"ranks", ranksLayout},
 };
 
