@@ -106,6 +106,9 @@ RankCheck checkRankFile(const std::string &dir, const Index &index, int64_t rank
 bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems,
                       std::string &error, const ProgressFn &progress, int threads) {
   problems.clear();
+  struct stat hfRecord;
+  if (::stat(joinPath(dir, "initc-checkpoint.json").c_str(), &hfRecord) == 0)
+    return verifyHfCheckpoint(dir, problems, error, progress, threads);
   Index index;
   if (!readIndex(dir, index, error))
     return false;

@@ -16,4 +16,10 @@ namespace initrt {
 bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems,
                       std::string &error, const ProgressFn &progress = {}, int threads = 0);
 
+/// The same for an hf checkpoint (dir/initc-checkpoint.json and the files it lists): each file's
+/// size and header, each slice's checksum; a problem names the tensor, the slice and the rank
+/// command that repairs it.
+bool verifyHfCheckpoint(const std::string &dir, std::vector<std::string> &problems,
+                        std::string &error, const ProgressFn &progress = {}, int threads = 0);
+
 } // namespace initrt
