@@ -409,12 +409,20 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
       std::fprintf(stderr, "%s: rank %lld already complete, verified%s\n", programName.c_str(),
                    (long long)myRank,
                    stats.unchecked ? " (not compared with its base checkpoint, absent)" : "");
-    for (const Param &param : program.params) {
-      if (!param.persistent)
-        continue;
-      Slice slice = sliceForRank(program.mesh, param, myRank);
-      stats.elements += double(slice.numElements());
-      stats.bytes += double(slice.numElements()) * double(dtypeBytes(param.dtype));
+    if (output.storesReplicas()) {
+      for (const Param &param : program.params) {
+        if (!param.persistent)
+          continue;
+        Slice slice = sliceForRank(program.mesh, param, myRank);
+        stats.elements += double(slice.numElements());
+        stats.bytes += double(slice.numElements()) * double(dtypeBytes(param.dtype));
+      }
+    } else { // what the rank writes: its boxes
+      for (const ParamBox &box : writeBoxes(program, myRank)) {
+        stats.elements += double(box.box.numElements());
+        stats.bytes += double(box.box.numElements()) *
+                       double(dtypeBytes(program.params[box.param].dtype));
+      }
     }
   } else {
     code = computeShards(program, *kernels, output, options, myRank, threads,
