@@ -6,7 +6,7 @@ CONFIG="$ROOT/tests/e2e/configs/llama_uneven.json" RUNS=1 ORTHOGONAL=200 BUILD_D
   bash "$ROOT/benchmarks/compare.sh" "$WORK/compare" >"$WORK/compare.log" 2>&1 ||
   { tail -20 "$WORK/compare.log"; fail "compare.sh failed"; }
 grep -q "^llama_uneven f32: [0-9]* bytes" "$WORK/compare.log" || fail "no header: $(head -3 "$WORK/compare.log")"
-rows=("initc prog/init --layout ranks --rank 0 --discard" "the same, --init-style torch"
+rows=("initc prog/init --rank 0 --discard" "the same, --init-style torch"
   "the same in bf16 (elements/s vs f32)" "initc C API, fresh malloc buffers"
   "memset, fresh huge pages (vs --discard)" "memset, fresh 4 KiB pages (vs --discard)"
   "PyTorch eager construction (1 thread)" "numpy default_rng normal f32 (resident)"
