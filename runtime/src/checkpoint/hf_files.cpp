@@ -118,16 +118,35 @@ uint64_t BoxRuns::runOffset(uint64_t index) const {
   return offset;
 }
 
+void windowFor(uint64_t from, uint64_t to, uint64_t fileSize, uint64_t pageBytes,
+               uint64_t &begin, uint64_t &end) {
+  begin = from - from % pageBytes;
+  end = std::max(to, std::min(fileSize, begin + kWindowBytes));
+}
+
 uint64_t countWriteCalls(const Program &program, const HfPlan &plan, int64_t rank,
-                         uint64_t pieceBytes) {
+                         uint64_t pieceBytes, bool windows) {
   uint64_t calls = 0;
   for (const ParamBox &box : writeBoxes(program, rank)) {
     const Param &param = program.params[box.param];
-    BoxRuns runs(param.shape, box.box, uint64_t(dtypeBytes(param.dtype)),
-                 plan.places[box.param].offset);
+    const HfPlace &place = plan.places[box.param];
+    BoxRuns runs(param.shape, box.box, uint64_t(dtypeBytes(param.dtype)), place.offset);
     const uint64_t bytes = runs.count() * runs.runBytes();
     if (bytes == 0)
       continue;
+    if (windows && usesWindow(runs)) {
+      // The writer's windows, run by run: a new one wherever a run leaves the current one.
+      const uint64_t fileSize = plan.files[size_t(place.file)].size;
+      uint64_t begin = 0, end = 0;
+      for (uint64_t r = 0; r < runs.count(); ++r) {
+        const uint64_t at = runs.runOffset(r);
+        if (at < begin || at + runs.runBytes() > end || end == 0) {
+          windowFor(at, at + runs.runBytes(), fileSize, 4096, begin, end);
+          calls += 2;
+        }
+      }
+      continue;
+    }
     if (runs.count() == 1) {
       calls += (bytes + pieceBytes - 1) / pieceBytes;
       continue;

@@ -53,10 +53,25 @@ private:
   uint64_t base = 0, run = 0, runs = 0;
 };
 
-/// The pwrite calls the hf writer issues for rank `rank`'s boxes when the bytes of each reach it
-/// in pieces of `pieceBytes` (a piece is cut where a run ends and where it ends itself).
+/// How the writer puts a box into its file. A box that is one run, or whose runs are long, is
+/// written with pwrite, in pieces as they come; a box of many short runs (split on a later dim)
+/// is copied through a MAP_SHARED window of the file, so that its system calls are two per
+/// window (mmap, munmap) rather than one per run.
+inline constexpr uint64_t kWindowBytes = 64ull << 20;
+inline bool usesWindow(const BoxRuns &runs) {
+  return runs.count() > 1 && runs.runBytes() <= kWindowBytes / 4;
+}
+/// The file range a window maps to take [from, to): from `from` rounded down to a page,
+/// kWindowBytes long (or to the end of a file of `fileSize` bytes), and at least to `to`.
+void windowFor(uint64_t from, uint64_t to, uint64_t fileSize, uint64_t pageBytes,
+               uint64_t &begin, uint64_t &end);
+
+/// The system calls the hf writer issues to write rank `rank`'s boxes when the bytes of each
+/// reach it in pieces of `pieceBytes`: pwrite calls (a piece is cut where a run ends and where it
+/// ends itself) and, for the boxes written through windows, their mmap and munmap calls. With
+/// `windows` false, as if every box were written with pwrite.
 uint64_t countWriteCalls(const Program &program, const HfPlan &plan, int64_t rank,
-                         uint64_t pieceBytes);
+                         uint64_t pieceBytes, bool windows = true);
 
 /// Streams the bytes of `box` from the open file `fd` in the box's row-major order, in pieces
 /// of at most `scratch` bytes; false with `error` on a read error or a short file.

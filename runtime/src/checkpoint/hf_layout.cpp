@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <map>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -128,6 +129,8 @@ bool boxesMatch(const std::string &dir, const Program &program, const HfPlan &pl
 class HfRankWriter final : public RankWriter {
 public:
   ~HfRankWriter() override {
+    std::string ignored;
+    unmapWindow(ignored);
     for (int fd : fds)
       if (fd >= 0)
         ::close(fd);
@@ -203,11 +206,15 @@ public:
     const char *from = static_cast<const char *>(data);
     checksum.update(data, bytes);
     currentEnd = offset + bytes;
-    // Each run of the box in the file is one pwrite (or a few, for a run longer than a piece).
+    const bool windowed = usesWindow(box.runs);
+    // Each run of the box in the file is one pwrite (or a few, for a run longer than a piece),
+    // or, for many short runs, a copy into the window that holds it.
     while (bytes > 0) {
       const uint64_t within = offset % run;
       const uint64_t n = std::min(bytes, run - within);
-      if (!writeAll(fd, box.runs.runOffset(offset / run) + within, from, n, box.file, error))
+      const uint64_t at = box.runs.runOffset(offset / run) + within;
+      if (windowed ? !copyThroughWindow(fd, box.file, at, from, n, error)
+                   : !writeAll(fd, at, from, n, box.file, error))
         return false;
       from += n;
       offset += n;
@@ -217,6 +224,9 @@ public:
   }
 
   bool finish(std::vector<std::string> &out, std::string &error) override {
+    // The window's pages go with the file's on fdatasync once they are unmapped.
+    if (!unmapWindow(error))
+      return false;
     if (currentEnd != 0)
       checksums[current] = checksum.hex();
     for (size_t b = 0; b < entries.size(); ++b)
@@ -265,6 +275,41 @@ private:
     return true;
   }
 
+  // Maps the window of `file` that holds [at, at + bytes) (the current one when it does) and
+  // copies the bytes there. The run's own bytes only: other ranks write the rest of the pages.
+  bool copyThroughWindow(int fd, int64_t file, uint64_t at, const char *from, uint64_t bytes,
+                         std::string &error) {
+    if (windowFile != file || at < windowBegin || at + bytes > windowEnd || !window) {
+      if (!unmapWindow(error))
+        return false;
+      static const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+      windowFor(at, at + bytes, plan.files[size_t(file)].size, page, windowBegin, windowEnd);
+      void *mapped = ::mmap(nullptr, windowEnd - windowBegin, PROT_READ | PROT_WRITE, MAP_SHARED,
+                            fd, off_t(windowBegin));
+      if (mapped == MAP_FAILED) {
+        error = "cannot map " + plan.files[size_t(file)].name + " in " + dir + ": " +
+                std::strerror(errno);
+        return false;
+      }
+      window = static_cast<char *>(mapped);
+      windowFile = file;
+    }
+    std::memcpy(window + (at - windowBegin), from, bytes);
+    return true;
+  }
+  bool unmapWindow(std::string &error) {
+    if (!window)
+      return true;
+    const int rc = ::munmap(window, windowEnd - windowBegin);
+    window = nullptr;
+    if (rc != 0) {
+      error = "cannot unmap a window of " + plan.files[size_t(windowFile)].name + ": " +
+              std::strerror(errno);
+      return false;
+    }
+    return true;
+  }
+
   std::string dir;
   const Program *program = nullptr;
   uint64_t maxShardBytes = 0;
@@ -277,6 +322,9 @@ private:
   StreamingChecksum checksum; // of the box being written
   size_t current = 0;
   uint64_t currentEnd = 0;
+  char *window = nullptr; // the MAP_SHARED window of strided boxes, [windowBegin, windowEnd)
+  int64_t windowFile = -1;
+  uint64_t windowBegin = 0, windowEnd = 0;
 };
 
 class HfLayout final : public CheckpointLayout {

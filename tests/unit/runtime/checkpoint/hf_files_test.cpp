@@ -73,9 +73,22 @@ TEST(HfWriteCalls, ContiguousBoxesTakeOneCallPerPiece) {
   std::string error;
   ASSERT_TRUE(planHfCheckpoint(program, kDefaultMaxShardBytes, plan, error)) << error;
   // Rank 1: col is 256 rows of 1 KiB, one run of 256 KiB; row is 1024 runs of 256 bytes.
-  EXPECT_EQ(countWriteCalls(program, plan, 1, 64 << 10), 4u + 1024u);
+  EXPECT_EQ(countWriteCalls(program, plan, 1, 64 << 10, /*windows=*/false), 4u + 1024u);
   // A piece that ends inside a run costs one more call.
-  EXPECT_EQ(countWriteCalls(program, plan, 1, 1000), 263u + 1024u + 254u);
+  EXPECT_EQ(countWriteCalls(program, plan, 1, 1000, /*windows=*/false), 263u + 1024u + 254u);
+  // Through a window, the 1024 short runs (1 MiB apart at most) are one mmap and one munmap.
+  EXPECT_EQ(countWriteCalls(program, plan, 1, 64 << 10), 4u + 2u);
+}
+
+TEST(HfWindow, StartsOnAPageAndCoversTheRun) {
+  uint64_t begin = 0, end = 0;
+  windowFor(10000, 10100, 1ull << 40, 4096, begin, end);
+  EXPECT_EQ(begin, 8192u);
+  EXPECT_EQ(end, 8192u + kWindowBytes);
+  windowFor(10000, 10100, 20000, 4096, begin, end); // clipped to the file
+  EXPECT_EQ(end, 20000u);
+  windowFor(4096, 4096 + kWindowBytes + 7, 1ull << 40, 4096, begin, end); // a long run
+  EXPECT_EQ(end, 4096 + kWindowBytes + 7);
 }
 
 TEST_F(CheckpointTest, RecordReadsBack) {
