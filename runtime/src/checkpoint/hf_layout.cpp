@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
@@ -145,6 +146,9 @@ public:
     if (!planHfCheckpoint(program, maxShardBytes, plan, error))
       return false;
     fds.assign(plan.files.size(), -1);
+    // INITRT_HF_WRITE=pwrite: every run with pwrite, to compare the two ways on a file system.
+    const char *how = std::getenv("INITRT_HF_WRITE");
+    windows = !(how && std::strcmp(how, "pwrite") == 0);
     // A record of this rank's boxes must not outlive the bytes it vouches for.
     const std::string record = rankRecordPath(dir, rank);
     if (::unlink(record.c_str()) != 0 && errno != ENOENT) {
@@ -206,7 +210,7 @@ public:
     const char *from = static_cast<const char *>(data);
     checksum.update(data, bytes);
     currentEnd = offset + bytes;
-    const bool windowed = usesWindow(box.runs);
+    const bool windowed = windows && usesWindow(box.runs);
     // Each run of the box in the file is one pwrite (or a few, for a run longer than a piece),
     // or, for many short runs, a copy into the window that holds it.
     while (bytes > 0) {
@@ -322,6 +326,7 @@ private:
   StreamingChecksum checksum; // of the box being written
   size_t current = 0;
   uint64_t currentEnd = 0;
+  bool windows = true;    // short strided runs through a window (else pwrite)
   char *window = nullptr; // the MAP_SHARED window of strided boxes, [windowBegin, windowEnd)
   int64_t windowFile = -1;
   uint64_t windowBegin = 0, windowEnd = 0;
