@@ -21,6 +21,7 @@
 #include <map>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -127,6 +128,30 @@ bool boxesMatch(const std::string &dir, const Program &program, const HfPlan &pl
   return ok;
 }
 
+// Whether the file system keeps pages written through MAP_SHARED windows coherent with the
+// other ranks' writes to the same pages: one page cache (local file systems, whose ranks share a
+// host) or page-granular locks across hosts (Lustre, GPFS). An NFS or SMB client writes a
+// mapped page back whole, over the bytes other hosts wrote into it, so there each run is a
+// pwrite of its own bytes.
+bool windowsAreCoherent(int fd) {
+  struct statfs fs;
+  if (::fstatfs(fd, &fs) != 0)
+    return false;
+  switch (static_cast<unsigned long>(fs.f_type)) {
+  case 0xEF53:     // ext2/3/4
+  case 0x58465342: // xfs
+  case 0x9123683E: // btrfs
+  case 0x01021994: // tmpfs
+  case 0x2FC12FC1: // zfs
+  case 0xF2F52010: // f2fs
+  case 0x0BD00BD0: // lustre
+  case 0x47504653: // gpfs
+    return true;
+  default:
+    return false;
+  }
+}
+
 class HfRankWriter final : public RankWriter {
 public:
   ~HfRankWriter() override {
@@ -177,6 +202,7 @@ public:
                   ": rerun the whole job";
           return false;
         }
+        windows = windows && windowsAreCoherent(fd);
       }
       entries.push_back(std::move(box));
     }

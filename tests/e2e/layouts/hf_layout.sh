@@ -135,9 +135,8 @@ job huge-four 4 --out "$WORK/killed.hf" --quiet &
 RUNNING=($!)
 for _ in $(seq 200); do
   [[ -e $WORK/killed.hf/.initc-hf-partial/state.json ]] && break
-  sleep 0.05
+  sleep 0.02
 done
-sleep 0.3
 for pid in $(pgrep -f "$WORK/huge-four/init" || true); do kill -9 "$pid" 2>/dev/null || true; done
 wait "${RUNNING[0]}" 2>/dev/null || true
 [[ ! -e $WORK/killed.hf/initc-checkpoint.json ]] || echo "$TEST_NAME: note: the job ended before the kill"
