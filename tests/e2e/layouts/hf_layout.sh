@@ -187,6 +187,12 @@ verifies "$CK"
 same_tensors "$CK" "$ONE" "after --rank repair"
 only_checkpoint "$CK"
 
+# A truncated data file: verify says so, naming the file.
+cp -r "$CK" "$WORK/truncated.hf"
+truncate -s -100 "$WORK/truncated.hf/model-00001-of-00001.safetensors"
+fails_cleanly "verify a truncated file" "model-00001-of-00001.safetensors is [0-9]+ bytes, not the [0-9]+ recorded \(truncated\)" \
+  "$INITC" verify "$WORK/truncated.hf"
+
 # Another layout in --out, another program's checkpoint: refused, nothing renamed.
 fails_cleanly "ranks layout in --out" "another layout .*--overwrite" \
   job four-bf16 4 --out "$WORK/four-bf16.ranks"
