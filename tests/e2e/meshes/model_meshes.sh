@@ -95,7 +95,7 @@ else
     || fail "assemble tigerlake"
   cmp "$WORK/f32-dp_1.safetensors" "$WORK/tigerlake.safetensors" || fail "x86-64 variant differs"
   if out=$("$WORK/prog-tigerlake/init" --layout ranks --rank 0 --target-cpu tigerlake \
-    --layout ranks --out "$WORK/tigerlake-named" --quiet 2>&1); then
+    --out "$WORK/tigerlake-named" --quiet 2>&1); then
     fail "ran tigerlake kernels on a CPU without AVX512-VP2INTERSECT"
   fi
   [[ $out == *"avx512vp2intersect, which this CPU lacks"* ]] || fail "tigerlake refused: $out"
