@@ -104,6 +104,9 @@ int runVerify(const std::string &ckptDir, int threads) {
   if (initrt::holdsDcpFiles(ckptDir))
     std::cout << ckptDir << ": every file matches its checksums, and together they hold every "
               << "element once (" << progress.took() << ")\n";
+  else if (initrt::holdsHfRecord(ckptDir))
+    std::cout << ckptDir << ": every file matches its record and every slice its checksum ("
+              << progress.took() << ")\n";
   else
     std::cout << ckptDir << ": every shard matches its checksum and the index ("
               << progress.took() << ")\n";

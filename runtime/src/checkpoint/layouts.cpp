@@ -11,8 +11,9 @@ struct NamedLayout {
 };
 
 const NamedLayout kLayouts[] = {
-    {"ranks", ranksLayout},
+    {"hf", hfLayout},
     {"dcp", dcpLayout},
+    {"ranks", ranksLayout},
 };
 
 } // namespace

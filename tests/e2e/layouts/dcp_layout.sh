@@ -51,7 +51,7 @@ for dtype in bf16 f32; do
       "$INITC" compile "m-$dtype.mlir" --mesh "$mesh" --shard tp -o "p-$tag" >/dev/null ||
         fail "compile $tag"
     fi
-    run "$np" "p-$tag" --out "ranks-$tag" --quiet || fail "ranks layout $tag"
+    run "$np" "p-$tag" --out "ranks-$tag" --layout ranks --quiet || fail "ranks layout $tag"
     "$INITC" assemble "ranks-$tag" -o "ref-$tag.safetensors" >/dev/null || fail "assemble $tag"
     run "$np" "p-$tag" --out "dcp-$tag" --layout dcp --quiet || fail "dcp layout $tag"
     exactly_files "dcp-$tag" "$np"
@@ -96,7 +96,7 @@ init.param @small : tensor<16xf32> {
 }
 EOF
 "$INITC" compile big.mlir --mesh dp=4 --shard replicated -o p-big >/dev/null || fail "compile big"
-run 4 p-big --out ranks-big --quiet || fail "ranks layout big"
+run 4 p-big --out ranks-big --layout ranks --quiet || fail "ranks layout big"
 "$INITC" assemble ranks-big -o ref-big.safetensors >/dev/null || fail "assemble big"
 run 4 p-big --out dcp-big --layout dcp --quiet || fail "dcp layout big"
 exactly_files dcp-big 4
