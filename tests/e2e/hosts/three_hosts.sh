@@ -38,7 +38,8 @@ TAG=$$
 BRIDGE="icbr$TAG"
 NS_PREFIX="initc-$TAG-host"
 NET=""
-HOSTS_UP=0
+HOSTS_UP=0  # namespaces made so far (host1 .. hostN)
+BRIDGE_UP=0
 
 cleanup() {
   local h ns pids
@@ -49,26 +50,29 @@ cleanup() {
     [[ -z $pids ]] || kill -9 $pids 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true
   done
-  ip link del "$BRIDGE" 2>/dev/null || true
+  ((BRIDGE_UP == 0)) || ip link del "$BRIDGE" 2>/dev/null || true
   # The bind mounts lived in the hosts' private mount namespaces and went with their processes:
   # nothing is mounted here.
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+# Interrupted or timed out, the script still exits through cleanup.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 cd "$WORK"
 mkdir -p "$LOCAL"
 
 # --- the hosts --------------------------------------------------------------------------------
-if ! ip netns add "${NS_PREFIX}1" 2>"$WORK/err.txt"; then
-  fail "cannot create a network namespace ($(head -c 300 "$WORK/err.txt")): this test needs" \
-    "root with CAP_NET_ADMIN and CAP_SYS_ADMIN (ip netns, veth, bridge, unshare -m, mount);" \
-    "run it where those are granted (e.g. a container started with --privileged)"
-fi
-HOSTS_UP=1
-unshare --mount --uts --propagation private true 2>"$WORK/err.txt" ||
-  fail "cannot make a mount namespace ($(head -c 300 "$WORK/err.txt")): this test needs" \
-    "CAP_SYS_ADMIN (unshare -m, mount --bind)"
+# setup CMD...: runs a step of making the hosts; a refusal is the machine's, said as such.
+setup() {
+  "$@" 2>"$WORK/err.txt" && return 0
+  fail "cannot set up the hosts: '$*' failed ($(head -c 300 "$WORK/err.txt" | tr '\n' ' '))." \
+    "This test needs root with CAP_NET_ADMIN and CAP_SYS_ADMIN (ip netns, veth, bridge," \
+    "unshare -m, mount --bind): run it where those are granted (e.g. a container started with" \
+    "--privileged)"
+}
+setup unshare --mount --uts --propagation private true
 
 # A /24 that no interface of this machine uses (a concurrent run takes another).
 for ((i = 0; i < 250; ++i)); do
@@ -80,22 +84,21 @@ for ((i = 0; i < 250; ++i)); do
 done
 [[ -n $NET ]] || fail "no free 10.77.X.0/24 for the hosts' network"
 
-ip link add "$BRIDGE" type bridge || fail "cannot add bridge $BRIDGE"
-ip addr add "$NET.1/24" dev "$BRIDGE"
-ip link set "$BRIDGE" up
+setup ip link add "$BRIDGE" type bridge
+BRIDGE_UP=1
+setup ip addr add "$NET.1/24" dev "$BRIDGE"
+setup ip link set "$BRIDGE" up
 for h in 1 2 3; do
   ns="$NS_PREFIX$h"
-  if ((h > 1)); then
-    ip netns add "$ns" || fail "cannot create network namespace $ns"
-    HOSTS_UP=$h
-  fi
-  ip link add "icv$TAG-$h" type veth peer name "icp$TAG-$h" || fail "cannot add a veth pair"
-  ip link set "icp$TAG-$h" netns "$ns"
-  ip link set "icv$TAG-$h" master "$BRIDGE" up
-  ip -n "$ns" link set "icp$TAG-$h" name eth0
-  ip -n "$ns" addr add "$NET.$((h + 1))/24" dev eth0
-  ip -n "$ns" link set eth0 up
-  ip -n "$ns" link set lo up
+  setup ip netns add "$ns"
+  HOSTS_UP=$h
+  setup ip link add "icv$TAG-$h" type veth peer name "icp$TAG-$h"
+  setup ip link set "icp$TAG-$h" netns "$ns"
+  setup ip link set "icv$TAG-$h" master "$BRIDGE" up
+  setup ip -n "$ns" link set "icp$TAG-$h" name eth0
+  setup ip -n "$ns" addr add "$NET.$((h + 1))/24" dev eth0
+  setup ip -n "$ns" link set eth0 up
+  setup ip -n "$ns" link set lo up
   mkdir -p "$WORK/host$h"
 done
 # Each host reaches the others: a closed port answers "refused" (a TCP reset), a filtered
