@@ -688,6 +688,8 @@ OwningOpRef<ModuleOp> initc::import::importHFConfigText(MLIRContext &ctx, String
   Location fileLoc = FileLineColLoc::get(&ctx, name, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   (*module)->setAttr(kModelAttrName, StringAttr::get(&ctx, *modelType));
+  // The text as given, not a re-serialization: the checkpoint's config.json is then the user's.
+  (*module)->setAttr(init::InitDialect::kHfConfigAttr, StringAttr::get(&ctx, text));
   OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
   builder.create<init::SeedOp>(fileLoc, options.seed);
 
