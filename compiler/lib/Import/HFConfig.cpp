@@ -9,6 +9,7 @@
 
 #include "initc/Dialect/Init/IR/InitOps.h"
 #include "initc/Support/Nesting.h"
+#include "initrt/base/program_io.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -656,6 +657,16 @@ OwningOpRef<ModuleOp> initc::import::importHFConfigText(MLIRContext &ctx, String
              ", but a config.json holds one JSON object ({...})")
                 .str();
     return nullptr;
+  }
+
+  // What program.json must carry of the config is checked here, where the user can fix it:
+  // llvm::json keeps one of two equal keys silently and nests deeper than program.json may.
+  {
+    std::string canonical, why;
+    if (!initrt::canonicalHfConfig(text.str(), canonical, why)) {
+      error = (name + ": the config " + why).str();
+      return nullptr;
+    }
   }
 
   const json::Value *modelTypeValue = root->get("model_type");

@@ -711,11 +711,24 @@ bool readProgram(const std::string &progDir, Program &out, std::string &error) {
 }
 
 bool canonicalHfConfig(const std::string &text, std::string &out, std::string &why) {
-  json config;
-  if (!parseJsonText(text, config, why)) {
-    why = "is not valid JSON (" + why + "): pass the model's config.json";
+  CheckedJsonParse<json> parse(text.begin(), text.end());
+  if (parse.tooDeep) {
+    why = "nests deeper than " + std::to_string(kMaxHfConfigNesting) +
+          " levels, more than program.json can hold: a config.json nests 2 or 3";
     return false;
   }
+  if (!parse.syntaxError.empty()) {
+    why = "is not valid JSON (" + parse.syntaxError + "): pass the model's config.json";
+    return false;
+  }
+  // Python's json keeps the last of two equal keys, other readers the first: the model would
+  // depend on who reads the config.
+  if (!parse.duplicate.empty()) {
+    why = "has the key \"" + parse.duplicate +
+          "\" twice in one object, which JSON readers resolve differently: keep one";
+    return false;
+  }
+  const json &config = parse.value;
   if (!config.is_object()) {
     why = "must be a JSON object ({...}), as a config.json is";
     return false;

@@ -313,7 +313,9 @@ TEST(ProgramJson, AnHfConfigMustBeAJsonObject) {
        std::vector<std::pair<std::string, std::string>>{
            {"{\"a\": ", "field \"hf_config\" is not valid JSON"},
            {"[1, 2]", "field \"hf_config\" must be a JSON object"},
-           {"{\"a\": 1, \"a\": 2}", "the key \"a\" appears twice"},
+           {"{\"a\": {\"b\": 1, \"b\": 2}}", "has the key \"b\" twice in one object"},
+           {"{\"a\":" + std::string(70, '[') + std::string(70, ']') + "}",
+            "nests deeper than 63 levels"},
            {tooDeep, "nests deeper than 63 levels"}}) {
     Program program = sampleProgram();
     program.hfConfig = text;
