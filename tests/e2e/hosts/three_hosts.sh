@@ -198,4 +198,21 @@ cmp one.safetensors gathered.safetensors ||
 for file in $(cd gathered && ls -A); do
   cmp "one/$file" "gathered/$file" || fail "$file differs between one host and three"
 done
+
+# --- a host that lost its disk ----------------------------------------------------------------
+# The same command again: host 3's rank is computed again, bit for bit, and the complete, verified
+# files of the other hosts are kept as they are.
+kept() { (cd "$WORK" && find host1/ckpt host2/ckpt -name '*.safetensors' -printf '%p %T@ %s\n' | sort); }
+before=$(kept)
+rm -f "$WORK/host3/ckpt/"*
+timeout 90 "${MULTI[@]}" prog/init --out "$LOCAL/ckpt" --layout "$LAYOUT" --quiet \
+  >rerun.log 2>&1 || fail "the rerun on three hosts: $(tail -15 rerun.log)"
+[[ $(kept) == "$before" ]] || fail "the rerun rewrote files that hosts 1 and 2 still had"
+held=$(cd "$WORK/host3/ckpt" && ls -A | sort)
+[[ $held == "$(rank_files 3)" ]] || fail "after the rerun host 3 holds [$(echo $held)]"
+for h in 1 2 3; do
+  for file in $(cd "$WORK/host$h/ckpt" && ls -A); do
+    cmp "$WORK/host$h/ckpt/$file" "gathered/$file" || fail "host $h's $file differs after the rerun"
+  done
+done
 echo "PASS $TEST_NAME ($LAYOUT on hosts of ${SLOTS[*]} ranks)"
