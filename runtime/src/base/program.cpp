@@ -711,10 +711,12 @@ bool readProgram(const std::string &progDir, Program &out, std::string &error) {
 }
 
 bool canonicalHfConfig(const std::string &text, std::string &out, std::string &why) {
+  const std::string tooDeep = "nests deeper than " + std::to_string(kMaxHfConfigNesting) +
+                              " levels, more than program.json can hold: a config.json nests 2 "
+                              "or 3";
   CheckedJsonParse<json> parse(text.begin(), text.end());
   if (parse.tooDeep) {
-    why = "nests deeper than " + std::to_string(kMaxHfConfigNesting) +
-          " levels, more than program.json can hold: a config.json nests 2 or 3";
+    why = tooDeep;
     return false;
   }
   if (!parse.syntaxError.empty()) {
@@ -734,8 +736,7 @@ bool canonicalHfConfig(const std::string &text, std::string &out, std::string &w
     return false;
   }
   if (nestingOf(config) > kMaxHfConfigNesting) {
-    why = "nests deeper than " + std::to_string(kMaxHfConfigNesting) +
-          " levels, more than program.json can hold: a config.json nests 2 or 3";
+    why = tooDeep;
     return false;
   }
   out = hfConfigText(config);
@@ -769,12 +770,13 @@ std::string programToJson(const Program &program) {
          {"extensions", variant.extensions}});
   root["program_id"] = program.programId;
   if (!program.hfConfig.empty()) {
-    // Parsed as the reader parses it (keys sorted), so a program read back prints the same.
-    json config = json::parse(program.hfConfig, nullptr, /*allow_exceptions=*/false);
-    if (config.is_discarded())
+    // Parsed as the reader parses it (keys sorted), so a program read back prints the same; the
+    // checked parse, because printing a document nested without bound would overflow the stack.
+    CheckedJsonParse<json> config(program.hfConfig.begin(), program.hfConfig.end());
+    if (!config.problem().empty())
       root["hf_config"] = program.hfConfig; // invalid: validateProgram refuses it before a write
     else
-      root["hf_config"] = nlohmann::ordered_json::parse(config.dump());
+      root["hf_config"] = nlohmann::ordered_json::parse(config.value.dump());
   }
   nlohmann::ordered_json params = nlohmann::ordered_json::array();
   for (const Param &param : program.params) {

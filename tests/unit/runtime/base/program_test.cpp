@@ -323,6 +323,15 @@ TEST(ProgramJson, AnHfConfigMustBeAJsonObject) {
     EXPECT_NE(error.find(message), std::string::npos) << error;
     EXPECT_NE(access("/tmp/never-written.json", F_OK), 0);
   }
+  // Printed without a crash however deep (a print recurses per level), and refused when read.
+  {
+    Program program = sampleProgram();
+    program.hfConfig = std::string(1 << 20, '[') + std::string(1 << 20, ']');
+    json document = json::parse(programToJson(program));
+    EXPECT_TRUE(document["hf_config"].is_string());
+    EXPECT_NE(parseError(document).find("field \"hf_config\" must be a JSON object"),
+              std::string::npos);
+  }
   Program program = sampleProgram();
   program.hfConfig = deepest;
   ASSERT_TRUE(validateProgram(program, error)) << error;
