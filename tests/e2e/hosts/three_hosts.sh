@@ -10,8 +10,8 @@
 # without them it fails and says so, as every test that cannot run does.
 source "$(dirname "$0")/../common.bash"
 
-# The layout each host writes into its node-local directory.
-LAYOUT=ranks
+# The layout each host writes into its node-local directory (ranks works too, with a shared one).
+LAYOUT=dcp
 MESH=dp=2,tp=2
 RANKS=4
 # Host h runs SLOTS[h-1] ranks; mpirun fills the hosts in order (--map-by slot).
