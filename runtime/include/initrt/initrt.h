@@ -102,6 +102,20 @@ initrt_status initrt_fill(const initrt_program *prog, int64_t rank, const char *
 initrt_status initrt_fill_all(const initrt_program *prog, int64_t rank, void *const *bufs,
                               int threads, char *err, size_t errlen);
 
+/* Fills the box [offset, offset + shape) of the global tensor of the parameter (or alias) `name`
+ * into `buf`, whatever mesh the program was compiled for: a process that shards its tensors its
+ * own way (DTensor, FSDP, jax.Array) asks for exactly the box it holds. The values are those of
+ * the same elements in any rank's prog/init output. `ndim` must be the parameter's; shape[d] may
+ * be 0. Element (i_0, ..., i_{n-1}) of the box goes to buf + (sum_d i_d * strides[d]) elements;
+ * strides == NULL means row-major contiguous. Strides must be positive, ordered as row-major
+ * strides are (each at least the extent of the dims after it, so no two elements share memory),
+ * and the innermost one 1: a transposed destination is refused (fill a contiguous copy instead).
+ * buf_bytes is the writable size from buf, which must cover the box's last element; buf is
+ * aligned to the element size. threads as in initrt_fill. */
+initrt_status initrt_fill_box(const initrt_program *prog, const char *name, int32_t ndim,
+                              const int64_t *offset, const int64_t *shape, const int64_t *strides,
+                              void *buf, size_t buf_bytes, int threads, char *err, size_t errlen);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
