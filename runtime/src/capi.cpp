@@ -142,6 +142,13 @@ int64_t initrt_param_count(const initrt_program *prog) {
   return prog ? int64_t(prog->program.params.size()) : 0;
 }
 
+int64_t initrt_param_index(const initrt_program *prog, const char *name) {
+  if (!prog || !name)
+    return -1;
+  auto found = prog->indexByName.find(name);
+  return found == prog->indexByName.end() ? -1 : int64_t(found->second);
+}
+
 initrt_status initrt_param_info(const initrt_program *prog, int64_t rank, int64_t index,
                                 struct initrt_param_info *out) {
   if (!prog || !out || !rankInMesh(prog, rank) || index < 0 ||

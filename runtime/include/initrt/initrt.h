@@ -81,6 +81,10 @@ int64_t initrt_world_size(const initrt_program *prog);
 /* Parameters and buffers in the program, in program order (0 for a NULL program). */
 int64_t initrt_param_count(const initrt_program *prog);
 
+/* The program-order index of the parameter (or alias) `name`, -1 when there is none (or for a
+ * NULL argument). */
+int64_t initrt_param_index(const initrt_program *prog, const char *name);
+
 /* Describes parameter `index` (program order) as `rank` holds it. */
 initrt_status initrt_param_info(const initrt_program *prog, int64_t rank, int64_t index,
                                 struct initrt_param_info *out);

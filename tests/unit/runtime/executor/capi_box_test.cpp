@@ -186,6 +186,11 @@ TEST_F(CApiBoxTest, RefusesBadBoxesAndDestinationsWithAReason) {
                             reinterpret_cast<char *>(buffer.data()) + 1, bytes - 4, 1, err,
                             sizeof err),
             INITRT_INVALID_ARGUMENT);
+  EXPECT_EQ(initrt_param_index(prog, "embed.weight"), 0);
+  EXPECT_EQ(initrt_param_index(prog, "lm_head.weight"), 0);
+  EXPECT_EQ(initrt_param_index(prog, "layer.w"), 1);
+  EXPECT_EQ(initrt_param_index(prog, "nope"), -1);
+  EXPECT_EQ(initrt_param_index(nullptr, "embed.weight"), -1);
   // An alias fills the tensor it names.
   std::vector<float> a(12), b(12);
   ASSERT_EQ(initrt_fill_box(prog, "lm_head.weight", 2, offset, shape, nullptr, a.data(), 48, 1,
