@@ -1,0 +1,52 @@
+"""initc.jax.init: jax.Arrays whose every device shard is filled by its own callback, bitwise the
+1-device prog/init output, on 8 host devices (a 2 x 4 mesh, in a subprocess: the device count is
+fixed when jax starts) for a program compiled for another mesh."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+jax = pytest.importorskip("jax")
+import numpy as np  # noqa: E402
+from jax.sharding import NamedSharding, PartitionSpec as P, SingleDeviceSharding  # noqa: E402
+
+import initc  # noqa: E402
+import initc.jax  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def test_eight_devices_two_by_four_mesh_bitwise(mesh_program_bf16, reference_bf16):
+    _, reference = reference_bf16
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(initc.__file__))] +
+        [p for p in [os.environ.get("PYTHONPATH")] if p])
+    result = subprocess.run(
+        [sys.executable, os.path.join(HERE, "jax_worker.py"), str(mesh_program_bf16),
+         str(reference)], capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "21 arrays, 168 shards bitwise equal" in result.stdout, result.stdout
+
+
+def test_path_names_and_refusals(mesh_program_bf16, reference_bf16):
+    reference_prog, _ = reference_bf16
+    device = SingleDeviceSharding(jax.devices()[0])
+    path = jax.tree_util.tree_flatten_with_path({"model": {"layers": [{"w": 1}]}})[0][0][0]
+    assert initc.jax.path_name(path) == "model.layers.0.w"
+    with initc.load(mesh_program_bf16) as prog, initc.load(reference_prog) as whole:
+        name = "model.layers.1.mlp.down_proj.weight"
+        array = initc.jax.init(prog, {name: device})[name]
+        assert np.asarray(array).tobytes() == whole.array(name).tobytes()
+        with pytest.raises(KeyError, match="no parameter 'nope'"):
+            initc.jax.init(prog, {"nope": device})
+        with pytest.raises(ValueError, match=r"shape \[64, 64\]"):
+            initc.jax.init(prog, {name: jax.ShapeDtypeStruct((64, 64), jax.numpy.bfloat16,
+                                                             sharding=device)})
+        with pytest.raises(TypeError, match="float32.*BF16"):
+            initc.jax.init(prog, {name: jax.ShapeDtypeStruct((64, 176), jax.numpy.float32,
+                                                             sharding=device)})
+        with pytest.raises(TypeError, match="expected a jax.sharding.Sharding"):
+            initc.jax.init(prog, {name: P("tp")})
