@@ -103,8 +103,11 @@ class Program:
         the CPU, e.g. a torch tensor) of the parameter's dtype, any strides with a contiguous
         innermost dim. Raises initc.Error naming the parameter."""
         np = sys.modules.get("numpy")
-        if np is not None and isinstance(out, np.ndarray) and out.dtype.name == "bfloat16":
-            out = out.view(np.uint16)  # numpy exports no bfloat16 through DLPack
+        if np is not None and isinstance(out, np.ndarray):
+            if not out.flags.writeable:
+                raise ValueError("%s: the array is read-only" % name)
+            if out.dtype.name == "bfloat16":
+                out = out.view(np.uint16)  # numpy exports no bfloat16 through DLPack
         self._native.fill_box(name, [int(o) for o in offset], out, threads)
 
     def array(self, name, rank=0, threads=0):
