@@ -96,7 +96,7 @@ def test_refusals_write_nothing(mesh_program_bf16):
         assert not two.a.weight.any() and not two.b.weight.any()
 
 
-@pytest.mark.parametrize("mode,processes", [("fsdp", 4), ("tp", 2), ("fsdp+tp", 4)])
+@pytest.mark.parametrize("mode,processes", [("fsdp", 1), ("fsdp", 4), ("tp", 2), ("fsdp+tp", 4)])
 def test_distributed_shards_bitwise(mode, processes, mesh_program_bf16, reference_bf16):
     _, reference = reference_bf16
     env = dict(os.environ, OMP_NUM_THREADS="1")
@@ -112,3 +112,34 @@ def test_distributed_shards_bitwise(mode, processes, mesh_program_bf16, referenc
     assert result.returncode == 0, result.stdout + result.stderr
     lines = [l for l in result.stdout.splitlines() if "bitwise equal" in l]
     assert len(lines) == processes, result.stdout + result.stderr
+
+
+def test_a_failing_fill_says_what_was_filled(tmp_path):
+    from safetensors.torch import save_file
+    from conftest import INITC, run
+    base = tmp_path / "base.safetensors"
+    save_file({"b": torch.ones(4, 3)}, str(base))
+    model = tmp_path / "model.mlir"
+    model.write_text("""init.seed 1
+init.param @a : tensor<4x3xf32> {
+  %%0 = init.normal mean 0.0 std 1.0 stream 0 : tensor<4x3xf32>
+  init.yield %%0 : tensor<4x3xf32>
+}
+init.param @b : tensor<4x3xf32> {
+  %%0 = init.load "%s" ["b"] : tensor<4x3xf32>
+  init.yield %%0 : tensor<4x3xf32>
+}
+""" % base)
+    run(INITC, "compile", model, "-o", tmp_path / "prog")
+    base.unlink()  # the program opens; filling the loaded tensor fails
+
+    class Two(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Parameter(torch.zeros(4, 3))
+            self.b = torch.nn.Parameter(torch.zeros(4, 3))
+    module = Two()
+    with pytest.raises(initc.Error, match=r"1 of the module's 2 tensors were filled; b and") as e:
+        initc.torch.init_(module, tmp_path / "prog")
+    assert e.value.status == "INITRT_BAD_BASE"
+    assert module.a.any() and not module.b.any()

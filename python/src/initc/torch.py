@@ -14,6 +14,7 @@ import warnings
 
 import torch
 
+from ._errors import Error
 from ._program import Program, load
 
 # safetensors' dtype names (initrt.h) -> torch's.
@@ -179,8 +180,14 @@ def init_(module, prog, names=None, threads=0):
                           "non-persistent buffers %s: after to_empty they hold uninitialized "
                           "memory; set them before use" % ", ".join(unfilled), stacklevel=2)
         with torch.no_grad():
-            for ir_name, tensor in plan:
-                _fill(program, ir_name, tensor, DTensor, threads)
+            for done, (ir_name, tensor) in enumerate(plan):
+                try:
+                    _fill(program, ir_name, tensor, DTensor, threads)
+                except Error as e:
+                    # Say what is left: the tensors before this one hold their values.
+                    raise Error("%s (%d of the module's %d tensors were filled; %s and those "
+                                "after it were not)" % (e, done, len(plan), claimed[ir_name][0]),
+                                e.status) from e
     finally:
         if owned:
             program.close()
