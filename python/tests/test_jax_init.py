@@ -1,6 +1,7 @@
 """initc.jax.init: jax.Arrays whose every device shard is filled by its own callback, bitwise the
 1-device prog/init output, on 8 host devices (a 2 x 4 mesh, in a subprocess: the device count is
-fixed when jax starts) for a program compiled for another mesh."""
+fixed when jax starts), and on 2 processes of 4 devices each, for a program compiled for another
+mesh."""
 
 import os
 import subprocess
@@ -29,6 +30,36 @@ def test_eight_devices_two_by_four_mesh_bitwise(mesh_program_bf16, reference_bf1
          str(reference)], capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "21 arrays, 168 shards bitwise equal" in result.stdout, result.stdout
+
+
+def test_two_processes_on_localhost_bitwise(mesh_program_bf16, reference_bf16):
+    """jax.distributed with 2 processes of 4 host devices each: each fills only its devices'
+    shards of the 2 x 4 mesh."""
+    import socket
+    _, reference = reference_bf16
+    with socket.socket() as probe:
+        probe.bind(("localhost", 0))
+        port = probe.getsockname()[1]
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(initc.__file__))] +
+        [p for p in [os.environ.get("PYTHONPATH")] if p])
+    workers = [subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "jax_worker.py"), str(mesh_program_bf16),
+         str(reference), "localhost:%d" % port, "2", str(i)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        for i in range(2)]
+    outputs = []
+    try:
+        for worker in workers:
+            outputs.append(worker.communicate(timeout=600)[0])
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+    for worker, output in zip(workers, outputs):
+        assert worker.returncode == 0, output
+        assert "21 arrays, 84 shards bitwise equal" in output, output
 
 
 def test_path_names_and_refusals(mesh_program_bf16, reference_bf16):
