@@ -62,6 +62,22 @@ def test_two_processes_on_localhost_bitwise(mesh_program_bf16, reference_bf16):
         assert "21 arrays, 84 shards bitwise equal" in output, output
 
 
+def test_torchax_model_gets_the_pytorch_paths_values(mesh_program_bf16):
+    """A PyTorch model under torchax: jax.Arrays by state-dict name, bitwise initc.torch's."""
+    pytest.importorskip("torchax")
+    pytest.importorskip("transformers")
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(initc.__file__))] +
+        [p for p in [os.environ.get("PYTHONPATH")] if p])
+    config = os.path.join(HERE, "..", "..", "tests", "e2e", "configs", "llama_uneven.json")
+    result = subprocess.run(
+        [sys.executable, os.path.join(HERE, "torchax_worker.py"), str(mesh_program_bf16), config],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "torchax: 21 tensors bitwise equal, forward matches" in result.stdout, result.stdout
+
+
 def test_path_names_and_refusals(mesh_program_bf16, reference_bf16):
     reference_prog, _ = reference_bf16
     device = SingleDeviceSharding(jax.devices()[0])
