@@ -122,10 +122,11 @@ def init_(module, prog, names=None, threads=0):
     non-persistent buffers too when the program has them. `prog` is an initc.Program or a
     program directory. A module on the meta device is given CPU storage first (to_empty); its
     non-persistent buffers the program lacks then hold uninitialized memory (a warning names
-    them). A
-    DTensor fills its local tensor only; tied parameters are filled once. Nothing is written
-    unless every tensor matches: an unknown name is a KeyError, a shape a ValueError, a dtype a
-    TypeError, two tensors under one program name a ValueError. threads <= 0: one per CPU this
+    them). A DTensor fills its local tensor only; tied parameters are filled once. Nothing is
+    written unless every tensor matches: an unknown name is a KeyError, a shape a ValueError, a
+    dtype a TypeError, two tensors under one program name, placements that do not fit the local
+    tensor or a tensor off the CPU a ValueError; a fill that fails after others were written
+    (an unreadable base checkpoint) raises initc.Error saying which were. threads <= 0: one per CPU this
     process may run on (processes sharing a host's CPUs should divide them). Returns the module."""
     names = dict(names or {})
     owned = not isinstance(prog, Program)
@@ -180,9 +181,14 @@ def init_(module, prog, names=None, threads=0):
                           "non-persistent buffers %s: after to_empty they hold uninitialized "
                           "memory; set them before use" % ", ".join(unfilled), stacklevel=2)
         with torch.no_grad():
-            for done, (ir_name, tensor) in enumerate(plan):
+            located = [(ir_name, *_locate(ir_name, tensor, DTensor)) for ir_name, tensor in plan]
+            for done, (ir_name, local, boxes) in enumerate(located):
                 try:
-                    _fill(program, ir_name, tensor, DTensor, threads)
+                    for local_offset, global_offset, shape in boxes:
+                        view = local
+                        for d, (start, length) in enumerate(zip(local_offset, shape)):
+                            view = view.narrow(d, start, length)
+                        program.fill_box(ir_name, global_offset, view, threads)
                 except Error as e:
                     # Say what is left: the tensors before this one hold their values.
                     raise Error("%s (%d of the module's %d tensors were filled; %s and those "
@@ -194,7 +200,8 @@ def init_(module, prog, names=None, threads=0):
     return module
 
 
-def _fill(program, ir_name, tensor, DTensor, threads):
+def _locate(ir_name, tensor, DTensor):
+    """(the tensor to write, [(local offset, global offset, shape)] of its boxes)."""
     if DTensor is not None and isinstance(tensor, DTensor):
         local = tensor.to_local()
         boxes = _local_boxes(tensor)
@@ -208,12 +215,7 @@ def _fill(program, ir_name, tensor, DTensor, threads):
     if local.device.type != "cpu":
         raise ValueError("%s is on %s: initc fills CPU memory (fill a CPU tensor and copy it)"
                          % (ir_name, local.device))
-    local = local.detach()
-    for local_offset, global_offset, shape in boxes:
-        view = local
-        for d, (start, length) in enumerate(zip(local_offset, shape)):
-            view = view.narrow(d, start, length)
-        program.fill_box(ir_name, global_offset, view, threads)
+    return local.detach(), boxes
 
 
 __all__ = ["init_"]
