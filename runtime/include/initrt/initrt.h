@@ -6,6 +6,8 @@
  *   struct initrt_param_info info;
  *   initrt_param_info(prog, rank, 0, &info);          // name, dtype, global shape, slice, bytes
  *   initrt_fill(prog, rank, info.name, buf, info.bytes, 0, err, sizeof err);
+ *   initrt_fill_box(prog, name, ndim, offset, shape, strides, buf, bytes, 0, err, sizeof err);
+ *                                                    // any box, whatever the program's mesh
  *   initrt_program_close(prog);
  *
  * Nothing here aborts: every failure is a status plus a message in `err` (when given). A program
@@ -115,7 +117,10 @@ initrt_status initrt_fill_all(const initrt_program *prog, int64_t rank, void *co
  * strides are (each at least the extent of the dims after it, so no two elements share memory),
  * and the innermost one 1: a transposed destination is refused (fill a contiguous copy instead).
  * buf_bytes is the writable size from buf, which must cover the box's last element; buf is
- * aligned to the element size. threads as in initrt_fill. */
+ * aligned to the element size. threads as in initrt_fill. Memory: none beyond the destination,
+ * except for a parameter with a whole-tensor transform (orthogonal), whose matrix scratch every
+ * fill of it needs, plus, into a strided destination, the box once more (it is computed whole,
+ * then scattered). */
 initrt_status initrt_fill_box(const initrt_program *prog, const char *name, int32_t ndim,
                               const int64_t *offset, const int64_t *shape, const int64_t *strides,
                               void *buf, size_t buf_bytes, int threads, char *err, size_t errlen);
