@@ -2,12 +2,15 @@
 // else. Every status other than INITRT_OK becomes initc.Error with the runtime's message; the
 // GIL is released while the runtime opens a program or runs kernels.
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <initrt/initrt.h>
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace nb = nanobind;
 
@@ -69,6 +72,9 @@ public:
 
   int64_t worldSize() const { return initrt_world_size(open()); }
   int64_t paramCount() const { return initrt_param_count(open()); }
+  int64_t paramIndex(const std::string &name) const {
+    return initrt_param_index(open(), name.c_str());
+  }
 
   // (name, dtype, is_buffer, persistent, global shape, slice offset, slice shape, elements, bytes)
   nb::tuple paramInfo(int64_t rank, int64_t index) const {
@@ -104,6 +110,49 @@ public:
       raiseStatus(status, err);
   }
 
+  // Fills the box [offset, offset + shape) of `name` into `array` (anything DLPack or the
+  // buffer protocol exports: a numpy array, a torch tensor, ...), whose shape is the box's and
+  // whose strides may be any the C API takes. Its dtype is the parameter's, or an unsigned
+  // integer of the same width (a raw view, as numpy has no bfloat16 of its own).
+  void fillBox(const std::string &name, const std::vector<int64_t> &offset,
+               nb::ndarray<nb::device::cpu> array, int threads) const {
+    const initrt_program *program = open();
+    const std::string expected = dtypeOf(program, name);
+    if (array.ndim() != offset.size())
+      raiseStatus(INITRT_INVALID_ARGUMENT,
+                  (name + ": the array has " + std::to_string(array.ndim()) +
+                   " dims but the box offset " + std::to_string(offset.size()))
+                      .c_str());
+    nb::dlpack::dtype got = array.dtype();
+    if (got.lanes != 1 || !(dtypeName(got) == expected ||
+                            (got.code == uint8_t(nb::dlpack::dtype_code::UInt) &&
+                             got.bits == elementBits(expected))))
+      raiseStatus(INITRT_INVALID_ARGUMENT,
+                  (name + " is " + expected + " but the array's elements are " +
+                   dtypeName(got))
+                      .c_str());
+    std::vector<int64_t> shape(array.ndim()), strides(array.ndim());
+    uint64_t extent = array.ndim() == 0 || array.size() > 0 ? 1 : 0;
+    for (size_t d = 0; d < array.ndim(); ++d) {
+      shape[d] = int64_t(array.shape(d));
+      strides[d] = array.stride(d);
+      if (array.size() > 0 && strides[d] > 0)
+        extent += uint64_t(shape[d] - 1) * uint64_t(strides[d]);
+    }
+    const size_t bytes = size_t(extent) * (got.bits / 8);
+    void *data = array.data();
+    char err[kMessageBytes] = "";
+    initrt_status status;
+    {
+      nb::gil_scoped_release unlocked;
+      status = initrt_fill_box(program, name.c_str(), int32_t(shape.size()), offset.data(),
+                               shape.data(), strides.data(), data, bytes, threads, err,
+                               sizeof err);
+    }
+    if (status != INITRT_OK)
+      raiseStatus(status, err);
+  }
+
 private:
   const initrt_program *open() const {
     if (program_ == nullptr)
@@ -112,6 +161,45 @@ private:
   }
 
   initrt_program *program_ = nullptr;
+
+  // The dtype name of parameter (or alias) `name`; initc.Error naming it when there is none.
+  static std::string dtypeOf(const initrt_program *program, const std::string &name) {
+    struct initrt_param_info info;
+    int64_t index = initrt_param_index(program, name.c_str());
+    if (index < 0 || initrt_param_info(program, 0, index, &info) != INITRT_OK)
+      raiseStatus(INITRT_NOT_FOUND, ("the program has no parameter named " + name).c_str());
+    return info.dtype;
+  }
+
+  static std::string dtypeName(nb::dlpack::dtype dtype) {
+    using code = nb::dlpack::dtype_code;
+    std::string bits = std::to_string(dtype.bits);
+    switch (code(dtype.code)) {
+    case code::Float:
+      return "F" + bits;
+    case code::Bfloat:
+      return "BF" + bits;
+    case code::Int:
+      return "I" + bits;
+    case code::UInt:
+      return "U" + bits;
+    case code::Bool:
+      return "BOOL";
+    default:
+      return "an unsupported type (DLPack code " + std::to_string(dtype.code) + ", " + bits +
+             " bits)";
+    }
+  }
+
+  static uint8_t elementBits(const std::string &dtype) {
+    if (dtype == "F64" || dtype == "I64")
+      return 64;
+    if (dtype == "F32")
+      return 32;
+    if (dtype == "BOOL")
+      return 8;
+    return 16;
+  }
 };
 
 } // namespace
@@ -123,7 +211,12 @@ NB_MODULE(_native, m) {
       .def("close", &Program::close)
       .def("world_size", &Program::worldSize)
       .def("param_count", &Program::paramCount)
+      .def("param_index",
+           [](const Program &self, const std::string &name) { return self.paramIndex(name); },
+           nb::arg("name"))
       .def("param_info", &Program::paramInfo, nb::arg("rank"), nb::arg("index"))
       .def("fill", &Program::fill, nb::arg("rank"), nb::arg("name"), nb::arg("buffer"),
+           nb::arg("threads") = 0)
+      .def("fill_box", &Program::fillBox, nb::arg("name"), nb::arg("offset"), nb::arg("array"),
            nb::arg("threads") = 0);
 }

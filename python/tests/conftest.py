@@ -48,3 +48,32 @@ def program_bf16(tmp_path_factory):
 @pytest.fixture
 def python():
     return sys.executable
+
+
+def compile_reference(directory, dtype):
+    """The 1-device program of llama_uneven.json and its prog/init output (layout ranks): every
+    tensor whole, the values any mesh's shards must have."""
+    config = os.path.join(ROOT, "tests", "e2e", "configs", "llama_uneven.json")
+    model, prog, ckpt = directory / "model.mlir", directory / "prog1", directory / "ckpt1"
+    run(INITC, "import", "hf", config, "--dtype", dtype, "--seed", "7", "-o", model)
+    run(INITC, "compile", model, "--mesh", "dp=1", "--shard", "replicated", "-o", prog)
+    run(prog / "init", "--layout", "ranks", "--threads", 1, "--out", ckpt)
+    return prog, ckpt / "rank-00000-of-00001.safetensors"
+
+
+@pytest.fixture(scope="session")
+def reference_bf16(tmp_path_factory):
+    """(1-device prog, its whole-tensor safetensors file) for bf16 llama_uneven."""
+    return compile_reference(tmp_path_factory.mktemp("ref-bf16"), "bf16")
+
+
+@pytest.fixture(scope="session")
+def mesh_program_bf16(tmp_path_factory):
+    """bf16 llama_uneven compiled for a dp=2,tp=2 mesh (fsdp+tp): a training job whose own
+    sharding differs asks for its boxes of it all the same."""
+    directory = tmp_path_factory.mktemp("mesh-bf16")
+    config = os.path.join(ROOT, "tests", "e2e", "configs", "llama_uneven.json")
+    model, prog = directory / "model.mlir", directory / "prog"
+    run(INITC, "import", "hf", config, "--dtype", "bf16", "--seed", "7", "-o", model)
+    run(INITC, "compile", model, "--mesh", "dp=2,tp=2", "--shard", "fsdp+tp", "-o", prog)
+    return prog

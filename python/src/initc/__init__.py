@@ -6,7 +6,8 @@
             prog.fill(p.name, buffers[p.name], rank)
 
 Importing the package imports neither torch nor jax, nor the native module (until a program is
-loaded); each framework's part is its own subpackage (initc.capture needs torch)."""
+loaded); each framework's part is its own module: initc.torch (init_: fill a module's DTensor or
+plain tensors in place), initc.jax (init: sharded jax.Arrays) and initc.capture need theirs."""
 
 from ._errors import Error
 from ._program import Param, Program, load

@@ -1,6 +1,7 @@
 """A compiled program directory (prog/ from `initc compile`), as a training process uses it: the
 parameters a rank holds, and their values written into the process's own buffers."""
 
+import sys
 from dataclasses import dataclass
 
 from ._errors import Error
@@ -95,6 +96,19 @@ class Program:
             # Raw bytes: the buffer protocol has no format for bfloat16.
             out = out.reshape(-1).view("uint8")
         self._native.fill(rank, name, out, threads)
+
+    def fill_box(self, name, offset, out, threads=0):
+        """Writes the box [offset, offset + out.shape) of the global tensor `name` into `out`,
+        whatever mesh the program was compiled for: a numpy array (or anything DLPack exports on
+        the CPU, e.g. a torch tensor) of the parameter's dtype, any strides with a contiguous
+        innermost dim. Raises initc.Error naming the parameter."""
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(out, np.ndarray):
+            if not out.flags.writeable:
+                raise ValueError("%s: the array is read-only" % name)
+            if out.dtype.name == "bfloat16":
+                out = out.view(np.uint16)  # numpy exports no bfloat16 through DLPack
+        self._native.fill_box(name, [int(o) for o in offset], out, threads)
 
     def array(self, name, rank=0, threads=0):
         """A new numpy array holding `rank`'s shard of `name`."""

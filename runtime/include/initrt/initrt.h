@@ -6,6 +6,8 @@
  *   struct initrt_param_info info;
  *   initrt_param_info(prog, rank, 0, &info);          // name, dtype, global shape, slice, bytes
  *   initrt_fill(prog, rank, info.name, buf, info.bytes, 0, err, sizeof err);
+ *   initrt_fill_box(prog, name, ndim, offset, shape, strides, buf, bytes, 0, err, sizeof err);
+ *                                                    // any box, whatever the program's mesh
  *   initrt_program_close(prog);
  *
  * Nothing here aborts: every failure is a status plus a message in `err` (when given). A program
@@ -81,6 +83,10 @@ int64_t initrt_world_size(const initrt_program *prog);
 /* Parameters and buffers in the program, in program order (0 for a NULL program). */
 int64_t initrt_param_count(const initrt_program *prog);
 
+/* The program-order index of the parameter (or alias) `name`, -1 when there is none (or for a
+ * NULL argument). */
+int64_t initrt_param_index(const initrt_program *prog, const char *name);
+
 /* Describes parameter `index` (program order) as `rank` holds it. */
 initrt_status initrt_param_info(const initrt_program *prog, int64_t rank, int64_t index,
                                 struct initrt_param_info *out);
@@ -101,6 +107,23 @@ initrt_status initrt_fill(const initrt_program *prog, int64_t rank, const char *
  * initrt_fill's. A NULL entry skips that parameter. */
 initrt_status initrt_fill_all(const initrt_program *prog, int64_t rank, void *const *bufs,
                               int threads, char *err, size_t errlen);
+
+/* Fills the box [offset, offset + shape) of the global tensor of the parameter (or alias) `name`
+ * into `buf`, whatever mesh the program was compiled for: a process that shards its tensors its
+ * own way (DTensor, FSDP, jax.Array) asks for exactly the box it holds. The values are those of
+ * the same elements in any rank's prog/init output. `ndim` must be the parameter's; shape[d] may
+ * be 0. Element (i_0, ..., i_{n-1}) of the box goes to buf + (sum_d i_d * strides[d]) elements;
+ * strides == NULL means row-major contiguous. Strides must be positive, ordered as row-major
+ * strides are (each at least the extent of the dims after it, so no two elements share memory),
+ * and the innermost one 1: a transposed destination is refused (fill a contiguous copy instead).
+ * buf_bytes is the writable size from buf, which must cover the box's last element; buf is
+ * aligned to the element size. threads as in initrt_fill. Memory: none beyond the destination,
+ * except for a parameter with a whole-tensor transform (orthogonal), whose matrix scratch every
+ * fill of it needs, plus, into a strided destination, the box once more (it is computed whole,
+ * then scattered). */
+initrt_status initrt_fill_box(const initrt_program *prog, const char *name, int32_t ndim,
+                              const int64_t *offset, const int64_t *shape, const int64_t *strides,
+                              void *buf, size_t buf_bytes, int threads, char *err, size_t errlen);
 
 #ifdef __cplusplus
 } /* extern "C" */

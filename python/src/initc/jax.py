@@ -1,0 +1,134 @@
+"""Creating a JAX model's parameters as sharded jax.Arrays, each device's shard filled directly:
+
+    import initc.jax
+    mesh = jax.make_mesh((2, 4), ("dp", "tp"))
+    params = initc.jax.init("prog/", {"model.embed_tokens.weight":
+                                      NamedSharding(mesh, P("tp", "dp")), ...})
+
+jax.make_array_from_callback asks for each addressable device's index (a box of the global
+tensor); the runtime computes exactly that box, whatever mesh the program was compiled for. The
+values are those prog/init writes. Needs jax (and ml_dtypes, which jax brings, for bfloat16)."""
+
+import jax
+import numpy as np
+
+from ._program import Program, _numpy_dtype, load
+
+
+def _box(index, shape):
+    """The offset and shape of the box that `index` (a tuple of slices, as
+    make_array_from_callback passes it) selects from a tensor of `shape`."""
+    offset, box = [], []
+    for d, n in enumerate(shape):
+        s = index[d] if d < len(index) else slice(None)
+        start, stop, step = s.indices(n)
+        if step != 1:
+            raise ValueError("a shard index with step %d: initc fills boxes" % step)
+        offset.append(start)
+        box.append(max(stop - start, 0))
+    return offset, box
+
+
+def _array(program, param, sharding, threads):
+    dtype = _numpy_dtype(param.dtype)
+    shape = tuple(param.global_shape)
+
+    def callback(index):
+        offset, box = _box(index, shape)
+        out = np.empty(box, dtype=dtype)
+        program.fill_box(param.name, offset, out, threads)
+        return out
+
+    return jax.make_array_from_callback(shape, sharding, callback)
+
+
+def _check(param, name, spec):
+    """A jax.ShapeDtypeStruct leaf must agree with the program."""
+    shape = getattr(spec, "shape", None)
+    if shape is not None and tuple(shape) != tuple(param.global_shape):
+        raise ValueError("%s: the tree asks for shape %s, the program's %s has %s"
+                         % (name, list(shape), param.name, list(param.global_shape)))
+    dtype = getattr(spec, "dtype", None)
+    if dtype is not None and np.dtype(dtype) != _numpy_dtype(param.dtype):
+        raise TypeError("%s: the tree asks for %s, the program's %s is %s"
+                        % (name, np.dtype(dtype), param.name, param.dtype))
+
+
+def _sharding_of(name, leaf):
+    sharding = leaf if isinstance(leaf, jax.sharding.Sharding) else getattr(leaf, "sharding", None)
+    if not isinstance(sharding, jax.sharding.Sharding):
+        raise TypeError("%s: expected a jax.sharding.Sharding (or a jax.ShapeDtypeStruct with "
+                        "one), got %r" % (name, leaf))
+    return sharding
+
+
+def _resolve(program, names):
+    """{name: Param} of the program for the given names (aliases included); KeyError naming the
+    first unknown one."""
+    params = program.params(0)
+    out = {}
+    for name in names:
+        index = program._native.param_index(name)
+        if index < 0:
+            raise KeyError("the program has no parameter %r" % name)
+        out[name] = params[index]
+    return out
+
+
+def _with_program(prog, body):
+    owned = not isinstance(prog, Program)
+    program = load(prog) if owned else prog
+    try:
+        return body(program)
+    finally:
+        if owned:
+            program.close()
+
+
+def init(prog, shardings, threads=0):
+    """{name: jax.Array} for {name: Sharding} (or {name: jax.ShapeDtypeStruct with a sharding},
+    whose shape and dtype are checked): each array has the program's global shape and dtype and
+    is laid out as its sharding says; each device's shard is computed on this host, only for
+    the devices this process addresses. `prog` is an initc.Program or a program directory.
+    Unknown names are a KeyError before anything is computed."""
+    def body(program):
+        params = _resolve(program, shardings)
+        for name, leaf in shardings.items():
+            _check(params[name], name, leaf)
+        return {name: _array(program, params[name], _sharding_of(name, leaf), threads)
+                for name, leaf in shardings.items()}
+    return _with_program(prog, body)
+
+
+def path_name(path):
+    """The dotted name of a pytree key path: ("model", "layers", 0, "weight") ->
+    "model.layers.0.weight", as a state dict names it."""
+    parts = []
+    for key in path:
+        for attribute in ("key", "name", "idx"):
+            if hasattr(key, attribute):
+                parts.append(str(getattr(key, attribute)))
+                break
+        else:
+            parts.append(str(key))
+    return ".".join(parts)
+
+
+def init_tree(prog, shardings, name_of=path_name, threads=0):
+    """The pytree `shardings` (leaves: Shardings or jax.ShapeDtypeStructs with one) with every
+    leaf replaced by its jax.Array; name_of(key path) gives the program's name of a leaf
+    (default: the dotted path)."""
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(
+        shardings, is_leaf=lambda x: isinstance(x, (jax.sharding.Sharding,
+                                                    jax.ShapeDtypeStruct)))
+    named = {}
+    for path, leaf in leaves:
+        name = name_of(path)
+        if name in named:
+            raise ValueError("two leaves of the tree are both named %r" % name)
+        named[name] = leaf
+    arrays = init(prog, named, threads)
+    return jax.tree_util.tree_unflatten(treedef, [arrays[name_of(path)] for path, _ in leaves])
+
+
+__all__ = ["init", "init_tree", "path_name"]
