@@ -582,12 +582,12 @@ bool buildGPT2(StateDict &sd, const GPT2Config &c, const InitStyle &style, Type 
                   [](OpBuilder &b, Location loc, RankedTensorType t) -> Value {
                     return b.create<init::TrilOp>(loc, t, b.getI64IntegerAttr(0));
                   },
-                  /*buffer=*/true) ||
+                  /*buffer=*/true, /*persistent=*/false) ||
         !sd.param(p + "attn.masked_bias", {}, {}, f32, "",
                   [](OpBuilder &b, Location loc, RankedTensorType t) {
                     return fill(b, loc, t, -1e4);
                   },
-                  /*buffer=*/true) ||
+                  /*buffer=*/true, /*persistent=*/false) ||
         !conv1d(p + "attn.c_attn", E, 3 * E, "embed", "qkv", "qkv", c.initializerRange,
                 "n_embd") ||
         !conv1d(p + "attn.c_proj", E, E, "heads", "embed", "embed", projStd, "n_embd") ||

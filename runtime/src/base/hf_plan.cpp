@@ -89,10 +89,9 @@ std::string hfIndexJson(const Program &program, const HfPlan &plan) {
     const HfPlace &place = plan.places[p];
     if (place.file < 0)
       continue;
-    const std::string &file = plan.files[size_t(place.file)].name;
-    weightMap[program.params[p].name] = file;
-    for (const std::string &alias : program.params[p].aliases)
-      weightMap[alias] = file;
+    // Tied names are not listed: save_pretrained leaves them out, and a reader that followed
+    // one would find no such tensor in the file (the model ties them from its config).
+    weightMap[program.params[p].name] = plan.files[size_t(place.file)].name;
   }
   nlohmann::json index = {{"metadata", {{"total_size", plan.totalSize}}},
                           {"weight_map", std::move(weightMap)}};

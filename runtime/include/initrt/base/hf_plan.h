@@ -46,8 +46,8 @@ bool planHfCheckpoint(const Program &program, uint64_t maxShardBytes, HfPlan &pl
                       std::string &error);
 
 /// model.safetensors.index.json for `plan`: {"metadata": {"total_size": N}, "weight_map":
-/// {name: file}}, names sorted as save_pretrained writes them, aliases mapped to their
-/// parameter's file.
+/// {name: file}}, names sorted as save_pretrained writes them; aliases (tied names) are not
+/// listed, as save_pretrained does not list them.
 std::string hfIndexJson(const Program &program, const HfPlan &plan);
 
 /// Parses a size as save_pretrained's max_shard_size does: an integer number of bytes, or one

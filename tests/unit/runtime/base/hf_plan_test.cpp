@@ -63,7 +63,7 @@ TEST(HfPlan, SplitsAsSavePretrained) {
 
   std::string index = hfIndexJson(program, plan);
   EXPECT_NE(index.find("\"total_size\": 330"), std::string::npos);
-  EXPECT_NE(index.find("\"tied\": \"model-00001-of-00003.safetensors\""), std::string::npos);
+  EXPECT_EQ(index.find("\"tied\""), std::string::npos); // save_pretrained lists no tied name
   EXPECT_EQ(index.find("\"buf\""), std::string::npos);
 }
 
