@@ -48,3 +48,10 @@ def program_bf16(tmp_path_factory):
 @pytest.fixture
 def python():
     return sys.executable
+
+
+@pytest.fixture(scope="session")
+def checkpoints(tmp_path_factory):
+    """Checkpoints written by prog/init in each layout, each made once per session (clients.py)."""
+    from clients import Checkpoints
+    return Checkpoints(tmp_path_factory.mktemp("checkpoints"))
