@@ -4,6 +4,7 @@ clients (transformers, PyTorch DCP, orbax): each program is compiled once per se
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -70,10 +71,17 @@ class Checkpoints:
     def supports(self, prog, layout):
         """Whether prog/init lists the layout in its --help (the writers may not be built yet)."""
         if prog not in self.layouts:
-            text = run(prog / "init", "--help").stdout
-            line = next((l for l in text.splitlines() if "--layout" in l), "")
-            self.layouts[prog] = line
-        return layout in self.layouts[prog].replace(",", " ").replace("(", " ").split()
+            lines = run(prog / "init", "--help").stdout.splitlines()
+            start = next((i for i, l in enumerate(lines) if l.lstrip().startswith("--layout")), None)
+            text = ""
+            if start is not None:
+                # The option's line and the lines its description wraps onto.
+                end = start + 1
+                while end < len(lines) and lines[end].startswith(" " * 8):
+                    end += 1
+                text = " ".join(lines[start:end])
+            self.layouts[prog] = set(re.findall(r"[A-Za-z0-9_+-]+", text))
+        return layout in self.layouts[prog]
 
     def require(self, prog, layout):
         if not self.supports(prog, layout):

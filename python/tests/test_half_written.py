@@ -1,0 +1,72 @@
+"""A client pointed at a checkpoint that prog/init did not finish (killed mid-run) fails instead
+of loading a partial model: the data files are written under temporary names that do not end in
+.safetensors and the index last, so transformers finds no model and DCP no tensor."""
+
+import os
+import shutil
+
+import pytest
+from transformers import AutoModelForCausalLM
+
+from clients import interrupted_run
+from test_load_dcp import dcp_load
+
+# Large enough (about 220 MB in bf16) that the run is still writing when it is killed.
+CONFIG = "llama_memory.json"
+MESH, SHARD, RANKS = "dp=2,tp=2", "tp", 4
+
+
+def writing(directory):
+    """True once prog/init has a temporary file in the directory: it is writing its data."""
+    return any(".tmp-" in name for name in os.listdir(directory))
+
+
+@pytest.fixture(scope="module")
+def killed(checkpoints, tmp_path_factory):
+    """For each layout, the directory a SIGKILLed prog/init left, and the program."""
+    prog = checkpoints.program(CONFIG, "bf16", MESH, SHARD)
+    made = {}
+
+    def get(layout):
+        if layout not in made:
+            checkpoints.require(prog, layout)
+            out = tmp_path_factory.mktemp("killed") / layout
+            left = interrupted_run(prog, out, layout, RANKS, writing)
+            made[layout] = (out, left)
+        return made[layout]
+    return prog, get
+
+
+@pytest.mark.parametrize("layout", ["hf", "dcp"])
+def test_killed_run_leaves_no_final_data_file(killed, layout):
+    _, get = killed
+    _, left = get(layout)
+    assert not [n for n in left if n.endswith(".safetensors")], left
+    assert "initc-checkpoint.json" not in left and "model.safetensors.index.json" not in left
+
+
+def test_from_pretrained_refuses_killed_hf(killed):
+    _, get = killed
+    out, _ = get("hf")
+    with pytest.raises(OSError):
+        AutoModelForCausalLM.from_pretrained(str(out))
+
+
+@pytest.mark.parametrize("layout", ["hf", "dcp"])
+def test_dcp_load_refuses_killed(killed, layout):
+    prog, get = killed
+    out, _ = get(layout)
+    result = dcp_load(out, prog / "program.json")
+    assert result.returncode == 2, "DCP load did not raise:\n%s%s" % (result.stdout, result.stderr)
+
+
+def test_dcp_load_refuses_missing_rank_file(checkpoints, tmp_path):
+    """The files of all ranks but one, as when that rank's host lost its disk or its copy is
+    still on the way: DCP must not load the other ranks' slices as the model."""
+    complete = checkpoints.get("llama_uneven.json", "dcp", mesh=MESH, shard=SHARD)
+    partial = tmp_path / "partial"
+    shutil.copytree(complete, partial)
+    os.remove(partial / sorted(os.listdir(partial))[1])
+    prog = checkpoints.program("llama_uneven.json", "bf16", MESH, SHARD)
+    result = dcp_load(partial, prog / "program.json")
+    assert result.returncode == 2, "DCP load did not raise:\n%s%s" % (result.stdout, result.stderr)
