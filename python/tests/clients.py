@@ -106,9 +106,51 @@ class Checkpoints:
         return load_file(str(out / "rank-00000-of-00001.safetensors"))
 
 
+def process_tree(root):
+    """root and every process descended from it (from /proc)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    # The parent's pid follows the command, which may hold spaces: after ')'.
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, []))
+    return tree
+
+
+def crash(root):
+    """SIGKILLs root and all its descendants, as a node failure would: mpirun starts the ranks
+    in process groups of their own, and a killed mpirun can forward nothing. Each process is
+    stopped first, so that none notices another's death and reacts before it dies."""
+    killed = set()
+    while True:
+        alive = [pid for pid in process_tree(root) if pid not in killed]
+        if not alive:
+            return
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            killed.add(pid)
+
+
 def interrupted_run(prog, out, layout, ranks, is_started, timeout=120):
-    """Starts prog/init and kills it (SIGKILL, the whole process group) as soon as
-    is_started(out) holds: the directory a crashed job leaves. Fails if the run ends first."""
+    """Starts prog/init and SIGKILLs it and every process it started as soon as is_started(out)
+    holds: the directory a crashed job leaves. Fails if the run ends first."""
     cmd = init_command(prog, out, layout, ranks)
     proc = subprocess.Popen(cmd, env=mpi_env(), start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -124,8 +166,7 @@ def interrupted_run(prog, out, layout, ranks, is_started, timeout=120):
         else:
             pytest.fail("prog/init wrote nothing into %s in %d s" % (out, timeout))
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        crash(proc.pid)
         proc.wait()
     return sorted(os.listdir(out))
 

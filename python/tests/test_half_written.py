@@ -9,7 +9,7 @@ import pytest
 from transformers import AutoModelForCausalLM
 
 from clients import interrupted_run
-from test_load_dcp import dcp_load
+from test_load_dcp import dcp_load, load_raised
 
 # Large enough (about 220 MB in bf16) that the run is still writing when it is killed.
 CONFIG = "llama_memory.json"
@@ -48,7 +48,8 @@ def test_killed_run_leaves_no_final_data_file(killed, layout):
 def test_from_pretrained_refuses_killed_hf(killed):
     _, get = killed
     out, _ = get("hf")
-    with pytest.raises(OSError):
+    # No config.json yet (ValueError), or a config but no weights file (OSError).
+    with pytest.raises((OSError, ValueError)):
         AutoModelForCausalLM.from_pretrained(str(out))
 
 
@@ -57,16 +58,22 @@ def test_dcp_load_refuses_killed(killed, layout):
     prog, get = killed
     out, _ = get(layout)
     result = dcp_load(out, prog / "program.json")
-    assert result.returncode == 2, "DCP load did not raise:\n%s%s" % (result.stdout, result.stderr)
+    assert load_raised(result), "DCP load did not raise:\n%s%s" % (result.stdout, result.stderr)
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "torch's HuggingFaceStorageReader takes each tensor's size from the chunks it finds and "
+    "never checks that they cover it: without the file of a rank that holds only inner rows it "
+    "loads the others and leaves those rows as they were. `initc verify` (world_size and the "
+    "global shapes are in every file) is what catches an incomplete dcp checkpoint"))
 def test_dcp_load_refuses_missing_rank_file(checkpoints, tmp_path):
     """The files of all ranks but one, as when that rank's host lost its disk or its copy is
-    still on the way: DCP must not load the other ranks' slices as the model."""
-    complete = checkpoints.get("llama_uneven.json", "dcp", mesh=MESH, shard=SHARD)
+    still on the way: DCP must not load the other ranks' slices as the model. Written dp=4
+    fsdp, rank 1 holds inner rows of every tensor, so the others still span every shape."""
+    complete = checkpoints.get("llama_uneven.json", "dcp", mesh="dp=4", shard="fsdp")
     partial = tmp_path / "partial"
     shutil.copytree(complete, partial)
-    os.remove(partial / sorted(os.listdir(partial))[1])
-    prog = checkpoints.program("llama_uneven.json", "bf16", MESH, SHARD)
+    os.remove(partial / "shard-00001-of-00004.safetensors")
+    prog = checkpoints.program("llama_uneven.json", "bf16", "dp=4", "fsdp")
     result = dcp_load(partial, prog / "program.json")
-    assert result.returncode == 2, "DCP load did not raise:\n%s%s" % (result.stdout, result.stderr)
+    assert load_raised(result), "DCP load did not raise:\n%s%s" % (result.stdout, result.stderr)

@@ -24,6 +24,11 @@ def dcp_load(checkpoint, reference):
         capture_output=True, text=True, env=env, timeout=600)
 
 
+def load_raised(result):
+    """Whether dcp_load ended because torch.distributed.checkpoint.load raised."""
+    return result.returncode != 0 and "DCP load raised" in result.stderr
+
+
 def reference_file(checkpoints):
     out = checkpoints.get(CONFIG, "ranks", mesh="", shard="replicated")
     return out / "rank-00000-of-00001.safetensors"
