@@ -1,11 +1,15 @@
 """A client pointed at a checkpoint that prog/init did not finish (killed mid-run) fails instead
-of loading a partial model: the data files are written under temporary names that do not end in
-.safetensors and the index last, so transformers finds no model and DCP no tensor."""
+of loading a partial model. hf: the data files keep temporary names that do not end in
+.safetensors until every rank has written, and the index comes last, so transformers finds no
+model and DCP no tensor. dcp: each rank renames only its complete file, so DCP finds some ranks'
+files or none (see test_dcp_load_refuses_missing_rank_file for what DCP itself does not check)."""
 
+import json
 import os
 import shutil
 
 import pytest
+from safetensors import safe_open
 from transformers import AutoModelForCausalLM
 
 from clients import interrupted_run
@@ -37,12 +41,27 @@ def killed(checkpoints, tmp_path_factory):
     return prog, get
 
 
-@pytest.mark.parametrize("layout", ["hf", "dcp"])
-def test_killed_run_leaves_no_final_data_file(killed, layout):
+def test_killed_hf_run_leaves_no_final_data_file(killed):
     _, get = killed
-    _, left = get(layout)
+    _, left = get("hf")
+    assert [n for n in left if ".tmp-" in n], "nothing was being written: %s" % left
+    # Rank 0 renames the data files only when every rank has written its slices, then writes
+    # the index, config.json and initc-checkpoint.json.
     assert not [n for n in left if n.endswith(".safetensors")], left
-    assert "initc-checkpoint.json" not in left and "model.safetensors.index.json" not in left
+    assert not {"initc-checkpoint.json", "model.safetensors.index.json"} & set(left), left
+
+
+def test_killed_dcp_run_leaves_only_complete_rank_files(killed):
+    _, get = killed
+    out, left = get("dcp")
+    assert [n for n in left if ".tmp-" in n], "nothing was being written: %s" % left
+    # Each rank renames its own file once complete: a final name is a complete file.
+    for name in left:
+        if name.endswith(".safetensors"):
+            with safe_open(str(out / name), framework="pt") as f:
+                assert json.loads(f.metadata()["initc"])["world_size"] == RANKS
+                for key in f.keys():
+                    f.get_tensor(key)
 
 
 def test_from_pretrained_refuses_killed_hf(killed):
