@@ -132,9 +132,12 @@ def test_dcp_files(checkpoints, dtype, framework):
     coverage = Coverage(params)
     for rank, name in enumerate(files):
         tensors, metadata = read_all(directory / name, framework)
-        assert set(metadata) == {"format", "DCP_SHARDING_INFO", "initc"}, metadata
-        assert metadata["format"] == "pt"
+        # The keys in the specified order (as the header stores them), DCP's writer's values.
+        assert list(header(directory / name)[1]["__metadata__"]) == [
+            "format", "DCP_VERSION", "DCP_SHARDING_INFO", "initc"], metadata
+        assert metadata["format"] == "pt" and metadata["DCP_VERSION"] == "1.0"
         sharding = json.loads(metadata["DCP_SHARDING_INFO"])
+        assert metadata["DCP_SHARDING_INFO"] == json.dumps(sharding)
         initc = json.loads(metadata["initc"])
         assert set(sharding) == set(tensors) == set(initc["tensors"])
         assert initc["format"] == "initc-dcp" and initc["version"] == 1
