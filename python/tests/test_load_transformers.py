@@ -103,16 +103,37 @@ def test_step0_loss_is_transformers_own(checkpoints, model_type):
     assert abs(loaded - own) <= 0.01 * own, (loaded, own)
 
 
-@pytest.mark.parametrize("model_type", WITH_GPT2_BUFFERS)
-def test_files_assigned_as_save_pretrained(checkpoints, model_type, tmp_path):
-    directory = checkpoints.get(MODELS[model_type], "hf", options=("--max-shard-size", SHARD_SIZE))
+def assert_same_files(directory, saved):
     ours = read_json(directory / "model.safetensors.index.json")
-    model, _ = load(directory)
-    model.save_pretrained(str(tmp_path), max_shard_size=SHARD_SIZE)
-    theirs = read_json(tmp_path / "model.safetensors.index.json")
+    theirs = read_json(saved / "model.safetensors.index.json")
     assert len(set(theirs["weight_map"].values())) > 1, "%s gives one file" % SHARD_SIZE
     assert ours["weight_map"] == theirs["weight_map"]
     assert ours["metadata"]["total_size"] == theirs["metadata"]["total_size"]
     names = sorted(n for n in os.listdir(directory) if n.endswith(".safetensors"))
-    assert names == sorted(n for n in os.listdir(tmp_path) if n.endswith(".safetensors"))
+    assert names == sorted(n for n in os.listdir(saved) if n.endswith(".safetensors"))
     assert names == sorted(set(ours["weight_map"].values()))
+
+
+@pytest.mark.parametrize("model_type", WITH_GPT2_BUFFERS)
+def test_files_assigned_as_save_pretrained(checkpoints, model_type, tmp_path):
+    """As save_pretrained assigns a model that transformers made (from_config, as a training run
+    from scratch saves it): its tensors in the module order."""
+    directory = checkpoints.get(MODELS[model_type], "hf", options=("--max-shard-size", SHARD_SIZE))
+    loaded, _ = load(directory)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(str(directory)))
+    model.to(loaded.dtype).save_pretrained(str(tmp_path), max_shard_size=SHARD_SIZE)
+    assert_same_files(directory, tmp_path)
+
+
+# Not strict: where the sorted and the module order pack the same files, it passes.
+@pytest.mark.xfail(reason=(
+    "transformers 5.24's save_pretrained of a model that from_pretrained loaded first passes its "
+    "state dict through revert_weight_conversion, which sorts it by dot_natural_key (lm_head "
+    "before model.*, a layer's tensors by name) before splitting it into files; the hf layout "
+    "follows the module order, as save_pretrained of a model transformers made itself"))
+@pytest.mark.parametrize("model_type", sorted(m for m in MODELS if m != "gpt2"))
+def test_files_assigned_as_save_pretrained_after_loading(checkpoints, model_type, tmp_path):
+    directory = checkpoints.get(MODELS[model_type], "hf", options=("--max-shard-size", SHARD_SIZE))
+    model, _ = load(directory)
+    model.save_pretrained(str(tmp_path), max_shard_size=SHARD_SIZE)
+    assert_same_files(directory, tmp_path)
