@@ -90,16 +90,16 @@ bf16_bytes=$(bytes_of "$work/prog1b")
 echo "$(basename "$config" .json) f32: $bytes bytes, $threads thread(s) per rank, best of $runs runs (RUNS=N to change)"
 printf '%-44s %10s %10s %10s\n' "run" "seconds" "GB/s" "initc is"
 
-initc_s=$(best_value wall "$work/prog1/init" --rank 0 --discard --quiet --threads $threads)
+initc_s=$(best_value wall "$work/prog1/init" --layout ranks --rank 0 --discard --quiet --threads $threads)
 printf '%-44s %10.3f %10s %10s\n' "initc prog/init --rank 0 --discard" "$initc_s" "$(gbps $bytes $initc_s)" ""
-torch_style_s=$(best_value wall "$work/prog1t/init" --rank 0 --discard --quiet --threads $threads)
+torch_style_s=$(best_value wall "$work/prog1t/init" --layout ranks --rank 0 --discard --quiet --threads $threads)
 printf '%-44s %10.3f %10s %10s\n' "  the same, --init-style torch" "$torch_style_s" "$(gbps $bytes $torch_style_s)" ""
-bf16_s=$(best_value wall "$work/prog1b/init" --rank 0 --discard --quiet --threads $threads)
+bf16_s=$(best_value wall "$work/prog1b/init" --layout ranks --rank 0 --discard --quiet --threads $threads)
 printf '%-44s %10.3f %10s %10sx\n' "  the same in bf16 (elements/s vs f32)" "$bf16_s" "$(gbps $bf16_bytes $bf16_s)" "$(ratio $initc_s $bf16_s)"
 # On an AVX-512 CPU, the AVX2 variant too: the floor every x86-64-v3 CPU gets.
 avx2_s=""
 if grep -qw avx512f /proc/cpuinfo; then
-  avx2_s=$(INITRT_TARGET_CPU=x86-64-v3 best_value wall "$work/prog1/init" --rank 0 --discard --quiet --threads $threads)
+  avx2_s=$(INITRT_TARGET_CPU=x86-64-v3 best_value wall "$work/prog1/init" --layout ranks --rank 0 --discard --quiet --threads $threads)
   printf '%-44s %10.3f %10s %10s\n' "  the same, AVX2 variant" "$avx2_s" "$(gbps $bytes $avx2_s)" ""
 fi
 
@@ -153,7 +153,7 @@ init.param @w : tensor<${orth}x${orth}xf32> {
 EOF
 "$bin/initc" compile "$work/orthogonal.mlir" -o "$work/progo" >/dev/null
 orth_bytes=$((orth * orth * 4))
-orth_s=$(best_value wall "$work/progo/init" --rank 0 --discard --quiet --threads $threads)
+orth_s=$(best_value wall "$work/progo/init" --layout ranks --rank 0 --discard --quiet --threads $threads)
 printf '%-44s %10.3f %10s %10s\n' "initc orthogonal ${orth}x${orth} f32 --discard" "$orth_s" "$(gbps $orth_bytes $orth_s)" ""
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
   torch_orth_s=$(/usr/bin/python3 - "$orth" "$runs" <<'PY'
@@ -196,17 +196,17 @@ if command -v mpirun >/dev/null; then
   # The runs' own time (prog/init's summary, from after MPI start-up), and the wall time of
   # the whole launch, for one rank and for two.
   summary_time() { "$@" 2>&1 >/dev/null | awk '$1 == "time" { print $2 }'; }
-  one_s=$(best_value summary_time "${mpi[@]}" -np 1 "$work/prog1/init" --discard --threads $threads)
-  two_s=$(best_value summary_time "${mpi[@]}" -np 2 "$work/prog2/init" --discard --threads $threads)
-  one_wall_s=$(best_value wall "${mpi[@]}" -np 1 "$work/prog1/init" --discard --quiet --threads $threads)
-  two_wall_s=$(best_value wall "${mpi[@]}" -np 2 "$work/prog2/init" --discard --quiet --threads $threads)
+  one_s=$(best_value summary_time "${mpi[@]}" -np 1 "$work/prog1/init" --layout ranks --discard --threads $threads)
+  two_s=$(best_value summary_time "${mpi[@]}" -np 2 "$work/prog2/init" --layout ranks --discard --threads $threads)
+  one_wall_s=$(best_value wall "${mpi[@]}" -np 1 "$work/prog1/init" --layout ranks --discard --quiet --threads $threads)
+  two_wall_s=$(best_value wall "${mpi[@]}" -np 2 "$work/prog2/init" --layout ranks --discard --quiet --threads $threads)
   printf '%-44s %10.3f %10s %10s\n' "mpirun, 1 rank (the run's own time)" "$one_s" "$(gbps $bytes $one_s)" ""
   printf '%-44s %10.3f %10s %10s\n' "mpirun, 2 ranks (1 thread each), speedup" "$two_s" "$(gbps $bytes $two_s)" "$(ratio $one_s $two_s)x"
   printf '%-44s %10.3f %10s %10s\n' "  with MPI start-up: 1 rank" "$one_wall_s" "$(gbps $bytes $one_wall_s)" ""
   printf '%-44s %10.3f %10s %10s\n' "  with MPI start-up: 2 ranks, speedup" "$two_wall_s" "$(gbps $bytes $two_wall_s)" "$(ratio $one_wall_s $two_wall_s)x"
 fi
 
-write_ckpt() { rm -rf "$work/ckpt"; sync; "$work/prog1/init" --rank 0 --out "$work/ckpt" --quiet --threads $threads; }
+write_ckpt() { rm -rf "$work/ckpt"; sync; "$work/prog1/init" --layout ranks --rank 0 --out "$work/ckpt" --quiet --threads $threads; }
 write_dd() {
   rm -f "$work/dd.bin"; sync
   dd if=/dev/zero of="$work/dd.bin" bs=4M count="$bytes" iflag=count_bytes conv=fsync status=none

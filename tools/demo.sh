@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job, end to end: import a ~100M-parameter llama config, compile it for a 2x2 mesh
-# (fsdp+tp), run it on 4 MPI ranks, verify the checkpoint and assemble it into one safetensors file.
+# (fsdp+tp), run it on 4 MPI ranks as a Hugging Face checkpoint (the default hf layout) and verify
+# it, then in initc's own ranks layout, regenerate one rank alone and assemble one safetensors file.
 #   tools/demo.sh [config.json] [mesh] [shard]     (defaults: examples/llama-100m.json dp=2,tp=2 fsdp+tp)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,16 +25,21 @@ step "inspect on mesh $MESH, sharding $SHARD"
 "$INITC" inspect "$OUT/model.mlir" --mesh "$MESH" --shard "$SHARD" | tail -12
 step "compile"
 "$INITC" compile "$OUT/model.mlir" --mesh "$MESH" --shard "$SHARD" -o "$OUT/prog"
-step "run on $RANKS MPI ranks"
-mpirun --oversubscribe --bind-to none -np "$RANKS" "$OUT/prog/init" --out "$OUT/ckpt"
+step "run on $RANKS MPI ranks: a Hugging Face checkpoint (--layout hf, the default)"
+mpirun --oversubscribe --bind-to none -np "$RANKS" "$OUT/prog/init" --out "$OUT/hf" --quiet
+ls "$OUT/hf"
+"$INITC" verify "$OUT/hf"
+step "run on $RANKS MPI ranks: initc's own layout (--layout ranks)"
+mpirun --oversubscribe --bind-to none -np "$RANKS" "$OUT/prog/init" --layout ranks --out "$OUT/ckpt"
 step "verify"
 "$INITC" verify "$OUT/ckpt"
 step "regenerate rank $((RANKS - 1)) alone and compare"
-"$OUT/prog/init" --rank $((RANKS - 1)) --out "$OUT/rank-alone" --quiet
+"$OUT/prog/init" --layout ranks --rank $((RANKS - 1)) --out "$OUT/rank-alone" --quiet
 file=$(printf "rank-%05d-of-%05d.safetensors" $((RANKS - 1)) "$RANKS")
 cmp "$OUT/ckpt/$file" "$OUT/rank-alone/$file" && echo "$file: identical"
 step "assemble"
 "$INITC" assemble "$OUT/ckpt" -o "$OUT/model.safetensors"
 echo
-echo "Done: $OUT/ckpt holds one safetensors file per rank plus index.json;"
+echo "Done: $OUT/hf is the model as transformers' from_pretrained loads it;"
+echo "$OUT/ckpt holds one safetensors file per rank plus index.json;"
 echo "$OUT/model.safetensors holds the whole model ($(du -h "$OUT/model.safetensors" | cut -f1))."

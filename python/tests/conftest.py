@@ -31,7 +31,7 @@ def compile_program(directory, dtype, mesh="tp=2", shard="tp"):
     for axis in mesh.split(","):
         ranks *= int(axis.split("=")[1])
     for rank in range(ranks):
-        run(prog / "init", "--rank", rank, "--threads", 1, "--out", ckpt)
+        run(prog / "init", "--rank", rank, "--threads", 1, "--layout", "ranks", "--out", ckpt)
     return prog, ckpt
 
 

@@ -1,6 +1,6 @@
 //===- initc_checkpoint.cpp - assemble and verify without the compiler ----===//
 //
-// initc-checkpoint assemble CKPT -o FILE | verify CKPT [--threads N]: the runtime's own tool, so
+// initc-checkpoint assemble CKPT -o FILE|DIR [--max-shard-size SIZE] | verify CKPT [--threads N]: the runtime's own tool, so
 // that a cluster that builds only the runtime can check the checkpoints it writes. `initc
 // assemble|verify` run it with argv[0] = "initc": its messages start with the basename of
 // argv[0], so they read as initc's.
@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "checkpoint/assemble.h"
 #include "checkpoint/verify.h"
+#include "initrt/base/assemble_usage.h"
 #include "initrt/base/atomic_file.h"
 #include "initrt/base/direct_io.h"
 #include "initrt/base/report.h"
@@ -59,14 +60,25 @@ private:
   uint64_t bytes = 0;
 };
 
-int runAssemble(const std::string &ckptDir, const std::string &out) {
+int runAssemble(const std::string &ckptDir, const std::string &out, const std::string &maxShard) {
   std::string error;
   if (!initrt::checkDirectIoSetting(error))
     return fail(error);
-  // A killed assemble leaves a temporary as large as the model: the next one removes it.
-  initrt::removeAbandonedTemporariesOf(out);
+  initrt::AssembleOptions options;
+  const bool directory = initrt::assembleOutputIsDirectory(out);
+  if (!maxShard.empty() && !directory)
+    return fail("--max-shard-size splits a directory output; -o " + out +
+                " is one file: name a directory (not ending in .safetensors) for the hf layout");
+  if (!maxShard.empty() && !initrt::parseShardSize(maxShard, options.maxShardBytes))
+    return fail("--max-shard-size " + maxShard +
+                " is not a size: give bytes, or a number with KB, MB, GB, KiB, MiB or GiB "
+                "(\"5GB\", save_pretrained's default)");
+  // A killed assemble leaves a temporary as large as the model: the next one removes it (in a
+  // directory output, the directory's are removed as it is written).
+  if (!directory)
+    initrt::removeAbandonedTemporariesOf(out);
   ReadProgress progress;
-  bool ok = initrt::assembleCheckpoint(ckptDir, out, error, progress.callback());
+  bool ok = initrt::assembleCheckpoint(ckptDir, out, error, progress.callback(), options);
   progress.finish();
   if (!ok)
     return fail(error);
@@ -89,14 +101,22 @@ int runVerify(const std::string &ckptDir, int threads) {
               << (problems.size() == 1 ? "" : "s") << " found\n";
     return 1;
   }
-  std::cout << ckptDir << ": every shard matches its checksum and the index (" << progress.took()
-            << ")\n";
+  if (initrt::holdsDcpFiles(ckptDir))
+    std::cout << ckptDir << ": every file matches its checksums, and together they hold every "
+              << "element once (" << progress.took() << ")\n";
+  else if (initrt::holdsHfRecord(ckptDir))
+    std::cout << ckptDir << ": every file matches its record and every slice its checksum ("
+              << progress.took() << ")\n";
+  else
+    std::cout << ckptDir << ": every shard matches its checksum and the index ("
+              << progress.took() << ")\n";
   return 0;
 }
 
 int runTool(int argc, char **argv) {
   CLI::App app{programName + ": joins and checks the checkpoints prog/init writes.\n\n"
                "  " + programName + " assemble ckpt/ -o model.safetensors\n"
+               "  " + programName + " assemble ckpt/ -o hf-model/ [--max-shard-size 5GB]\n"
                "  " + programName + " verify ckpt/\n"};
   app.require_subcommand(1);
 
@@ -113,12 +133,15 @@ int runTool(int argc, char **argv) {
       },
       "");
 
-  std::string ckptDir, assembleOut;
-  auto *assemble =
-      app.add_subcommand("assemble", "Join a checkpoint's shards into one model.safetensors");
+  std::string ckptDir, assembleOut, maxShardSize;
+  auto *assemble = app.add_subcommand("assemble", initrt::kAssembleSummary);
+  assemble->footer(initrt::kAssembleFooter);
   assemble->add_option("checkpoint", ckptDir, "checkpoint directory written by prog/init")
       ->required();
-  assemble->add_option("-o,--output", assembleOut, "the safetensors file to write")
+  assemble
+      ->add_option("--max-shard-size", maxShardSize, initrt::kMaxShardSizeHelp)
+      ->check(nonEmpty);
+  assemble->add_option("-o,--output", assembleOut, initrt::kAssembleOutputHelp)
       ->required()
       ->check(nonEmpty)
       ->check(CLI::Validator(
@@ -151,7 +174,7 @@ int runTool(int argc, char **argv) {
 
   initrt::ignoreFileSizeSignal(); // past `ulimit -f`, an error message rather than a kill
   if (*assemble)
-    return runAssemble(ckptDir, assembleOut);
+    return runAssemble(ckptDir, assembleOut, maxShardSize);
   if (*verify)
     return runVerify(ckptDir, verifyThreads);
   return 2;

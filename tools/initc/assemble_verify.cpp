@@ -43,8 +43,13 @@ int runCheckpointTool(std::vector<std::string> args) {
 
 } // namespace
 
-int runAssemble(const std::string &ckptDir, const std::string &out) {
-  return runCheckpointTool({"assemble", "-o", out, "--", ckptDir});
+int runAssemble(const std::string &ckptDir, const std::string &out,
+                const std::string &maxShardSize) {
+  std::vector<std::string> args = {"assemble", "-o", out};
+  if (!maxShardSize.empty())
+    args.insert(args.end(), {"--max-shard-size", maxShardSize});
+  args.insert(args.end(), {"--", ckptDir});
+  return runCheckpointTool(args);
 }
 
 int runVerify(const std::string &ckptDir, int threads) {

@@ -9,6 +9,7 @@
 
 #include "initc/Import/HFConfig.h"
 #include "initc/Pipeline/Pipeline.h"
+#include "initrt/base/assemble_usage.h"
 #include "initrt/base/temporaries.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -31,7 +32,7 @@ static int runInitc(int argc, char **argv) {
                "  initc inspect model.mlir --mesh dp=2,tp=2 --shard fsdp+tp\n"
                "  initc compile model.mlir --mesh dp=2,tp=2 --shard fsdp+tp -o prog/\n"
                "  mpirun -np 4 prog/init --out ckpt/\n"
-               "  initc assemble ckpt/ -o model.safetensors\n"
+               "  initc assemble ckpt/ -o model.safetensors   (or -o hf-model/)\n"
                "  initc verify ckpt/\n"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "initc 0.1 (LLVM/MLIR 19)");
@@ -143,12 +144,14 @@ static int runInitc(int argc, char **argv) {
   compile->add_flag("--timing", compileArgs.timing,
                     "print the time of each stage's passes and of native code generation");
 
-  std::string ckptDir, assembleOut;
-  auto *assemble =
-      app.add_subcommand("assemble", "Join a checkpoint's shards into one model.safetensors");
+  std::string ckptDir, assembleOut, maxShardSize;
+  auto *assemble = app.add_subcommand("assemble", initrt::kAssembleSummary);
+  assemble->footer(initrt::kAssembleFooter);
   assemble->add_option("checkpoint", ckptDir, "checkpoint directory written by prog/init")
       ->required();
-  assemble->add_option("-o,--output", assembleOut, "the safetensors file to write")
+  assemble->add_option("--max-shard-size", maxShardSize, initrt::kMaxShardSizeHelp)
+      ->check(nonEmpty);
+  assemble->add_option("-o,--output", assembleOut, initrt::kAssembleOutputHelp)
       ->required()
       ->check(nonEmpty)
       ->check(CLI::Validator(
@@ -208,7 +211,7 @@ static int runInitc(int argc, char **argv) {
     return runCompile(compileArgs);
   }
   if (*assemble)
-    return runAssemble(ckptDir, assembleOut);
+    return runAssemble(ckptDir, assembleOut, maxShardSize);
   if (*verifyCmd)
     return runVerify(ckptDir, verifyThreads);
   return 2;

@@ -31,7 +31,8 @@ struct CompileArgs {
 };
 int runCompile(const CompileArgs &args);
 
-int runAssemble(const std::string &ckptDir, const std::string &out);
+int runAssemble(const std::string &ckptDir, const std::string &out,
+                const std::string &maxShardSize);
 int runVerify(const std::string &ckptDir, int threads);
 
 } // namespace initc::driver

@@ -9,6 +9,7 @@
 
 #include "initc/Dialect/Init/IR/InitOps.h"
 #include "initc/Support/Nesting.h"
+#include "initrt/base/program_io.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -658,6 +659,16 @@ OwningOpRef<ModuleOp> initc::import::importHFConfigText(MLIRContext &ctx, String
     return nullptr;
   }
 
+  // What program.json must carry of the config is checked here, where the user can fix it:
+  // llvm::json keeps one of two equal keys silently and nests deeper than program.json may.
+  {
+    std::string canonical, why;
+    if (!initrt::canonicalHfConfig(text.str(), canonical, why)) {
+      error = (name + ": the config " + why).str();
+      return nullptr;
+    }
+  }
+
   const json::Value *modelTypeValue = root->get("model_type");
   if (!modelTypeValue || modelTypeValue->kind() == json::Value::Null) {
     error = (name + ": missing field 'model_type'; set it to one of " + supportedList()).str();
@@ -688,6 +699,8 @@ OwningOpRef<ModuleOp> initc::import::importHFConfigText(MLIRContext &ctx, String
   Location fileLoc = FileLineColLoc::get(&ctx, name, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   (*module)->setAttr(kModelAttrName, StringAttr::get(&ctx, *modelType));
+  // The text as given, not a re-serialization: the checkpoint's config.json is then the user's.
+  (*module)->setAttr(init::InitDialect::kHfConfigAttr, StringAttr::get(&ctx, text));
   OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
   builder.create<init::SeedOp>(fileLoc, options.seed);
 

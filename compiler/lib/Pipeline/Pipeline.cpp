@@ -219,6 +219,14 @@ LogicalResult initc::buildProgram(ModuleOp module, llvm::StringRef modelName,
   program = initrt::Program();
   program.modelName = modelName.str();
   program.seed = getModelSeed(module);
+  // The config `initc import hf` read, in the form program.json gives back to the runtime.
+  if (auto config = module->getAttrOfType<StringAttr>(init::InitDialect::kHfConfigAttr)) {
+    std::string why;
+    if (!initrt::canonicalHfConfig(config.getValue().str(), program.hfConfig, why)) {
+      error = "the model's " + init::InitDialect::kHfConfigAttr.str() + " " + why;
+      return failure();
+    }
+  }
   auto meshes = llvm::to_vector(module.getOps<mesh::MeshOp>());
   // "file:line: " of a mesh, for messages that are not diagnostics.
   auto where = [](mesh::MeshOp mesh) {

@@ -89,6 +89,26 @@ namespace {
 // Seeds above 2^53 do not survive a round trip through a double, so they travel as strings.
 constexpr uint64_t kMaxExactJsonInteger = uint64_t(1) << 53;
 
+// program.json nests the config one level below its top: the config may use one level fewer than
+// every document the runtime reads.
+constexpr int kMaxHfConfigNesting = kMaxJsonNesting - 1;
+
+// Containers open at the deepest point of `value`; parsed documents are at most kMaxJsonNesting
+// deep, so the recursion is bounded.
+template <class JsonT> int nestingOf(const JsonT &value) {
+  int deepest = 0;
+  if (value.is_structured())
+    for (const auto &child : value)
+      deepest = std::max(deepest, nestingOf(child));
+  return value.is_structured() ? deepest + 1 : deepest;
+}
+
+// A config object as program.json's reader returns it: keys sorted (nlohmann::json's map), two
+// spaces of indent, a final newline -- the layout transformers' save_pretrained gives a config.
+std::string hfConfigText(const json &config) {
+  return config.dump(2, ' ', /*ensure_ascii=*/false) + "\n";
+}
+
 bool isHex16(const std::string &text) {
   if (text.size() != 16)
     return false;
@@ -115,7 +135,7 @@ public:
       return fail("", "the top level must be a JSON object");
     if (!checkKeys(root, "",
                    {"format", "version", "model", "seed", "mesh", "kernels", "program_id",
-                    "params", "checksum"}))
+                    "hf_config", "params", "checksum"}))
       return false;
     std::string format;
     if (!getString(root, "format", "", format))
@@ -135,6 +155,12 @@ public:
       return false;
     if (!readMesh(root, out.mesh) || !readKernels(root, out))
       return false;
+    // Absent for a program whose IR did not come from `initc import hf`.
+    if (auto config = root.find("hf_config"); config != root.end()) {
+      if (!config->is_object())
+        return fail("hf_config", "must be a JSON object (the model's config.json)");
+      out.hfConfig = hfConfigText(*config);
+    }
     const json *params;
     if (!getMember(root, "params", "", params))
       return false;
@@ -513,6 +539,11 @@ bool validateProgram(const Program &program, std::string &error) {
     return fail("kernels.checksum", "must be 16 lowercase hex digits (XXH3-64)");
   if (program.programId.empty())
     return fail("program_id", "must not be empty");
+  if (!program.hfConfig.empty()) {
+    std::string canonical, why;
+    if (!canonicalHfConfig(program.hfConfig, canonical, why))
+      return fail("hf_config", why);
+  }
 
   std::set<std::string> tensorNames;
   for (size_t p = 0; p < program.params.size(); ++p) {
@@ -679,6 +710,39 @@ bool readProgram(const std::string &progDir, Program &out, std::string &error) {
   return true;
 }
 
+bool canonicalHfConfig(const std::string &text, std::string &out, std::string &why) {
+  const std::string tooDeep = "nests deeper than " + std::to_string(kMaxHfConfigNesting) +
+                              " levels, more than program.json can hold: a config.json nests 2 "
+                              "or 3";
+  CheckedJsonParse<json> parse(text.begin(), text.end());
+  if (parse.tooDeep) {
+    why = tooDeep;
+    return false;
+  }
+  if (!parse.syntaxError.empty()) {
+    why = "is not valid JSON (" + parse.syntaxError + "): pass the model's config.json";
+    return false;
+  }
+  // Python's json keeps the last of two equal keys, other readers the first: the model would
+  // depend on who reads the config.
+  if (!parse.duplicate.empty()) {
+    why = "has the key \"" + parse.duplicate +
+          "\" twice in one object, which JSON readers resolve differently: keep one";
+    return false;
+  }
+  const json &config = parse.value;
+  if (!config.is_object()) {
+    why = "must be a JSON object ({...}), as a config.json is";
+    return false;
+  }
+  if (nestingOf(config) > kMaxHfConfigNesting) {
+    why = tooDeep;
+    return false;
+  }
+  out = hfConfigText(config);
+  return true;
+}
+
 std::string programChecksum(const Program &program) {
   std::string text = programToJson(program);
   return checksumHex(text.data(), text.size());
@@ -705,6 +769,15 @@ std::string programToJson(const Program &program) {
          {"suffix", variant.suffix},
          {"extensions", variant.extensions}});
   root["program_id"] = program.programId;
+  if (!program.hfConfig.empty()) {
+    // Parsed as the reader parses it (keys sorted), so a program read back prints the same; the
+    // checked parse, because printing a document nested without bound would overflow the stack.
+    CheckedJsonParse<json> config(program.hfConfig.begin(), program.hfConfig.end());
+    if (!config.problem().empty())
+      root["hf_config"] = program.hfConfig; // invalid: validateProgram refuses it before a write
+    else
+      root["hf_config"] = nlohmann::ordered_json::parse(config.value.dump());
+  }
   nlohmann::ordered_json params = nlohmann::ordered_json::array();
   for (const Param &param : program.params) {
     nlohmann::ordered_json entry = nlohmann::ordered_json::object();

@@ -1,26 +1,25 @@
 #include "checkpoint/assemble.h"
 
 #include "checkpoint/records.h"
+#include "checkpoint/slice_source.h"
+#include "initrt/base/atomic_file.h"
 #include "initrt/base/checksum.h"
 #include "initrt/base/files.h"
+#include "initrt/base/hf_plan.h"
 #include "initrt/base/json_text.h"
-#include "checkpoint/shard_file.h"
 #include "io/direct_writer.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <cstdio>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,68 +27,60 @@
 namespace initrt {
 
 using namespace records;
-//===----------------------------------------------------------------------===//
-// Assemble and verify
-//===----------------------------------------------------------------------===//
 
 namespace {
 
-/// Opened shard files with their parsed initc.tensors metadata, checked against the index:
-/// the file's program, rank and world size, and its records' digest.
-struct OpenShard {
-  SafetensorsReader reader;
-  std::map<std::string, ShardTensorRecord> records;
-};
-
-class ShardCache {
-public:
-  ShardCache(std::string shardDir, const Index &index) : dir(std::move(shardDir)), index(index) {}
-  // `otherId`: set as shardMetadataMatches sets it.
-  OpenShard *get(int64_t rank, std::string &error, std::string *otherId = nullptr) {
-    auto it = shards.find(rank);
-    if (it != shards.end())
-      return it->second.get();
-    if (shards.size() >= 256) // stay well below the open-file limit
-      shards.clear();
-    auto shard = std::make_unique<OpenShard>();
-    std::string why;
-    uint64_t digest = 0;
-    if (!shard->reader.open(joinPath(dir, index.files[size_t(rank)]), error) ||
-        !parseShardTensors(shard->reader, shard->records, error))
-      return nullptr;
-    if (!shardMetadataMatches(shard->reader, index.programId, rank, index.worldSize, why,
-                              otherId)) {
-      error = why;
-      return nullptr;
-    }
-    if (!recordsDigest(index, shard->records, digest) || digest != index.digests[size_t(rank)]) {
-      error = kNotThisJobsFile;
-      return nullptr;
-    }
-    return (shards[rank] = std::move(shard)).get();
+std::vector<std::string> directoryNames(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *handle = ::opendir(dir.c_str())) {
+    while (dirent *entry = ::readdir(handle))
+      if (std::strcmp(entry->d_name, ".") && std::strcmp(entry->d_name, ".."))
+        names.push_back(entry->d_name);
+    ::closedir(handle);
   }
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
-private:
-  std::string dir;
-  const Index &index;
-  std::map<int64_t, std::unique_ptr<OpenShard>> shards;
-};
+uint64_t tensorBytes(const Param &param) {
+  return elementCount(param.shape) * uint64_t(dtypeBytes(param.dtype));
+}
 
-/// Refuses an assemble output that is one of the checkpoint's own files (its index or a shard,
-/// by device and inode, hard links and symbolic links included), or a name the checkpoint
-/// directory reserves for them: writing it would destroy the checkpoint being read.
-bool outputOutsideCheckpoint(const std::string &dir, const Index &index,
-                             const std::string &outPath, std::string &error) {
-  std::vector<std::string> names = index.files;
-  names.push_back(kIndexFile);
+/// The canonical path of `path`, which need not exist: its longest existing prefix resolved,
+/// the rest appended.
+std::string canonicalPath(std::string path) {
+  while (path.size() > 1 && path.back() == '/')
+    path.pop_back();
+  std::string tail;
+  for (;;) { // "." and "/" always resolve
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved)) {
+      std::string head = resolved;
+      return tail.empty() ? head : (head == "/" ? "" : head) + tail;
+    }
+    size_t slash = path.find_last_of('/');
+    tail = (slash == std::string::npos ? "/" + path : path.substr(slash)) + tail;
+    path = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  }
+}
+
+/// Refuses a one-file output that is one of the checkpoint's own files (by device and inode,
+/// hard links and symbolic links included), or a name the checkpoint's directory reserves for
+/// them: writing it would destroy the checkpoint being read.
+bool fileOutsideCheckpoint(const std::string &dir, const std::string &layout,
+                           const std::string &outPath, std::string &error) {
   auto refuse = [&](const std::string &name) {
     error = "-o " + outPath + " is the checkpoint's own " + name + " (in " + dir +
             "): writing it would destroy the checkpoint being assembled; choose another -o";
     return false;
   };
+  std::vector<std::string> own;
+  for (const std::string &name : directoryNames(dir))
+    if (layoutReservesName(layout, name))
+      own.push_back(name);
   struct stat out, theirs;
   if (::stat(outPath.c_str(), &out) == 0)
-    for (const std::string &name : names)
+    for (const std::string &name : own)
       if (::stat(joinPath(dir, name).c_str(), &theirs) == 0 && out.st_dev == theirs.st_dev &&
           out.st_ino == theirs.st_ino)
         return refuse(name);
@@ -98,30 +89,13 @@ bool outputOutsideCheckpoint(const std::string &dir, const Index &index,
   size_t slash = target.rfind('/');
   std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
   std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
-  int64_t rank, world;
-  bool reserved = base == kIndexFile || parseShardFileName(base, rank, world);
   struct stat parentInfo, dirInfo;
-  if (reserved && ::stat(parent.c_str(), &parentInfo) == 0 && ::stat(dir.c_str(), &dirInfo) == 0 &&
-      parentInfo.st_dev == dirInfo.st_dev && parentInfo.st_ino == dirInfo.st_ino)
+  if (layoutReservesName(layout, base) && ::stat(parent.c_str(), &parentInfo) == 0 &&
+      ::stat(dir.c_str(), &dirInfo) == 0 && parentInfo.st_dev == dirInfo.st_dev &&
+      parentInfo.st_ino == dirInfo.st_ino)
     return refuse(base);
   return true;
 }
-
-/// One distinct slice of the tensor being assembled, as its owner's file holds it: read in its
-/// own row-major order, band after band, and checked against its checksum at the end.
-struct OwnedSlice {
-  int64_t rank = 0;
-  std::string where;                           // "NAME on rank R (FILE)"
-  std::vector<int64_t> offset, shape, strides; // strides in elements, of the slice's layout
-  uint64_t begin = 0, bytes = 0;               // its data in the file
-  std::string checksum;
-  StreamingChecksum sum;
-  uint64_t consumed = 0; // bytes read so far
-  // In the current band: where its part is in the band buffer, and the part's first element
-  // (slice-linear) and bounds along the band's dim.
-  uint64_t bandAt = 0, firstElement = 0;
-  int64_t lo = 0, hi = 0;
-};
 
 /// Writes runs of bytes to a file in order, gathering short ones into one write: a tensor split
 /// along its last dim comes as one run per row and slice, a few bytes each.
@@ -148,43 +122,63 @@ private:
   std::vector<char> gathered;
 };
 
-/// Writes one tensor of an assembled checkpoint to `out`, straight from its owners' slices: a
-/// band of its global rows (at most `bandBytes`) is read from the slices that cross it, then
-/// written in the global order by runs out of their parts. Memory stays at one band, whatever
-/// the model's size.
-bool assembleTensor(const std::string &dir, const Index &index, const IndexParam &item,
-                    uint64_t bandBytes, ShardCache &cache, RunWriter &out, std::vector<char> &band,
-                    std::string &error, const std::function<void(uint64_t)> &bandDone) {
-  const Param &param = item.param;
-  const uint64_t elementBytes = uint64_t(safetensorsDTypeBits(item.dtype)) / 8;
+/// One stored box of the tensor being assembled: read in its own row-major order, band after
+/// band, and checked against its checksum at the end.
+struct Reading {
+  const StoredBox *box = nullptr;
+  std::vector<int64_t> offset, shape, strides; // strides in elements, of the box's own order
+  uint64_t bytes = 0;
+  StreamingChecksum sum;
+  uint64_t consumed = 0; // bytes read so far
+  // In the current band: where its part is in the band buffer, and the part's first element
+  // (box-linear) and bounds along the band's dim.
+  uint64_t bandAt = 0, firstElement = 0;
+  int64_t lo = 0, hi = 0;
+};
+
+/// A box of the output's record (a writer rank's), hashed in its own row-major order as the
+/// tensor's bytes go out in the global order (a box's elements keep their order in it).
+struct Hashing {
+  std::vector<int64_t> offset, shape;
+  StreamingChecksum sum;
+};
+
+std::vector<int64_t> orOne(const std::vector<int64_t> &shape, int64_t value) {
+  return shape.empty() ? std::vector<int64_t>{value} : shape;
+}
+
+/// Writes one tensor to `out` in the global row-major order, straight from its stored boxes: a
+/// band of its global rows (at most `bandBytes`) is read from the boxes that cross it, then
+/// written by runs out of their parts. Memory stays at one band, whatever the model's size.
+/// `sums` gets the checksum of each of the tensor's writer boxes (SliceSource::boxes).
+bool assembleTensor(SliceSource &source, size_t index, uint64_t bandBytes, RunWriter &out,
+                    std::vector<char> &band, std::vector<std::string> &sums, std::string &error,
+                    const std::function<void(uint64_t)> &bandDone) {
+  const Param &param = source.tensors()[index].param;
+  std::vector<StoredBox> stored, writers;
+  if (!source.boxes(index, stored, writers, error))
+    return false;
+  const uint64_t elementBytes = uint64_t(dtypeBytes(param.dtype));
   // A scalar is a tensor of one element here.
-  const std::vector<int64_t> global = param.shape.empty() ? std::vector<int64_t>{1} : param.shape;
+  const std::vector<int64_t> global = orOne(param.shape, 1);
   const size_t rank = global.size();
-  std::vector<std::unique_ptr<OwnedSlice>> slices;
-  for (int64_t owner = 0; owner < index.worldSize; ++owner) {
-    if (!isSliceOwner(index.mesh, param, owner))
-      continue;
-    Slice slice = sliceForRank(index.mesh, param, owner);
-    auto part = std::make_unique<OwnedSlice>();
-    part->rank = owner;
-    part->where =
-        param.name + " on rank " + std::to_string(owner) + " (" + index.files[size_t(owner)] + ")";
-    OpenShard *shard = cache.get(owner, error);
-    const SafetensorsEntry *entry =
-        shard ? indexedEntry(shard->reader, shard->records, index, item, owner, error) : nullptr;
-    if (!entry) {
-      error = part->where + ": " + error + ": " + rerunHint(dir, owner);
-      return false;
-    }
-    part->offset = param.shape.empty() ? std::vector<int64_t>{0} : slice.offset;
-    part->shape = param.shape.empty() ? std::vector<int64_t>{1} : slice.shape;
+  std::vector<std::unique_ptr<Reading>> slices;
+  for (const StoredBox &box : stored) {
+    auto part = std::make_unique<Reading>();
+    part->box = &box;
+    part->offset = orOne(box.offset, 0);
+    part->shape = orOne(box.shape, 1);
     part->strides.assign(rank, 1);
     for (size_t d = rank - 1; d-- > 0;)
       part->strides[d] = part->strides[d + 1] * part->shape[d + 1];
-    part->begin = entry->begin;
-    part->bytes = entry->bytes();
-    part->checksum = shard->records.at(param.name).checksum;
+    part->bytes = elementCount(part->shape) * elementBytes;
     slices.push_back(std::move(part));
+  }
+  std::vector<std::unique_ptr<Hashing>> hashing;
+  for (const StoredBox &box : writers) {
+    hashing.push_back(std::make_unique<Hashing>());
+    hashing.back()->offset = orOne(box.offset, 0);
+    hashing.back()->shape = orOne(box.shape, 1);
   }
 
   // Bands: the outermost dim `k` whose rows (one index of it, every index of the dims after it)
@@ -195,17 +189,31 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
   size_t k = 0;
   while (k + 1 < rank && rowBytes[k] > bandBytes)
     ++k;
-  // A tensor with a dim of 0 has no bands (and rows of 0 bytes); its slices are checked below.
+  // A tensor with a dim of 0 has no bands (and rows of 0 bytes); its boxes are checked below.
   const bool empty = elementCount(global) == 0;
   const int64_t perBand = empty ? 1 : int64_t(std::max<uint64_t>(1, bandBytes / rowBytes[k]));
   if (!empty)
     band.resize(size_t(std::min(uint64_t(perBand), uint64_t(global[k])) * rowBytes[k]));
 
   std::vector<int64_t> prefix(k, 0), row(rank, 0);
-  std::vector<OwnedSlice *> parts;
+  std::vector<Reading *> parts;
+  std::vector<Hashing *> hashed; // the record's boxes crossing the band
   const char *pending = nullptr; // a run written when the next one does not continue it
   uint64_t pendingBytes = 0, bandWritten = 0;
-  auto append = [&](const char *data, uint64_t bytes) {
+  // A run of the row at `coords` (every dim but the last), from column `column` on.
+  auto append = [&](const char *data, uint64_t bytes, const std::vector<int64_t> &coords,
+                    int64_t column) {
+    const int64_t columns = int64_t(bytes / elementBytes);
+    for (Hashing *box : hashed) {
+      bool covers = true;
+      for (size_t d = 0; d + 1 < rank && covers; ++d)
+        covers = box->offset[d] <= coords[d] && coords[d] < box->offset[d] + box->shape[d];
+      const int64_t lo = std::max(column, box->offset[rank - 1]);
+      const int64_t hi = std::min(column + columns, box->offset[rank - 1] + box->shape[rank - 1]);
+      if (covers && lo < hi)
+        box->sum.update(data + uint64_t(lo - column) * elementBytes,
+                        size_t(uint64_t(hi - lo) * elementBytes));
+    }
     bandWritten += bytes;
     if (pending && pending + pendingBytes == data) {
       pendingBytes += bytes;
@@ -219,7 +227,7 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
   while (!empty) {
     for (int64_t a = 0; a < global[k]; a += perBand) {
       const int64_t b = std::min(global[k], a + perBand);
-      // The slices crossing this band, and their parts of it, read in their own order.
+      // The boxes crossing this band, and their parts of it, read in their own order.
       parts.clear();
       uint64_t at = 0;
       for (auto &slice : slices) {
@@ -237,13 +245,12 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
             uint64_t(slice->hi - slice->lo) * uint64_t(slice->strides[k]) * elementBytes;
         if (first * elementBytes != slice->consumed || slice->consumed + bytes > slice->bytes ||
             at + bytes > band.size()) {
-          error = slice->where + ": read out of order (internal error; run again)";
+          error = slice->box->where + ": read out of order (internal error; run again)";
           return false;
         }
-        OpenShard *shard = cache.get(slice->rank, error);
-        if (!shard ||
-            !shard->reader.read(slice->begin + slice->consumed, band.data() + at, bytes, error)) {
-          error = slice->where + ": " + error;
+        if (!source.readBox(*slice->box, elementBytes, slice->consumed, band.data() + at, bytes,
+                            error)) {
+          error = slice->box->where + ": " + error;
           return false;
         }
         slice->sum.update(band.data() + at, size_t(bytes));
@@ -253,14 +260,23 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
         at += bytes;
         parts.push_back(slice.get());
       }
+      hashed.clear();
+      for (auto &box : hashing) {
+        bool crosses = box->offset[k] < b && a < box->offset[k] + box->shape[k];
+        for (size_t d = 0; d < k && crosses; ++d)
+          crosses = box->offset[d] <= prefix[d] && prefix[d] < box->offset[d] + box->shape[d];
+        if (crosses)
+          hashed.push_back(box.get());
+      }
       // The band in the global order: its rows (every index but the last dim's), each made of
-      // the runs of the slices that cross it, left to right.
-      std::sort(parts.begin(), parts.end(), [&](const OwnedSlice *x, const OwnedSlice *y) {
+      // the runs of the boxes that cross it, left to right.
+      std::sort(parts.begin(), parts.end(), [&](const Reading *x, const Reading *y) {
         return x->offset[rank - 1] < y->offset[rank - 1];
       });
       if (k + 1 == rank) { // the band lies within one row
-        for (OwnedSlice *part : parts)
-          if (!append(band.data() + part->bandAt, uint64_t(part->hi - part->lo) * elementBytes))
+        for (Reading *part : parts)
+          if (!append(band.data() + part->bandAt, uint64_t(part->hi - part->lo) * elementBytes,
+                      prefix, part->lo))
             return false;
       } else {
         for (size_t d = 0; d < k; ++d)
@@ -268,7 +284,7 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
         for (size_t d = k; d + 1 < rank; ++d)
           row[d] = d == k ? a : 0;
         for (;;) {
-          for (OwnedSlice *part : parts) {
+          for (Reading *part : parts) {
             bool covers = true;
             uint64_t element = 0;
             for (size_t d = k; d + 1 < rank && covers; ++d) {
@@ -279,7 +295,8 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
               element += uint64_t(row[d] - part->offset[d]) * uint64_t(part->strides[d]);
             if (covers &&
                 !append(band.data() + part->bandAt + (element - part->firstElement) * elementBytes,
-                        uint64_t(part->shape[rank - 1]) * elementBytes))
+                        uint64_t(part->shape[rank - 1]) * elementBytes, row,
+                        part->offset[rank - 1]))
               return false;
           }
           bool more = false; // the next row: an odometer over dims k .. rank-2
@@ -293,10 +310,11 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
       if (pending && !out.write(pending, pendingBytes, error))
         return false;
       pending = nullptr;
-      // The slices tile the tensor: a band is exactly its bytes, or the file would shift.
+      // The boxes tile the tensor: a band is exactly its bytes, or the file would shift.
       if (at != uint64_t(b - a) * rowBytes[k] || bandWritten != at) {
-        error = param.name + ": the slices do not tile rows " + std::to_string(a) + " to " +
-                std::to_string(b) + " of dim " + std::to_string(k) + " (internal error; run again)";
+        error = param.name + ": the stored boxes do not tile rows " + std::to_string(a) + " to " +
+                std::to_string(b) + " of dim " + std::to_string(k) +
+                " (internal error; run again)";
         return false;
       }
       bandWritten = 0;
@@ -312,110 +330,93 @@ bool assembleTensor(const std::string &dir, const Index &index, const IndexParam
 
   for (auto &slice : slices) {
     if (slice->consumed != slice->bytes) {
-      error = slice->where + ": " + std::to_string(slice->bytes - slice->consumed) +
+      error = slice->box->where + ": " + std::to_string(slice->bytes - slice->consumed) +
               " bytes never read (internal error; run again)";
       return false;
     }
-    if (slice->sum.hex() != slice->checksum) {
-      error =
-          slice->where + ": checksum mismatch, the file is corrupt: " + rerunHint(dir, slice->rank);
+    if (slice->sum.hex() != slice->box->checksum) {
+      error = slice->box->where + ": checksum mismatch, the file is corrupt: " + slice->box->hint;
       return false;
+    }
+  }
+  sums.clear();
+  for (auto &box : hashing)
+    sums.push_back(box->sum.hex());
+  return true;
+}
+
+/// Reads every stored box whole and checks it against its checksum, before anything is given
+/// to an output that cannot take it back (a pipe, a device).
+bool checkEveryBox(SliceSource &source, std::string &error,
+                   const std::function<void(uint64_t)> &read) {
+  std::vector<char> chunk;
+  std::vector<StoredBox> stored, writers;
+  for (size_t index = 0; index < source.tensors().size(); ++index) {
+    const uint64_t elementBytes = uint64_t(dtypeBytes(source.tensors()[index].param.dtype));
+    if (!source.boxes(index, stored, writers, error))
+      return false;
+    for (const StoredBox &box : stored) {
+      const uint64_t bytes = elementCount(orOne(box.shape, 1)) * elementBytes;
+      StreamingChecksum sum;
+      for (uint64_t from = 0; from < bytes;) {
+        uint64_t take = std::min(bytes - from, kReadChunk / elementBytes * elementBytes);
+        chunk.resize(size_t(take));
+        if (!source.readBox(box, elementBytes, from, chunk.data(), take, error)) {
+          error = box.where + ": " + error;
+          return false;
+        }
+        sum.update(chunk.data(), size_t(take));
+        from += take;
+        read(take);
+      }
+      if (sum.hex() != box.checksum) {
+        error = box.where + ": checksum mismatch, the file is corrupt: " + box.hint;
+        return false;
+      }
     }
   }
   return true;
 }
 
-} // namespace
-
-bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std::string &error,
-                        const ProgressFn &progress, const AssembleOptions &options) {
-  Index index;
-  if (!readIndex(dir, index, error))
-    return false;
-  if (!outputOutsideCheckpoint(dir, index, outPath, error))
-    return false;
+bool oneFile(SliceSource &source, const std::string &outPath, std::string &error,
+             const ProgressFn &progress, const AssembleOptions &options) {
+  const std::vector<SourceTensor> &tensors = source.tensors();
   uint64_t total = 0; // the model's bytes
-  for (const IndexParam &item : index.params)
-    total += elementCount(item.param.shape) * uint64_t(safetensorsDTypeBits(item.dtype)) / 8;
-  ShardCache cache(dir, index);
-  std::vector<SafetensorsTensor> tensors;
+  std::vector<SafetensorsTensor> layout;
   nlohmann::ordered_json aliases = nlohmann::ordered_json::object();
-
-  // Every file of the checkpoint, not only those slices are read from: a rank that owns no
-  // slice (replicas) missing or damaged is a broken checkpoint too. Headers only; the data
-  // read below is checked against its checksums on the way.
-  for (int64_t rank = 0; rank < index.worldSize; ++rank) {
-    std::string where = "rank " + std::to_string(rank) + " (" + index.files[size_t(rank)] + ")";
-    std::string otherId;
-    OpenShard *shard = cache.get(rank, error, &otherId);
-    if (!shard) {
-      error = where + ": " + error + ": " + rerunHint(dir, rank, !otherId.empty());
-      return false;
-    }
-    for (const IndexParam &item : index.params)
-      if (!indexedEntry(shard->reader, shard->records, index, item, rank, error)) {
-        error = item.param.name + " on " + where + ": " + error + ": " + rerunHint(dir, rank);
-        return false;
-      }
-    if (shard->reader.tensors().size() != index.params.size()) {
-      error = where + ": holds tensors index.json does not list: " + rerunHint(dir, rank);
-      return false;
-    }
-  }
-
-  // The output's layout first: its header, and the order in which the tensors follow it.
-  static const char noData = 0; // the bytes come from the shards below
-  for (const IndexParam &item : index.params) {
-    SafetensorsTensor tensor;
-    tensor.name = item.param.name;
-    tensor.dtype = item.dtype;
-    tensor.shape = item.param.shape;
-    tensor.data = &noData;
-    tensor.bytes = elementCount(item.param.shape) * uint64_t(safetensorsDTypeBits(item.dtype)) / 8;
-    tensors.push_back(std::move(tensor));
-    for (const std::string &alias : item.param.aliases)
-      aliases[alias] = item.param.name;
+  static const char noData = 0; // the bytes come from the checkpoint below
+  for (const SourceTensor &tensor : tensors) {
+    SafetensorsTensor entry;
+    entry.name = tensor.param.name;
+    entry.dtype = dtypeName(tensor.param.dtype);
+    entry.shape = tensor.param.shape;
+    entry.data = &noData;
+    entry.bytes = tensorBytes(tensor.param);
+    total += entry.bytes;
+    layout.push_back(std::move(entry));
+    for (const std::string &alias : tensor.param.aliases)
+      aliases[alias] = tensor.param.name;
   }
   SafetensorsMetadata metadata = {{"format", "pt"}};
   if (!aliases.empty())
-    metadata.emplace_back("initc.aliases", aliases.dump(-1, ' ', false,
-                                                        Json::error_handler_t::replace));
-  // A pipe or a device cannot take back what it was given: before writing to one, every slice is
+    metadata.emplace_back("initc.aliases",
+                          aliases.dump(-1, ' ', false, Json::error_handler_t::replace));
+  // A pipe or a device cannot take back what it was given: before writing to one, every box is
   // checked against its checksum (a regular file is a temporary until the end).
   struct stat info;
   const bool checkFirst = ::stat(outPath.c_str(), &info) == 0 && !S_ISREG(info.st_mode);
   const uint64_t work = checkFirst ? 2 * total : total;
   uint64_t done = 0;
-  for (const IndexParam &item : index.params) {
-    for (int64_t owner = 0; checkFirst && owner < index.worldSize; ++owner) {
-      if (!isSliceOwner(index.mesh, item.param, owner))
-        continue;
-      std::string where = item.param.name + " on rank " + std::to_string(owner) + " (" +
-                          index.files[size_t(owner)] + ")";
-      OpenShard *shard = cache.get(owner, error);
-      const SafetensorsEntry *entry =
-          shard ? indexedEntry(shard->reader, shard->records, index, item, owner, error) : nullptr;
-      if (!entry) {
-        error = where + ": " + error + ": " + rerunHint(dir, owner);
-        return false;
-      }
-      std::string hex;
-      if (!shard->reader.checksum(*entry, hex, error)) {
-        error = where + ": " + error;
-        return false;
-      }
-      if (hex != shard->records.at(item.param.name).checksum) {
-        error = where + ": checksum mismatch, the file is corrupt: " + rerunHint(dir, owner);
-        return false;
-      }
-      if (progress)
-        progress(done += entry->bytes(), work);
-    }
-  }
+  auto advance = [&](uint64_t bytes) {
+    if (progress)
+      progress(done += bytes, work);
+  };
+  if (checkFirst && !checkEveryBox(source, error, advance))
+    return false;
   std::string header;
   std::vector<size_t> order;
   AtomicFile file;
-  if (!buildSafetensorsHeader(tensors, metadata, header, order, error)) {
+  if (!buildSafetensorsHeader(layout, metadata, header, order, error)) {
     error = "cannot write " + outPath + ": " + error;
     return false;
   }
@@ -423,15 +424,244 @@ bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std:
       !file.write(header.data(), header.size(), error))
     return false;
   std::vector<char> band;
+  std::vector<std::string> sums;
   RunWriter out(file);
   for (size_t position : order)
-    if (!assembleTensor(dir, index, index.params[position], options.bandBytes, cache, out, band,
-                        error, [&](uint64_t bytes) {
-                          if (progress)
-                            progress(done += bytes, work);
-                        }))
+    if (!assembleTensor(source, position, options.bandBytes, out, band, sums, error, advance))
       return false;
   return out.flush(error) && file.commit(error);
+}
+
+// The files an hf output directory may hold: those assemble writes, and their temporaries.
+bool hfOutputName(const std::string &name) {
+  return parseHfFileName(name) || name == kHfIndexFile || name == kHfConfigFile ||
+         name == kHfRecordFile;
+}
+bool hfOutputTemporary(const std::string &name) {
+  size_t tmp = name.rfind(".tmp-");
+  return name.size() > 1 && name[0] == '.' && tmp != std::string::npos &&
+         hfOutputName(name.substr(1, tmp - 1));
+}
+
+bool syncDirectory(const std::string &dir, std::string &error) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  bool ok = fd >= 0 && ::fsync(fd) == 0;
+  if (!ok)
+    error = "cannot sync " + dir + ": " + std::strerror(errno);
+  if (fd >= 0)
+    ::close(fd);
+  return ok;
+}
+
+/// initc-checkpoint.json of the output: what the hf layout's writer records (ir-spec/
+/// checkpoint.md, "The hf layout"), so that `initc verify` reads the output as it reads
+/// prog/init's.
+bool hfRecord(SliceSource &source, const HfPlan &plan, uint64_t maxShardBytes,
+              const std::vector<std::vector<std::string>> &sums, std::string &text,
+              std::string &error) {
+  const Program &program = source.program();
+  OrderedJson record = OrderedJson::object();
+  record["format"] = kHfRecordFormat;
+  record["version"] = kHfRecordVersion;
+  record["program_id"] = program.programId;
+  record["model"] = program.modelName;
+  record["mesh"] = {{"axes", program.mesh.axisNames}, {"shape", program.mesh.shape}};
+  record["max_shard_size"] = maxShardBytes;
+  OrderedJson files = OrderedJson::array();
+  for (const HfFile &file : plan.files)
+    files.push_back({{"name", file.name}, {"size", file.size}});
+  record["files"] = files;
+  OrderedJson tensors = OrderedJson::object();
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    const Param &param = program.params[i];
+    const HfPlace &place = plan.places[i];
+    if (place.file < 0)
+      continue;
+    std::vector<StoredBox> stored, writers;
+    if (!source.boxes(i, stored, writers, error))
+      return false;
+    if (writers.size() != sums[i].size()) {
+      error = param.name + ": " + std::to_string(sums[i].size()) + " checksums for " +
+              std::to_string(writers.size()) + " boxes (internal error; run again)";
+      return false;
+    }
+    std::vector<const StoredBox *> boxes;
+    for (const StoredBox &box : writers)
+      boxes.push_back(&box);
+    std::vector<size_t> order(boxes.size());
+    for (size_t b = 0; b < order.size(); ++b)
+      order[b] = b;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return boxes[x]->rank < boxes[y]->rank; });
+    OrderedJson slices = OrderedJson::array();
+    for (size_t b : order)
+      slices.push_back({{"offset", boxes[b]->offset},
+                        {"shape", boxes[b]->shape},
+                        {"checksum", sums[i][b]},
+                        {"rank", boxes[b]->rank}});
+    OrderedJson entry = OrderedJson::object();
+    entry["index"] = i;
+    entry["file"] = plan.files[size_t(place.file)].name;
+    entry["dtype"] = dtypeName(param.dtype);
+    entry["shape"] = param.shape;
+    entry["aliases"] = param.aliases;
+    entry["offset"] = place.offset;
+    entry["slices"] = slices;
+    tensors[param.name] = entry;
+  }
+  record["tensors"] = tensors;
+  text = record.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  return true;
+}
+
+/// Refuses a directory output that is the checkpoint or inside it, is not a directory, or holds
+/// files an hf checkpoint does not have.
+bool directoryOutputAllowed(const std::string &ckptDir, const std::string &outDir,
+                            std::string &error) {
+  // Not the checkpoint being read, nor inside it.
+  const std::string out = canonicalPath(outDir), ckpt = canonicalPath(ckptDir);
+  if (out == ckpt || out.compare(0, ckpt.size() + 1, ckpt + "/") == 0) {
+    error = "-o " + outDir + " is inside the checkpoint " + ckptDir +
+            " being assembled: writing there would change what is read; choose a directory "
+            "outside it";
+    return false;
+  }
+  struct stat info;
+  if (::stat(outDir.c_str(), &info) == 0) {
+    if (!S_ISDIR(info.st_mode)) {
+      error = "-o " + outDir + " is " + fileKindText(info.st_mode) +
+              ": an -o not ending in .safetensors is the directory of an hf checkpoint; name a "
+              ".safetensors file for one file, or a directory";
+      return false;
+    }
+    for (const std::string &name : directoryNames(outDir))
+      if (!hfOutputName(name) && !hfOutputTemporary(name)) {
+        error = "-o " + outDir + " holds " + name +
+                ", which is not a file of an hf checkpoint: choose a new or empty directory";
+        return false;
+      }
+  }
+  return true;
+}
+
+bool hfDirectory(SliceSource &source, const std::string &outDir, std::string &error,
+                 const ProgressFn &progress, const AssembleOptions &options) {
+  HfPlan plan;
+  if (!planHfCheckpoint(source.program(), options.maxShardBytes, plan, error)) {
+    error = "cannot lay out " + outDir + ": " + error;
+    return false;
+  }
+  if (!makeDirectories(outDir, error))
+    return false;
+  std::vector<std::string> prefixes;
+  for (const char *name : {".model-", ".model.safetensors.index.json.", ".config.json.",
+                           ".initc-checkpoint.json."})
+    prefixes.push_back(name);
+  removeAbandonedTemporaries(outDir, prefixes);
+  // From here on the directory is not a complete checkpoint: its record goes first.
+  const std::string recordPath = joinPath(outDir, kHfRecordFile);
+  if (::unlink(recordPath.c_str()) != 0 && errno != ENOENT) {
+    error = "cannot remove " + recordPath + ": " + std::strerror(errno);
+    return false;
+  }
+  if (!syncDirectory(outDir, error))
+    return false;
+
+  const Program &program = source.program();
+  uint64_t total = 0, done = 0;
+  for (const Param &param : program.params)
+    total += tensorBytes(param);
+  auto advance = [&](uint64_t bytes) {
+    if (progress)
+      progress(done += bytes, total);
+  };
+  std::vector<std::vector<std::string>> sums(program.params.size());
+  std::vector<std::string> written; // removed again should a later step fail
+  auto failed = [&] {
+    for (const std::string &name : written)
+      ::unlink(joinPath(outDir, name).c_str());
+    return false;
+  };
+  std::vector<char> band;
+  for (const HfFile &plannedFile : plan.files) {
+    const std::string path = joinPath(outDir, plannedFile.name);
+    std::vector<size_t> order = plannedFile.params;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return plan.places[x].offset < plan.places[y].offset;
+    });
+    AtomicFile file;
+    if (!file.open(path, plannedFile.size, error, bypassPageCache) ||
+        !file.write(plannedFile.header.data(), plannedFile.header.size(), error))
+      return failed();
+    RunWriter runs(file);
+    uint64_t at = plannedFile.header.size();
+    for (size_t param : order) {
+      if (plan.places[param].offset != at) {
+        error = plannedFile.name + ": " + program.params[param].name +
+                " is not where the plan puts it (internal error; run again)";
+        return failed();
+      }
+      if (!assembleTensor(source, param, options.bandBytes, runs, band, sums[param], error,
+                          advance))
+        return failed();
+      at += tensorBytes(program.params[param]);
+    }
+    if (at != plannedFile.size) {
+      error = plannedFile.name + ": " + std::to_string(at) + " bytes written of " +
+              std::to_string(plannedFile.size) + " (internal error; run again)";
+      return failed();
+    }
+    if (!runs.flush(error) || !file.commit(error))
+      return failed();
+    written.push_back(plannedFile.name);
+  }
+  // Files of an earlier output this one does not have (another --max-shard-size).
+  std::set<std::string> planned(written.begin(), written.end());
+  for (const std::string &name : directoryNames(outDir))
+    if (parseHfFileName(name) && !planned.count(name) &&
+        ::unlink(joinPath(outDir, name).c_str()) != 0) {
+      error = "cannot remove " + joinPath(outDir, name) + ", a file of an earlier output: " +
+              std::strerror(errno);
+      return failed();
+    }
+  // The config the source has; without one (a ranks checkpoint records none), a config.json
+  // already in the directory is kept: one put there beside the weights on purpose.
+  if (!writeFileAtomically(joinPath(outDir, kHfIndexFile), hfIndexJson(program, plan), error) ||
+      (!program.hfConfig.empty() &&
+       !writeFileAtomically(joinPath(outDir, kHfConfigFile), program.hfConfig, error)))
+    return failed();
+  written.push_back(kHfIndexFile);
+  // Last: its presence means the directory is complete.
+  std::string record;
+  return (hfRecord(source, plan, options.maxShardBytes, sums, record, error) &&
+          writeFileAtomically(recordPath, record, error)) ||
+         failed();
+}
+
+} // namespace
+
+bool assembleOutputIsDirectory(const std::string &outPath) {
+  const std::string suffix = ".safetensors";
+  if (outPath.size() >= suffix.size() &&
+      outPath.compare(outPath.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return false;
+  // An existing file (or pipe, or device) is written as one file, as before directories were.
+  struct stat info;
+  return ::stat(outPath.c_str(), &info) != 0 || S_ISDIR(info.st_mode);
+}
+
+bool assembleCheckpoint(const std::string &dir, const std::string &outPath, std::string &error,
+                        const ProgressFn &progress, const AssembleOptions &options) {
+  // The output is checked first: refusing it needs no more of the checkpoint than its names.
+  const bool directory = assembleOutputIsDirectory(outPath);
+  if (directory ? !directoryOutputAllowed(dir, outPath, error)
+                : !fileOutsideCheckpoint(dir, detectCheckpointLayout(dir), outPath, error))
+    return false;
+  std::unique_ptr<SliceSource> source = openSliceSource(dir, error);
+  if (!source)
+    return false;
+  return directory ? hfDirectory(*source, outPath, error, progress, options)
+                   : oneFile(*source, outPath, error, progress, options);
 }
 
 } // namespace initrt

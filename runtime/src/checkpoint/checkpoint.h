@@ -6,6 +6,7 @@
 
 #include "checkpoint/index.h"
 #include "checkpoint/shard_file.h"
+#include "initrt/base/hf_plan.h"
 #include "initrt/base/program.h"
 
 #include <cstdint>
@@ -30,10 +31,22 @@ public:
   virtual bool finish(std::vector<std::string> &checksums, std::string &error) = 0;
 };
 
+/// What prog/init's command line tells a layout beyond --out.
+struct LayoutSettings {
+  uint64_t maxShardBytes = kDefaultMaxShardBytes; // --max-shard-size (hf)
+};
+
 /// The steps of a job, in the order prog/init takes them, for one layout.
 class CheckpointLayout {
 public:
   virtual ~CheckpointLayout() = default;
+  /// Once, before any other step (layouts are shared singletons: the settings are the job's).
+  virtual void configure(const LayoutSettings &) const {}
+  /// True when the ranks write into the same files: prog/init then checks, before anything is
+  /// written, that every rank sees the directory rank 0 sees.
+  virtual bool sharesFiles() const { return false; }
+  /// True when finishJob needs every rank's checksum of each parameter (RankReport::checksums).
+  virtual bool gathersChecksums() const { return false; }
   /// True when every rank writes its whole slice of every persistent parameter, copies
   /// included (planRank); false when each element is written once, by the rank writeBoxes
   /// names.
@@ -45,7 +58,12 @@ public:
   /// Removes what a killed run left, of rank `rank`'s output (or, with `rank` < 0, of all).
   virtual int removeStaleTemporaries(const std::string &dir, const Program &program,
                                      int64_t rank) const = 0;
-  /// Every rank, for its own output, after prepareDir.
+  /// Once per job, on rank 0 (or the lone --rank run), after prepareDir and once every rank is
+  /// known to see the directory: creates what the ranks write into together.
+  virtual bool prepareShared(const std::string &, const Program &, std::string &) const {
+    return true;
+  }
+  /// Every rank, for its own output, after prepareDir (and prepareShared).
   virtual bool prepareRank(const std::string &dir, const Program &program, int64_t rank,
                            bool overwrite, std::string &error) const = 0;
   /// What a rerun finds of rank `rank`'s output (shardState).
@@ -68,6 +86,12 @@ public:
 
 /// initc's own layout: rank-K-of-W.safetensors per rank and index.json.
 const CheckpointLayout &ranksLayout();
+/// One self-describing safetensors file per rank, of its writeBoxes, with the sharding metadata
+/// PyTorch's distributed checkpoint reads (dcp_layout.cpp).
+const CheckpointLayout &dcpLayout();
+/// Hugging Face's layout: model-0000k-of-0000n.safetensors, its index, config.json and
+/// initc-checkpoint.json, every rank writing its boxes into the shared files.
+const CheckpointLayout &hfLayout();
 
 /// The layout prog/init --layout names ("ranks", ...), or null when there is none of that name.
 const CheckpointLayout *checkpointLayout(const std::string &name);

@@ -23,6 +23,9 @@ uint64_t shardDigest(const Program &program, const std::vector<std::string> &che
 struct RankReport {
   uint64_t digest = 0;
   std::vector<uint64_t> replicated;
+  /// With a layout that gathersChecksums(): the XXH3-64 of the rank's part of every parameter
+  /// (0 where it has none).
+  std::vector<uint64_t> checksums;
 };
 
 /// A rank's report from its per-param checksums (16 hex digits; empty for params not stored).

@@ -11,6 +11,8 @@ struct NamedLayout {
 };
 
 const NamedLayout kLayouts[] = {
+    {"hf", hfLayout},
+    {"dcp", dcpLayout},
     {"ranks", ranksLayout},
 };
 

@@ -24,13 +24,13 @@ std::string joinPath(const std::string &dir, const std::string &name) {
 
 // `overwrite`: the file is another program's, which prog/init replaces only when told to.
 std::string rerunHint(const std::string &dir, int64_t rank, bool overwrite) {
-  return "rerun `prog/init --rank " + std::to_string(rank) + " --out " + dir +
+  return "rerun `prog/init --layout ranks --rank " + std::to_string(rank) + " --out " + dir +
          (overwrite ? " --overwrite" : "") + "` to regenerate it";
 }
 
 // A lone `--rank` run never writes index.json: only the whole job (every rank) does.
 std::string rerunJobHint(const std::string &dir, bool overwrite) {
-  return "rerun the whole job (`mpirun -np N prog/init --out " + dir +
+  return "rerun the whole job (`mpirun -np N prog/init --layout ranks --out " + dir +
          (overwrite ? " --overwrite" : "") +
          "`): ranks already complete are skipped and index.json is written again";
 }

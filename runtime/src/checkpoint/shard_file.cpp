@@ -117,43 +117,54 @@ bool writeShardFile(const std::string &dir, const Program &program, int64_t rank
 ShardFileStream::ShardFileStream() = default;
 ShardFileStream::~ShardFileStream() = default;
 
-// The file's tensors and metadata; the data of tensors not computed yet is a placeholder.
-bool ShardFileStream::fileContents(std::vector<SafetensorsTensor> &contents,
-                                   SafetensorsMetadata &metadata, std::string &error) const {
-  if (!shardFileContents(path, *program, rank, tensors, true, contents, metadata, error))
-    return false;
-  if (!baseStamps.empty())
-    metadata.emplace_back(kBaseStampsKey, baseStamps);
-  return true;
-}
-
 bool ShardFileStream::open(const std::string &dir, const Program &program, int64_t rank,
                            const std::vector<ShardTensor> &layout, std::string &error,
                            const std::string &baseStamps) {
-  this->program = &program;
-  this->rank = rank;
-  this->baseStamps = baseStamps;
+  std::string path = joinPath(dir, shardFileName(rank, program.mesh.size()));
+  // Placeholders stand in for the data of tensors not computed yet.
+  auto fileContents = [path, &program, rank, baseStamps](const std::vector<ShardTensor> &tensors,
+                                                          std::vector<SafetensorsTensor> &contents,
+                                                          SafetensorsMetadata &metadata,
+                                                          std::string &error) {
+    if (!shardFileContents(path, program, rank, tensors, true, contents, metadata, error))
+      return false;
+    if (!baseStamps.empty())
+      metadata.emplace_back(kBaseStampsKey, baseStamps);
+    return true;
+  };
+  return openFile(path, layout, fileContents, error);
+}
+
+bool ShardFileStream::openFile(const std::string &path, const std::vector<ShardTensor> &layout,
+                               StreamContents contents, std::string &error) {
+  contentsOf = std::move(contents);
   tensors = layout;
-  path = joinPath(dir, shardFileName(rank, program.mesh.size()));
-  std::vector<SafetensorsTensor> contents;
+  this->path = path;
+  std::vector<SafetensorsTensor> entries;
   SafetensorsMetadata metadata;
   std::vector<size_t> order;
-  if (!fileContents(contents, metadata, error) ||
-      !buildSafetensorsHeader(contents, metadata, header, order, error)) {
+  if (!contentsOf(tensors, entries, metadata, error) ||
+      !buildSafetensorsHeader(entries, metadata, header, order, error)) {
     error = error.rfind("cannot write", 0) == 0 ? error : "cannot write " + path + ": " + error;
     return false;
   }
-  // contents holds the persistent tensors in layout order; offsets follow the file's order.
+  // entries holds the persistent tensors in layout order; offsets follow the file's order.
   std::vector<size_t> persistent;
   for (size_t t = 0; t < tensors.size(); ++t)
     if (tensors[t].param && tensors[t].param->persistent)
       persistent.push_back(t);
+  if (persistent.size() != entries.size()) {
+    error = "cannot write " + path + ": the file lists other tensors than its layout (internal "
+            "error; run again)";
+    return false;
+  }
   offsets.assign(tensors.size(), 0);
   uint64_t at = header.size();
   for (size_t index : order) {
     offsets[persistent[index]] = at;
-    at += contents[index].bytes;
+    at += entries[index].bytes;
   }
+  size = at;
   return file.open(path, at, error, bypassPageCache);
 }
 
@@ -203,7 +214,7 @@ bool ShardFileStream::finish(std::vector<std::string> &checksums, std::string &e
   std::vector<size_t> order;
   std::string final;
   // Placeholders stand in for the data (written already); every checksum is real by now.
-  if (!fileContents(contents, metadata, error) ||
+  if (!contentsOf(tensors, contents, metadata, error) ||
       !buildSafetensorsHeader(contents, metadata, final, order, error)) {
     file.discard();
     return false;
@@ -221,10 +232,6 @@ bool ShardFileStream::finish(std::vector<std::string> &checksums, std::string &e
   return true;
 }
 
-namespace {
-/// How the base checkpoint versions a shard records (`recorded`, null for none) differ from
-/// those of the files now (`now`, BaseCheckpoints::stamps()), or "" when they do not. With
-/// `someMissing`, files absent now are not compared: only those there must be as recorded.
 std::string baseDifference(const std::string *recorded, const std::string &now, bool someMissing) {
   if (!someMissing && recorded && *recorded == now)
     return "";
@@ -249,7 +256,6 @@ std::string baseDifference(const std::string *recorded, const std::string &now, 
         return "computed from other base checkpoint files (" + path + " among them)";
   return "";
 }
-} // namespace
 
 ShardState shardState(const std::string &dir, const Program &program, int64_t rank,
                       std::vector<std::string> &checksums, std::string &reason,

@@ -1,5 +1,6 @@
 // A rank's shard file of initc's own checkpoint layout: written whole or while its tensors are
-// computed, and checked on a rerun (ir-spec/checkpoint.md, "Shard files").
+// computed, and checked on a rerun (ir-spec/checkpoint.md, "Shard files"). The streaming writer
+// also writes the other layouts' per-rank files (ShardFileStream::openFile).
 #pragma once
 
 #include "initrt/base/atomic_file.h"
@@ -9,6 +10,7 @@
 #include "initrt/base/sharding.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,15 @@ struct ShardTensor {
 bool writeShardFile(const std::string &dir, const Program &program, int64_t rank,
                     const std::vector<ShardTensor> &tensors, std::string &error);
 
+/// What a streamed file holds, from its layout tensors (no data; a checksum is empty until its
+/// tensor is written): one safetensors entry per persistent layout tensor, in layout order, and
+/// the __metadata__. An empty checksum must take the width of a real one (16 zeros), so that the
+/// header keeps its length when the real checksums replace them.
+using StreamContents =
+    std::function<bool(const std::vector<ShardTensor> &tensors,
+                       std::vector<SafetensorsTensor> &contents, SafetensorsMetadata &metadata,
+                       std::string &error)>;
+
 /// Writes a rank's shard file while its tensors are still being computed: open() lays out the
 /// file (the header's length does not depend on the checksums) and reserves its space;
 /// writePiece() writes a piece of a tensor at its place and starts its writeback, checksumming
@@ -52,6 +63,12 @@ public:
   bool open(const std::string &dir, const Program &program, int64_t rank,
             const std::vector<ShardTensor> &layout, std::string &error,
             const std::string &baseStamps = "");
+  /// The same for any safetensors file of a layout: `path` laid out by `contents`, which
+  /// finish() calls again with every checksum known.
+  bool openFile(const std::string &path, const std::vector<ShardTensor> &layout,
+                StreamContents contents, std::string &error);
+  /// The size of the file open() laid out.
+  uint64_t fileBytes() const { return size; }
   /// The layout indices in the order of the tensors' places in the file: written in this order,
   /// the file grows from front to back, in long runs the device and direct I/O take whole.
   std::vector<size_t> fileOrder() const;
@@ -64,12 +81,9 @@ public:
   bool finish(std::vector<std::string> &checksums, std::string &error);
 
 private:
-  bool fileContents(std::vector<SafetensorsTensor> &contents, SafetensorsMetadata &metadata,
-                    std::string &error) const;
-
-  const Program *program = nullptr;
-  int64_t rank = 0;
-  std::string path, header, baseStamps;
+  StreamContents contentsOf;
+  std::string path, header;
+  uint64_t size = 0;
   std::vector<ShardTensor> tensors;
   std::vector<uint64_t> offsets; // in the file, per layout tensor
   AtomicFile file;
@@ -100,5 +114,10 @@ enum class ShardState {
 ShardState shardState(const std::string &dir, const Program &program, int64_t rank,
                       std::vector<std::string> &checksums, std::string &reason,
                       const std::string *baseStamps = nullptr, bool someBasesMissing = false);
+
+/// How the base checkpoint versions a file records (`recorded`, null for none) differ from those
+/// of the files now (`now`, BaseCheckpoints::stamps()), or "" when they do not. With
+/// `someMissing`, files absent now are not compared: only those there must be as recorded.
+std::string baseDifference(const std::string *recorded, const std::string &now, bool someMissing);
 
 } // namespace initrt

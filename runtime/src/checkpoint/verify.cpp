@@ -103,9 +103,19 @@ RankCheck checkRankFile(const std::string &dir, const Index &index, int64_t rank
 }
 } // namespace
 
+bool holdsHfRecord(const std::string &dir) {
+  struct stat record;
+  return ::stat(joinPath(dir, "initc-checkpoint.json").c_str(), &record) == 0;
+}
+
 bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems,
                       std::string &error, const ProgressFn &progress, int threads) {
   problems.clear();
+  // Each layout's files name it.
+  if (holdsDcpFiles(dir))
+    return verifyDcpCheckpoint(dir, problems, error, progress, threads);
+  if (holdsHfRecord(dir))
+    return verifyHfCheckpoint(dir, problems, error, progress, threads);
   Index index;
   if (!readIndex(dir, index, error))
     return false;

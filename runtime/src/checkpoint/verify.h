@@ -16,4 +16,18 @@ namespace initrt {
 bool verifyCheckpoint(const std::string &dir, std::vector<std::string> &problems,
                       std::string &error, const ProgressFn &progress = {}, int threads = 0);
 
+/// Whether `dir` holds an hf checkpoint's record (initc-checkpoint.json).
+bool holdsHfRecord(const std::string &dir);
+/// Whether `dir` holds files of the dcp layout (shard-*-of-*.safetensors).
+bool holdsDcpFiles(const std::string &dir);
+/// verifyCheckpoint of the dcp layout (dcp_verify.cpp): each file's records and checksums, and
+/// that the files together hold every element of every tensor exactly once.
+bool verifyDcpCheckpoint(const std::string &dir, std::vector<std::string> &problems,
+                         std::string &error, const ProgressFn &progress = {}, int threads = 0);
+/// The same for an hf checkpoint (dir/initc-checkpoint.json and the files it lists): each file's
+/// size and header, each slice's checksum; a problem names the tensor, the slice and the rank
+/// command that repairs it.
+bool verifyHfCheckpoint(const std::string &dir, std::vector<std::string> &problems,
+                        std::string &error, const ProgressFn &progress = {}, int threads = 0);
+
 } // namespace initrt

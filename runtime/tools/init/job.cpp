@@ -5,6 +5,9 @@
 
 #include "checkpoint/checkpoint.h"
 #include "executor/executor.h"
+#include "initrt/base/atomic_file.h"
+#include "initrt/base/checksum.h"
+#include "initrt/base/files.h"
 #include "initrt/base/program_io.h"
 #include "initrt/base/report.h"
 
@@ -13,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <unistd.h>
 
 namespace initrt::init {
@@ -195,6 +199,12 @@ int writeIndexFromReports(World &world, const Program &program, const Checkpoint
   RankReport mine = makeRankReport(program, checksums);
   std::vector<uint64_t> words = {mine.digest};
   words.insert(words.end(), mine.replicated.begin(), mine.replicated.end());
+  const size_t replicatedEnd = words.size();
+  if (output.gathersChecksums())
+    for (const std::string &hex : checksums) {
+      uint64_t value = 0;
+      words.push_back(parseChecksumHex(hex, value) ? value : 0);
+    }
   std::vector<uint64_t> all = world.gatherToRoot(words);
   if (world.rank() != 0)
     return kExitOk;
@@ -202,9 +212,54 @@ int writeIndexFromReports(World &world, const Program &program, const Checkpoint
   for (size_t r = 0; r < reports.size(); ++r) {
     const uint64_t *theirs = &all[r * words.size()];
     reports[r].digest = theirs[0];
-    reports[r].replicated.assign(theirs + 1, theirs + words.size());
+    reports[r].replicated.assign(theirs + 1, theirs + replicatedEnd);
+    reports[r].checksums.assign(theirs + replicatedEnd, theirs + words.size());
   }
   return output.finishJob(options.out, program, reports, error) ? kExitOk : kExitFailure;
+}
+
+// Files that several ranks write together need one directory that every rank sees: rank 0
+// leaves a token with a random nonce in --out, and every rank reads it back before anything is
+// written. A rank on another host's local disk (or another mount) does not find it.
+int checkSharedDir(World &world, const Options &options, std::string &error) {
+  std::string nonce;
+  int code = kExitOk;
+  std::string tokenPath;
+  if (world.rank() == 0) {
+    std::random_device random;
+    char text[33];
+    std::snprintf(text, sizeof text, "%08x%08x%08x%08x", random(), random(), random(), random());
+    nonce = text;
+    std::error_code failed;
+    std::filesystem::create_directories(options.out, failed);
+    tokenPath = options.out + "/.initc-job-" + nonce;
+    if (failed || !writeFileAtomically(tokenPath, nonce, error)) {
+      if (failed)
+        error = "cannot create --out " + options.out + ": " + failed.message();
+      code = kExitFailure;
+      nonce.clear();
+    }
+  }
+  world.broadcast(nonce);
+  if (code == kExitOk && world.rank() != 0) {
+    std::string seen, why;
+    if (nonce.empty() ||
+        readRegularFile(options.out + "/.initc-job-" + nonce, 64, seen, why) !=
+            ReadFileStatus::Ok ||
+        seen != nonce) {
+      error = "--out " + options.out + " is not shared by every rank (rank " +
+              std::to_string(world.rank()) +
+              " does not see the files rank 0 made there): the " + options.layout +
+              " layout needs one directory that every rank sees; use --layout dcp for "
+              "node-local disks";
+      code = kExitFailure;
+    }
+  }
+  // Every rank has looked before the token goes.
+  world.maxInt(code);
+  if (!tokenPath.empty())
+    ::unlink(tokenPath.c_str());
+  return code;
 }
 
 int run(World &world, const Options &options, int64_t myRank, bool launched) {
@@ -216,6 +271,9 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   const CpuShare cpuShare = world.cpuShare();
   const int threads = options.threads > 0 ? options.threads : cpuShare.threads;
   const CheckpointLayout &output = *checkpointLayout(options.layout); // main.cpp checked it
+  LayoutSettings settings;
+  settings.maxShardBytes = options.maxShardBytes;
+  output.configure(settings);
 
   std::string progDir = options.programDir.empty() ? executableDir() : options.programDir;
   Program program;
@@ -282,12 +340,19 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
 
   if (!options.discard) {
     code = kExitOk;
+    if (output.sharesFiles() && world.size() > 1) {
+      code = checkSharedDir(world, options, error);
+      if (int agreed = agreement.settle(code, error))
+        return agreed;
+    }
     if (root && !output.prepareDir(options.out, program, options.overwrite, error))
       code = kExitFailure;
     // A killed run leaves its temporary files behind (never under a final name); they can be as
     // large as a shard. No rank of this job writes yet; a lone --rank run cleans only its own.
     if (root && code == kExitOk)
       output.removeStaleTemporaries(options.out, program, singleRank ? myRank : -1);
+    if (root && code == kExitOk && !output.prepareShared(options.out, program, error))
+      code = kExitFailure;
     if (int agreed = agreement.settle(code, error))
       return agreed;
     code = output.prepareRank(options.out, program, myRank, options.overwrite, error)
@@ -344,12 +409,20 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
       std::fprintf(stderr, "%s: rank %lld already complete, verified%s\n", programName.c_str(),
                    (long long)myRank,
                    stats.unchecked ? " (not compared with its base checkpoint, absent)" : "");
-    for (const Param &param : program.params) {
-      if (!param.persistent)
-        continue;
-      Slice slice = sliceForRank(program.mesh, param, myRank);
-      stats.elements += double(slice.numElements());
-      stats.bytes += double(slice.numElements()) * double(dtypeBytes(param.dtype));
+    if (output.storesReplicas()) {
+      for (const Param &param : program.params) {
+        if (!param.persistent)
+          continue;
+        Slice slice = sliceForRank(program.mesh, param, myRank);
+        stats.elements += double(slice.numElements());
+        stats.bytes += double(slice.numElements()) * double(dtypeBytes(param.dtype));
+      }
+    } else { // what the rank writes: its boxes
+      for (const ParamBox &box : writeBoxes(program, myRank)) {
+        stats.elements += double(box.box.numElements());
+        stats.bytes +=
+            double(box.box.numElements()) * double(dtypeBytes(program.params[box.param].dtype));
+      }
     }
   } else {
     code = computeShards(program, *kernels, output, options, myRank, threads,

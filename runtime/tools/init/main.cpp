@@ -37,7 +37,8 @@ int main(int argc, char **argv) {
       "Run one process per device of the program's mesh, e.g. `mpirun -np 8 prog/init --out ckpt`\n"
       "(or srun); each rank computes only its own shards, with the same bits on any mesh. A mesh\n"
       "of one device runs without mpirun. `--rank K` computes rank K alone, without MPI, and\n"
-      "writes only its file (to regenerate a lost or corrupt shard). A rank whose file is already\n"
+      "writes only its part (to regenerate a lost or corrupt shard; in a complete hf checkpoint its\n"
+      "boxes are rewritten in place). A rank whose part is already\n"
       "complete and verified is skipped, so a rerun resumes; one computed from another version\n"
       "of a base checkpoint (init.load) than the one there now is computed again.\n\n"
       "The program (program.json + kernels.so) is read from the directory holding this\n"
@@ -72,8 +73,23 @@ int main(int argc, char **argv) {
                        : "'" + name + "' is not a layout: choose one of " + layouts;
           },
           "", "layout"));
+  std::string maxShardSize = "5GB";
+  app.add_option("--max-shard-size", maxShardSize,
+                 "With --layout hf: the most each model-0000k-of-0000n.safetensors file holds, "
+                 "as save_pretrained's max_shard_size (default 5GB; 500MB, 2GiB, bytes)")
+      ->type_name("SIZE")
+      ->check(CLI::Validator(
+          [&options](std::string &text) {
+            return initrt::parseShardSize(text, options.maxShardBytes)
+                       ? std::string()
+                       : "--max-shard-size must be a size such as 5GB, 500MB, 2GiB or a number "
+                         "of bytes, got '" + text + "'";
+          },
+          "", "SIZE"));
   app.add_option("--rank", options.rank,
-                 "Compute only rank K, without MPI; index.json is left alone")
+                 "Compute only rank K, without MPI, and write only its part: its file in the "
+                 "ranks and dcp layouts (index.json left alone); in a complete hf checkpoint, "
+                 "its boxes rewritten in place (a repair: the bytes are the job's)")
       ->type_name("K")
       ->check(CLI::Validator(
           [](std::string &text) {

@@ -10,7 +10,8 @@ enum ExitCode { kExitOk = 0, kExitFailure = 1, kExitUsage = 2 };
 
 struct Options {
   std::string out;
-  std::string layout = "ranks"; // a checkpointLayout() name
+  std::string layout = "hf"; // a checkpointLayout() name
+  uint64_t maxShardBytes = 5000000000ull; // --max-shard-size, save_pretrained's "5GB"
   std::string programDir;
   int64_t rank = -1;
   int threads = 0;

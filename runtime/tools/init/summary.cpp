@@ -136,7 +136,8 @@ void printSummary(const Program &program, const Options &options, const std::vec
       formatCount(modelElements) + " in the model, " + formatCount(elements - loaded) +
           " computed" +
           (loaded > 0 ? ", " + formatCount(loaded) + " read from base checkpoints" : "") +
-          " (replicas included)");
+          // A layout that stores each element once (dcp, hf) computes no replica.
+          (elements > modelElements ? " (replicas included)" : ""));
   if (options.discard)
     row("bytes computed", formatBytes(bytes) + " (--discard: nothing written)");
   else

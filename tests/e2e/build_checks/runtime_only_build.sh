@@ -52,7 +52,7 @@ export OMPI_MCA_pml=ob1 # one host: shared memory, no network probing
 "$OUT/bin/initrt-testprog" make "$WORK/prog" dp=2 "$OUT/lib/libinitrt-testkernels.so" ||
   fail "cannot make the test program"
 cp "$OUT/bin/init" "$WORK/prog/init"
-mpirun --oversubscribe --bind-to none -np 2 "$WORK/prog/init" --out "$WORK/ckpt" --threads 1 \
+mpirun --oversubscribe --bind-to none -np 2 "$WORK/prog/init" --layout ranks --out "$WORK/ckpt" --threads 1 \
   --quiet || fail "mpirun -np 2 prog/init failed"
 "$OUT/bin/initc-checkpoint" verify "$WORK/ckpt" >"$WORK/verify.txt" ||
   fail "initc-checkpoint verify failed: $(cat "$WORK/verify.txt")"

@@ -54,8 +54,8 @@ for model in $MODEL_NAMES; do
     || fail "$model: compile for 1 rank failed"
   "$INITC" compile "$dir/model.mlir" --mesh dp=2,tp=2 --shard fsdp+tp -o "$dir/p4" >/dev/null \
     || fail "$model: compile for 4 ranks failed"
-  "$dir/p1/init" --out "$dir/c1" --quiet || fail "$model: the 1-rank run failed"
-  "${MPIRUN[@]}" "$dir/p4/init" --out "$dir/c4" --quiet || fail "$model: the 4-rank run failed"
+  "$dir/p1/init" --layout ranks --out "$dir/c1" --quiet || fail "$model: the 1-rank run failed"
+  "${MPIRUN[@]}" "$dir/p4/init" --layout ranks --out "$dir/c4" --quiet || fail "$model: the 4-rank run failed"
   "$INITC" assemble "$dir/c1" -o "$dir/m1.safetensors" >/dev/null || fail "$model: assemble (1 rank) failed"
   "$INITC" assemble "$dir/c4" -o "$dir/m4.safetensors" >/dev/null || fail "$model: assemble (4 ranks) failed"
   cmp -s "$dir/m1.safetensors" "$dir/m4.safetensors" \

@@ -272,7 +272,7 @@ for model in $("$PYTHON" -c "import models; print(' '.join(models.ALL))"); do
     2> >(grep -v "^initc-capture: note:" >&2) || fail "$model: capture failed"
   "$INITC" compile "$model/model.mlir" --mesh dp=1 --shard replicated -o "$model/prog" >/dev/null ||
     fail "$model: compile failed"
-  "$model/prog/init" --out "$model/ckpt" --quiet || fail "$model: the run failed"
+  "$model/prog/init" --layout ranks --out "$model/ckpt" --quiet || fail "$model: the run failed"
   "$INITC" assemble "$model/ckpt" -o "$model/m.safetensors" >/dev/null || fail "$model: assemble failed"
   if ! "$PYTHON" "$CHECK" --factory "models.py:$model" --ir "$model/model.mlir" \
       "$model/m.safetensors" >"$model/check.log" 2>&1; then

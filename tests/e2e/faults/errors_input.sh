@@ -225,7 +225,7 @@ no_output "$M/prog"
 "$INITC" compile "$M/gpt2.mlir" --mesh dp=2,tp=2 --shard fsdp+tp -o "$M/prog4" >/dev/null
 for n in 2 3; do
   rc=0
-  "${MPIRUN[@]}" -np "$n" "$M/prog4/init" --out "$M/ckpt" >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
+  "${MPIRUN[@]}" -np "$n" "$M/prog4/init" --layout ranks --out "$M/ckpt" >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
   ((rc != 0 && rc < 128)) || fail "mpirun -np $n on a 4-device mesh: exit $rc"
   grep -q "error: the mesh dp=2,tp=2 has 4 devices but MPI started $n ranks: run mpirun -np 4" \
     "$WORK/err.txt" || fail "world size $n: $(head -c 600 "$WORK/err.txt")"
@@ -256,7 +256,7 @@ names=('a/b' '../../escape' '..' '/abs/path' 'nul\00byte' 'new\0Aline' 'quote\22
 } >"$N/names.mlir"
 "$INITC" compile "$N/names.mlir" --mesh dp=2 --shard fsdp -o "$N/prog" >/dev/null || fail "compile names"
 touch "$N/marker"
-(cd "$N/run" && "${MPIRUN[@]}" -np 2 "$N/prog/init" --out "$N/run/ckpt" --quiet) || fail "run names"
+(cd "$N/run" && "${MPIRUN[@]}" -np 2 "$N/prog/init" --layout ranks --out "$N/run/ckpt" --quiet) || fail "run names"
 "$INITC" verify "$N/run/ckpt" >/dev/null || fail "verify names"
 "$INITC" assemble "$N/run/ckpt" -o "$N/run/names.safetensors" >/dev/null || fail "assemble names"
 # Only the four expected files are new; nothing escaped --out or the working directory.

@@ -47,7 +47,7 @@ same_checkpoint() { # same_checkpoint REF DIR: the same files, byte for byte
 
 "$INITC" import hf "$ROOT/tests/e2e/configs/gpt2_tiny.json" -o "$WORK/gpt2.mlir"
 "$INITC" compile "$WORK/gpt2.mlir" --mesh dp=2,tp=2 --shard fsdp+tp -o "$WORK/prog" >/dev/null
-"${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/ref" --quiet || fail "reference run"
+"${MPIRUN[@]}" -np 4 "$WORK/prog/init" --layout ranks --out "$WORK/ref" --quiet || fail "reference run"
 "$INITC" verify "$WORK/ref" >/dev/null || fail "reference verify"
 
 #===------------------------------------------------------------------------===#
@@ -69,11 +69,11 @@ init.param @small : tensor<16xf32> {
 }
 EOF
 "$INITC" compile "$WORK/big.mlir" --mesh dp=2 --shard fsdp -o "$WORK/big" >/dev/null
-"${MPIRUN[@]}" -np 2 "$WORK/big/init" --out "$WORK/big-ref" --quiet || fail "uninterrupted big run"
+"${MPIRUN[@]}" -np 2 "$WORK/big/init" --layout ranks --out "$WORK/big-ref" --quiet || fail "uninterrupted big run"
 killed=""
 for attempt in 1 2 3; do
   rm -rf "$WORK/big-ckpt" && mkdir -p "$WORK/big-ckpt"
-  "${MPIRUN[@]}" -np 2 "$WORK/big/init" --out "$WORK/big-ckpt" --quiet >"$WORK/kill.log" 2>&1 &
+  "${MPIRUN[@]}" -np 2 "$WORK/big/init" --layout ranks --out "$WORK/big-ckpt" --quiet >"$WORK/kill.log" 2>&1 &
   job=$!
   # The temporary name carries the writer's pid: kill rank 1 as soon as it starts writing.
   for _ in $(seq 1 4000); do
@@ -95,7 +95,7 @@ done
 only_complete_files "$WORK/big-ckpt"
 expect_error "verify an interrupted checkpoint" \
   "index.json: no such file: not a finished checkpoint .*: rerun the whole job" "$INITC" verify "$WORK/big-ckpt"
-"${MPIRUN[@]}" -np 2 "$WORK/big/init" --out "$WORK/big-ckpt" >"$WORK/rerun.log" 2>&1 || fail "rerun after kill"
+"${MPIRUN[@]}" -np 2 "$WORK/big/init" --layout ranks --out "$WORK/big-ckpt" >"$WORK/rerun.log" 2>&1 || fail "rerun after kill"
 # Rank 0 may or may not have finished before mpirun stopped it; when it had, it is skipped.
 if grep -qE "^  ranks +2, (1 already complete \(1\)|2 already)" "$WORK/rerun.log"; then cat "$WORK/rerun.log"; fail "rerun skipped the killed rank"; fi
 same_checkpoint "$WORK/big-ref" "$WORK/big-ckpt" # the killed rank's temporary file is gone too
@@ -111,13 +111,13 @@ if mount -t tmpfs -o size=500k tmpfs "$WORK/full" 2>/dev/null; then
   MOUNTS+=("$WORK/full")
   expect_error "init on a full disk" \
     "init: error \(rank [0-9]\): no space left on .*full/ckpt while writing .*rank-0000[0-9]-of-00004.safetensors: free space" \
-    "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/full/ckpt"
+    "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --layout ranks --out "$WORK/full/ckpt"
   [[ -z $(ls -A "$WORK/full/ckpt" | grep tmp) ]] || fail "temporary files left on the full disk"
   [[ ! -e $WORK/full/ckpt/index.json ]] || fail "index.json written on a full disk"
   only_complete_files "$WORK/full/ckpt"
   expect_error "init on a full disk, direct I/O" \
     "init: error \(rank [0-9]\): no space left on .*full/ckpt while writing .*rank-0000[0-9]-of-00004.safetensors: free space" \
-    env INITRT_DIRECT_IO=1 "${MPIRUN[@]}" -x INITRT_DIRECT_IO -np 4 "$WORK/prog/init" --out "$WORK/full/ckpt"
+    env INITRT_DIRECT_IO=1 "${MPIRUN[@]}" -x INITRT_DIRECT_IO -np 4 "$WORK/prog/init" --layout ranks --out "$WORK/full/ckpt"
   [[ -z $(ls -A "$WORK/full/ckpt" | grep tmp) ]] || fail "temporary files left on the full disk (direct I/O)"
   only_complete_files "$WORK/full/ckpt"
   expect_error "assemble to a full disk" "no space left on .* while writing .*full/model.safetensors" \
@@ -134,7 +134,7 @@ if mount -t tmpfs -o size=500k tmpfs "$WORK/full" 2>/dev/null; then
   rm -f "$WORK/full/filler"
   # Room again: the rerun completes the checkpoint, bitwise as the uninterrupted run.
   mount -o remount,size=4m "$WORK/full"
-  "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/full/ckpt" --quiet || fail "rerun after freeing space"
+  "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --layout ranks --out "$WORK/full/ckpt" --quiet || fail "rerun after freeing space"
   same_checkpoint "$WORK/ref" "$WORK/full/ckpt"
   umount "$WORK/full"
   echo "ok disk full (tmpfs)"
@@ -143,20 +143,20 @@ else
 fi
 # A file size limit: SIGXFSZ is ignored and the error says so.
 expect_error "ulimit -f" "rank-00001-of-00004.safetensors exceeds the file size limit .*ulimit -f" \
-  bash -c "ulimit -f 100; exec '$WORK/prog/init' --rank 1 --out '$WORK/limited'"
+  bash -c "ulimit -f 100; exec '$WORK/prog/init' --layout ranks --rank 1 --out '$WORK/limited'"
 [[ -z $(ls -A "$WORK/limited") ]] || fail "files left under ulimit -f: $(ls -A "$WORK/limited")"
 # A limit the file fits under, though not the block its last byte is in: no direct write goes
 # past the file's end.
-"$WORK/prog/init" --rank 1 --out "$WORK/unlimited" --quiet || fail "--rank 1 without a limit"
+"$WORK/prog/init" --layout ranks --rank 1 --out "$WORK/unlimited" --quiet || fail "--rank 1 without a limit"
 shard=$(stat -c %s "$WORK/unlimited/rank-00001-of-00004.safetensors")
 ((shard % 4096)) || fail "the shard file is a whole number of blocks: the next case tests nothing"
-bash -c "ulimit -f $(((shard + 1023) / 1024)); INITRT_DIRECT_IO=1 exec '$WORK/prog/init' --rank 1 --out '$WORK/fits' --quiet" ||
+bash -c "ulimit -f $(((shard + 1023) / 1024)); INITRT_DIRECT_IO=1 exec '$WORK/prog/init' --layout ranks --rank 1 --out '$WORK/fits' --quiet" ||
   fail "a shard that fits under ulimit -f failed with INITRT_DIRECT_IO=1"
 cmp "$WORK/unlimited/rank-00001-of-00004.safetensors" "$WORK/fits/rank-00001-of-00004.safetensors" ||
   fail "the shard written under ulimit -f with direct I/O differs"
 rm -rf "$WORK/unlimited" "$WORK/fits"
 expect_error "ulimit -f, direct I/O" "rank-00001-of-00004.safetensors exceeds the file size limit .*ulimit -f" \
-  bash -c "ulimit -f 100; INITRT_DIRECT_IO=1 exec '$WORK/prog/init' --rank 1 --out '$WORK/limited'"
+  bash -c "ulimit -f 100; INITRT_DIRECT_IO=1 exec '$WORK/prog/init' --layout ranks --rank 1 --out '$WORK/limited'"
 [[ -z $(ls -A "$WORK/limited") ]] || fail "files left under ulimit -f (direct I/O): $(ls -A "$WORK/limited")"
 expect_error "assemble under ulimit -f, direct I/O" "model.safetensors exceeds the file size limit .*ulimit -f" \
   bash -c "ulimit -f 8; INITRT_DIRECT_IO=1 exec '$INITC' assemble '$WORK/ref' -o '$WORK/limited/model.safetensors'"
@@ -173,20 +173,20 @@ echo "ok ulimit -f"
 # An unwritable output directory
 #===------------------------------------------------------------------------===#
 expect_error "--out under a file" "cannot create directory .*gpt2.mlir/ckpt: Not a directory: choose another --out" \
-  "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/gpt2.mlir/ckpt"
+  "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --layout ranks --out "$WORK/gpt2.mlir/ckpt"
 mkdir -p "$WORK/ro"
 if mount -t tmpfs -o ro,size=64k tmpfs "$WORK/ro" 2>/dev/null; then
   MOUNTS+=("$WORK/ro")
   expect_error "--out on a read-only file system" "cannot create directory .*ro/ckpt: Read-only file system" \
-    "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/ro/ckpt"
+    "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --layout ranks --out "$WORK/ro/ckpt"
   expect_error "--out is a read-only directory" "cannot write .*ro/rank-0000[0-9]-of-00004.safetensors: Read-only file system" \
-    "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/ro"
+    "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --layout ranks --out "$WORK/ro"
   expect_error "assemble to a read-only directory" "cannot write .*ro/model.safetensors: Read-only file system" \
     "$INITC" assemble "$WORK/ref" -o "$WORK/ro/model.safetensors"
   umount "$WORK/ro"
   # A finished checkpoint mounted read-only: a rerun has nothing to write, and succeeds.
   if mount --bind "$WORK/ref" "$WORK/ro" 2>/dev/null && mount -o remount,bind,ro "$WORK/ro" 2>/dev/null; then
-    "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/ro" --quiet || fail "rerun on a read-only finished checkpoint"
+    "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --layout ranks --out "$WORK/ro" --quiet || fail "rerun on a read-only finished checkpoint"
   fi
   umount "$WORK/ro" 2>/dev/null || true
 fi
@@ -199,27 +199,27 @@ echo "ok unwritable"
 #===------------------------------------------------------------------------===#
 expect_error "no mpirun for a 4-device mesh" \
   "init: error: the mesh dp=2,tp=2 has 4 devices but it was started without mpirun: run mpirun -np 4 .*prog/init --out DIR \(or pass --rank K" \
-  "$WORK/prog/init" --out "$WORK/nolauncher"
+  "$WORK/prog/init" --layout ranks --out "$WORK/nolauncher"
 [[ ! -e $WORK/nolauncher ]] || fail "files written without a launcher"
 expect_error "--rank 4 of 4" "--rank 4 is outside the mesh dp=2,tp=2 of 4 devices: pass 0 <= K < 4" \
-  "$WORK/prog/init" --rank 4 --out "$WORK/rank"
+  "$WORK/prog/init" --layout ranks --rank 4 --out "$WORK/rank"
 expect_error "--rank huge" "--rank 99999999999999999999 is larger than any mesh" \
-  "$WORK/prog/init" --rank 99999999999999999999 --out "$WORK/rank"
+  "$WORK/prog/init" --layout ranks --rank 99999999999999999999 --out "$WORK/rank"
 expect_error "--rank -1" "--rank must be a rank number \(0, 1, ...\), got '-1'" \
-  "$WORK/prog/init" --rank -1 --out "$WORK/rank"
-expect_error "--rank not a number" "got 'x'" "$WORK/prog/init" --rank x --out "$WORK/rank"
+  "$WORK/prog/init" --layout ranks --rank -1 --out "$WORK/rank"
+expect_error "--rank not a number" "got 'x'" "$WORK/prog/init" --layout ranks --rank x --out "$WORK/rank"
 # An unset variable (--rank "$SLURM_PROCID") or another base is not rank 0 or 3.
-expect_error "--rank empty" "got ''" "$WORK/prog/init" --rank "" --out "$WORK/rank"
-expect_error "--rank in hex" "got '0x3'" "$WORK/prog/init" --rank 0x3 --out "$WORK/rank"
+expect_error "--rank empty" "got ''" "$WORK/prog/init" --layout ranks --rank "" --out "$WORK/rank"
+expect_error "--rank in hex" "got '0x3'" "$WORK/prog/init" --layout ranks --rank 0x3 --out "$WORK/rank"
 expect_error "--target-cpu not compiled" \
   "no kernels were compiled for znver9; this program has x86-64-v4, x86-64-v3: pick one of them, or recompile with --target-cpu=znver9" \
-  "$WORK/prog/init" --rank 0 --target-cpu znver9 --out "$WORK/rank"
+  "$WORK/prog/init" --layout ranks --rank 0 --target-cpu znver9 --out "$WORK/rank"
 expect_error "INITRT_TARGET_CPU not compiled" \
   "no kernels were compiled for x86-64-v2 \(from INITRT_TARGET_CPU\)" \
-  env INITRT_TARGET_CPU=x86-64-v2 "$WORK/prog/init" --rank 0 --out "$WORK/rank"
+  env INITRT_TARGET_CPU=x86-64-v2 "$WORK/prog/init" --layout ranks --rank 0 --out "$WORK/rank"
 expect_error "INITRT_DIRECT_IO mistyped" \
   "INITRT_DIRECT_IO=off: use 0 \(through the page cache\) or 1 \(past it, for every file\)" \
-  env INITRT_DIRECT_IO=off "$WORK/prog/init" --rank 0 --out "$WORK/rank"
+  env INITRT_DIRECT_IO=off "$WORK/prog/init" --layout ranks --rank 0 --out "$WORK/rank"
 expect_error "INITRT_DIRECT_IO mistyped, assemble" "INITRT_DIRECT_IO=yes: use 0" \
   env INITRT_DIRECT_IO=yes "$INITC" assemble "$WORK/ref" -o "$WORK/rank.safetensors"
 [[ ! -e $WORK/rank && ! -e $WORK/rank.safetensors ]] ||
@@ -233,7 +233,7 @@ damaged() { # damaged NAME: a fresh copy of prog/ to break
   rm -rf "$WORK/prog-$1" && cp -r "$WORK/prog" "$WORK/prog-$1"
   echo "$WORK/prog-$1"
 }
-run4() { "${MPIRUN[@]}" -np 4 "$1/init" --out "$WORK/damaged-ckpt"; }
+run4() { "${MPIRUN[@]}" -np 4 "$1/init" --layout ranks --out "$WORK/damaged-ckpt"; }
 p=$(damaged seed); sed -i 's/"seed": 0/"seed": 1/' "$p/program.json"
 expect_error "program.json edited (seed)" "program.json: the contents do not match \"checksum\": the file was edited or is damaged; recompile" run4 "$p"
 p=$(damaged shape); sed -i '0,/1000/s/1000/999/' "$p/program.json"
@@ -269,17 +269,17 @@ sed 's/init.seed 0/init.seed 5/' "$WORK/gpt2.mlir" >"$WORK/gpt2-seed5.mlir"
 cp -r "$WORK/ref" "$WORK/foreign"
 expect_error "another model's checkpoint" \
   "init: error \(rank 0\): .*foreign holds a checkpoint of another program \(index.json has program id [0-9a-f]+, this program is [0-9a-f]+\): pass --overwrite" \
-  "${MPIRUN[@]}" -np 4 "$WORK/prog5/init" --out "$WORK/foreign"
+  "${MPIRUN[@]}" -np 4 "$WORK/prog5/init" --layout ranks --out "$WORK/foreign"
 # Without its index, each rank finds its own shard foreign; the first says so.
 mv "$WORK/foreign/index.json" "$WORK/foreign-index.json"
 expect_error "another model's shards, no index" \
   "init: error \(rank 0\): .*foreign holds a checkpoint of another program \(rank-00000-of-00004.safetensors has program id [0-9a-f]+, this program is [0-9a-f]+\): pass --overwrite" \
-  "${MPIRUN[@]}" -np 4 "$WORK/prog5/init" --out "$WORK/foreign"
+  "${MPIRUN[@]}" -np 4 "$WORK/prog5/init" --layout ranks --out "$WORK/foreign"
 mv "$WORK/foreign-index.json" "$WORK/foreign/index.json"
 expect_error "another mesh's checkpoint, one rank" "holds a checkpoint of another program .*pass --overwrite" \
-  "$WORK/prog2/init" --rank 1 --out "$WORK/foreign"
+  "$WORK/prog2/init" --layout ranks --rank 1 --out "$WORK/foreign"
 same_checkpoint "$WORK/ref" "$WORK/foreign" # untouched
-"${MPIRUN[@]}" -np 2 "$WORK/prog2/init" --out "$WORK/foreign" --overwrite --quiet || fail "--overwrite"
+"${MPIRUN[@]}" -np 2 "$WORK/prog2/init" --layout ranks --out "$WORK/foreign" --overwrite --quiet || fail "--overwrite"
 [[ $(ls -A "$WORK/foreign" | tr '\n' ' ') == "index.json rank-00000-of-00002.safetensors rank-00001-of-00002.safetensors " ]] ||
   fail "--overwrite left: $(ls -A "$WORK/foreign")"
 "$INITC" verify "$WORK/foreign" >/dev/null || fail "verify after --overwrite"
@@ -290,41 +290,41 @@ size=$(stat -c %s "$file")
 byte=$(od -An -tu1 -j $((size - 1000)) -N1 "$file" | tr -d ' ')
 printf "\\x$(printf %02x $((byte ^ 1)))" | dd of="$file" bs=1 seek=$((size - 1000)) conv=notrunc 2>/dev/null
 expect_error "verify a flipped byte" \
-  "initc: transformer.h.2.[a-z_.]+ on rank 2 \(rank-00002-of-00004.safetensors\): checksum mismatch, the file is corrupt: rerun .prog/init --rank 2 --out" \
+  "initc: transformer.h.2.[a-z_.]+ on rank 2 \(rank-00002-of-00004.safetensors\): checksum mismatch, the file is corrupt: rerun .prog/init --layout ranks --rank 2 --out" \
   "$INITC" verify "$WORK/flipped"
 grep -q "1 problem found" "$WORK/err.txt" || fail "verify does not count one problem"
 expect_error "assemble a flipped byte" \
   "initc: error: transformer.h.2.[a-z_.]+ on rank 2 .*checksum mismatch, the file is corrupt" \
   "$INITC" assemble "$WORK/flipped" -o "$WORK/flipped.safetensors"
 [[ ! -e $WORK/flipped.safetensors ]] || fail "assemble wrote a damaged model"
-"$WORK/prog/init" --rank 2 --out "$WORK/flipped" --quiet || fail "regenerate rank 2"
+"$WORK/prog/init" --layout ranks --rank 2 --out "$WORK/flipped" --quiet || fail "regenerate rank 2"
 same_checkpoint "$WORK/ref" "$WORK/flipped"
 
 cp -r "$WORK/ref" "$WORK/truncated"
 truncate -s 100000 "$WORK/truncated/rank-00001-of-00004.safetensors"
 expect_error "verify a truncated shard" \
-  "rank 1 \(rank-00001-of-00004.safetensors\): .*file is 100000 bytes, its header describes [0-9]+ \(truncated\): rerun .prog/init --rank 1" \
+  "rank 1 \(rank-00001-of-00004.safetensors\): .*file is 100000 bytes, its header describes [0-9]+ \(truncated\): rerun .prog/init --layout ranks --rank 1" \
   "$INITC" verify "$WORK/truncated"
-expect_error "assemble a truncated shard" "rank 1 \(rank-00001-of-00004.safetensors\): .*\(truncated\): rerun .prog/init --rank 1" \
+expect_error "assemble a truncated shard" "rank 1 \(rank-00001-of-00004.safetensors\): .*\(truncated\): rerun .prog/init --layout ranks --rank 1" \
   "$INITC" assemble "$WORK/truncated" -o "$WORK/truncated.safetensors"
-"${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/truncated" >"$WORK/rerun.log" 2>&1 || fail "rerun truncated"
+"${MPIRUN[@]}" -np 4 "$WORK/prog/init" --layout ranks --out "$WORK/truncated" >"$WORK/rerun.log" 2>&1 || fail "rerun truncated"
 grep -q "^  ranks           4, 3 already complete (0, 2-3), 1 computed again over a damaged file (1)$" "$WORK/rerun.log" ||
   fail "rerun did not skip the 3 complete ranks and name the damaged one: $(cat "$WORK/rerun.log")"
 same_checkpoint "$WORK/ref" "$WORK/truncated"
 
 cp -r "$WORK/ref" "$WORK/missing"
 rm "$WORK/missing/rank-00003-of-00004.safetensors"
-expect_error "verify a missing shard" "rank 3 \(rank-00003-of-00004.safetensors\): .*no such file: rerun .prog/init --rank 3" \
+expect_error "verify a missing shard" "rank 3 \(rank-00003-of-00004.safetensors\): .*no such file: rerun .prog/init --layout ranks --rank 3" \
   "$INITC" verify "$WORK/missing"
-expect_error "assemble a missing shard" "rank 3 \(rank-00003-of-00004.safetensors\): .*no such file: rerun .prog/init --rank 3" \
+expect_error "assemble a missing shard" "rank 3 \(rank-00003-of-00004.safetensors\): .*no such file: rerun .prog/init --layout ranks --rank 3" \
   "$INITC" assemble "$WORK/missing" -o "$WORK/missing.safetensors"
 # A missing file is not a damaged one; a lone rank over a damaged file says so.
-"${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/missing" >"$WORK/rerun.log" 2>&1 || fail "rerun missing"
+"${MPIRUN[@]}" -np 4 "$WORK/prog/init" --layout ranks --out "$WORK/missing" >"$WORK/rerun.log" 2>&1 || fail "rerun missing"
 grep -q "^  ranks           4, 3 already complete (0-2)$" "$WORK/rerun.log" ||
   fail "a missing shard was reported otherwise: $(cat "$WORK/rerun.log")"
 same_checkpoint "$WORK/ref" "$WORK/missing"
 truncate -s -1 "$WORK/missing/rank-00003-of-00004.safetensors"
-"$WORK/prog/init" --rank 3 --out "$WORK/missing" >"$WORK/rerun.log" 2>&1 || fail "regenerate rank 3"
+"$WORK/prog/init" --layout ranks --rank 3 --out "$WORK/missing" >"$WORK/rerun.log" 2>&1 || fail "regenerate rank 3"
 grep -q "^init: rank 3: .*rank-00003-of-00004.safetensors: file is [0-9]* bytes, its header describes [0-9]* (truncated): computing it again$" "$WORK/rerun.log" ||
   fail "a lone rank over a damaged file did not say so: $(cat "$WORK/rerun.log")"
 same_checkpoint "$WORK/ref" "$WORK/missing"
@@ -336,8 +336,8 @@ expect_error "verify a truncated index" "index.json is malformed .*: rerun the w
 expect_error "assemble a truncated index" "index.json is malformed" \
   "$INITC" assemble "$WORK/index" -o "$WORK/index.safetensors"
 expect_error "rerun over a truncated index" "index/index.json is malformed \(.*\): pass --overwrite to write it again \(complete shards are kept\)" \
-  "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/index"
-"${MPIRUN[@]}" -np 4 "$WORK/prog/init" --out "$WORK/index" --overwrite --quiet || fail "rerun --overwrite"
+  "${MPIRUN[@]}" -np 4 "$WORK/prog/init" --layout ranks --out "$WORK/index"
+"${MPIRUN[@]}" -np 4 "$WORK/prog/init" --layout ranks --out "$WORK/index" --overwrite --quiet || fail "rerun --overwrite"
 same_checkpoint "$WORK/ref" "$WORK/index"
 [[ ! -e $WORK/index.safetensors && ! -e $WORK/missing.safetensors && ! -e $WORK/truncated.safetensors ]] ||
   fail "assemble wrote a model from a damaged checkpoint"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Jobs that go wrong around the files: ranks of one job started with different programs,
 # different --out or different --discard/--overwrite, several writers of one rank, `--rank` under mpirun, assemble asked to write
-# over the checkpoint it reads, signals while a file is written, inputs that are not regular
+# over the checkpoint it reads or to read one half written or corrupt, signals while a file is written, inputs that are not regular
 # files, a damaged index, a missing shard that owns no slice, and the modes files get. Each
 # case: one clear message, a non-zero exit without a crash, nothing left under a final name that
 # is not complete.
@@ -24,60 +24,60 @@ expect_error() {
 "$INITC" import hf "$CONFIG" --seed 1 -o s1.mlir
 "$INITC" compile f32.mlir --mesh dp=2 --shard fsdp -o p2 >/dev/null
 "$INITC" compile s1.mlir --mesh dp=2 --shard fsdp -o p2s1 >/dev/null
-"${MPIRUN[@]}" -np 2 p2/init --out ref --quiet || fail "reference run"
+"${MPIRUN[@]}" -np 2 p2/init --layout ranks --out ref --quiet || fail "reference run"
 
 #===------------------------------------------------------------------------===#
 # The ranks of one job disagree: programs, output directories; --rank under mpirun
 #===------------------------------------------------------------------------===#
 expect_error "ranks run different programs" \
   "init: error \(rank 1\): ranks run different programs: this rank runs .*/p2s1/init \(program id [0-9a-f]+\), rank 0 runs .*/p2/init \(program id [0-9a-f]+\): start every rank of the job with the same prog/init" \
-  "${MPIRUN[@]}" -np 1 p2/init --out ck : -np 1 p2s1/init --out ck
+  "${MPIRUN[@]}" -np 1 p2/init --layout ranks --out ck : -np 1 p2s1/init --layout ranks --out ck
 [[ ! -e ck ]] || fail "different programs wrote $(ls -A ck)"
 expect_error "ranks write to different directories" \
   "init: error \(rank 1\): ranks write to different directories: this rank has --out $WORK/cb, rank 0 has --out $WORK/ca: give every rank the same --out" \
-  "${MPIRUN[@]}" -np 1 p2/init --out ca : -np 1 p2/init --out cb
+  "${MPIRUN[@]}" -np 1 p2/init --layout ranks --out ca : -np 1 p2/init --layout ranks --out cb
 [[ ! -e ca && ! -e cb ]] || fail "different --out directories were written"
 expect_error "ranks started with different options" \
   "init: error \(rank 1\): ranks were started with different options: this rank has --out --overwrite, rank 0 has --out: start every rank of the job with the same options" \
-  "${MPIRUN[@]}" -np 1 p2/init --out cd : -np 1 p2/init --out cd --overwrite
+  "${MPIRUN[@]}" -np 1 p2/init --layout ranks --out cd : -np 1 p2/init --layout ranks --out cd --overwrite
 [[ ! -e cd ]] || fail "different --overwrite wrote $(ls -A cd)"
 expect_error "some ranks discard" \
   "init: error \(rank 1\): ranks were started with different options: this rank has --out, rank 0 has --discard" \
-  "${MPIRUN[@]}" -np 1 p2/init --discard : -np 1 p2/init --out ce
+  "${MPIRUN[@]}" -np 1 p2/init --layout ranks --discard : -np 1 p2/init --layout ranks --out ce
 [[ ! -e ce ]] || fail "a rank wrote while rank 0 discarded: $(ls -A ce)"
 # The same directory spelled two ways is one directory.
-"${MPIRUN[@]}" -np 1 p2/init --out same --quiet : -np 1 p2/init --out "./same//" --quiet ||
+"${MPIRUN[@]}" -np 1 p2/init --layout ranks --out same --quiet : -np 1 p2/init --layout ranks --out "./same//" --quiet ||
   fail "one --out spelled two ways"
 cmp same/index.json ref/index.json || fail "one --out spelled two ways: another index"
 expect_error "--rank under mpirun" \
   "init: error: --rank 1 computes one rank alone, but the launcher started 4 processes, which would all write rank 1's file" \
-  "${MPIRUN[@]}" -np 4 p2/init --rank 1 --out cc
+  "${MPIRUN[@]}" -np 4 p2/init --layout ranks --rank 1 --out cc
 [[ ! -e cc ]] || fail "--rank under mpirun wrote $(ls -A cc)"
 # Arguments that stop one rank before MPI is up stop the whole job: that rank explains, and the
 # others do not wait for it in MPI_Init.
 expect_error "--rank on one rank under mpirun" \
   "init: error \(rank 1\): --rank 1 computes one rank alone, but the launcher started 2 processes" \
-  timeout 120 "${MPIRUN[@]}" -np 1 p2/init --out cf : -np 1 p2/init --rank 1 --out cf
+  timeout 120 "${MPIRUN[@]}" -np 1 p2/init --layout ranks --out cf : -np 1 p2/init --layout ranks --rank 1 --out cf
 expect_error "an unknown option on one rank" \
   "init: error \(rank 1\): The following argument was not expected: --bogus" \
-  timeout 120 "${MPIRUN[@]}" -np 1 p2/init --out cf : -np 1 p2/init --out cf --bogus
+  timeout 120 "${MPIRUN[@]}" -np 1 p2/init --layout ranks --out cf : -np 1 p2/init --layout ranks --out cf --bogus
 expect_error "no --out on one rank" "init: error \(rank 1\): --out DIR is required" \
-  timeout 120 "${MPIRUN[@]}" -np 1 p2/init --out cf : -np 1 p2/init
+  timeout 120 "${MPIRUN[@]}" -np 1 p2/init --layout ranks --out cf : -np 1 p2/init
 expect_error "--help on one rank" \
   "init: error \(rank 1\): this rank was given --help and the others were not" \
-  timeout 120 "${MPIRUN[@]}" -np 1 p2/init --out cf : -np 1 p2/init --help
+  timeout 120 "${MPIRUN[@]}" -np 1 p2/init --layout ranks --out cf : -np 1 p2/init --help
 [[ ! -e cf ]] || fail "a job stopped before it started wrote $(ls -A cf)"
 # --out that is empty, or a link to nothing.
-expect_error "an empty --out" "init: error: --out: must not be empty" p2/init --rank 1 --out ""
-expect_error "an option as --out" "init: error: --out: '--discard' looks like an option, not a value: give the value first \(./--discard for a directory of that name\)" p2/init --rank 1 --out --discard
+expect_error "an empty --out" "init: error: --out: must not be empty" p2/init --layout ranks --rank 1 --out ""
+expect_error "an option as --out" "init: error: --out: '--discard' looks like an option, not a value: give the value first \(./--discard for a directory of that name\)" p2/init --layout ranks --rank 1 --out --discard
 [ ! -e ./--discard ] || fail "--out --discard made a directory"
-expect_error "an option as --target-cpu" "init: error: --target-cpu: '--quiet' looks like an option, not a value: give the value first$" p2/init --rank 1 --out cq --target-cpu --quiet
-expect_error "--discard with --out" "init: error: --discard writes nothing, so --out cq would stay empty: drop --discard to write the checkpoint, or --out to time the run" p2/init --rank 1 --out cq --discard
+expect_error "an option as --target-cpu" "init: error: --target-cpu: '--quiet' looks like an option, not a value: give the value first$" p2/init --layout ranks --rank 1 --out cq --target-cpu --quiet
+expect_error "--discard with --out" "init: error: --discard writes nothing, so --out cq would stay empty: drop --discard to write the checkpoint, or --out to time the run" p2/init --layout ranks --rank 1 --out cq --discard
 [ ! -e cq ] || fail "a refused run made its --out"
 ln -s nowhere dangling
 expect_error "a dangling --out link" \
   "init: error \(rank 1\): dangling is a symbolic link to nothing \(or to a file\): make it name a directory" \
-  p2/init --rank 1 --out dangling
+  p2/init --layout ranks --rank 1 --out dangling
 [[ -L dangling && ! -e nowhere ]] || fail "a dangling --out link was changed"
 echo "ok ranks that disagree"
 
@@ -87,7 +87,7 @@ for round in 1 2 3 4 5; do
   rm -rf cc
   pids=()
   for w in 1 2 3; do
-    p2/init --rank 1 --out cc --quiet 2>"writer$w.txt" &
+    p2/init --layout ranks --rank 1 --out cc --quiet 2>"writer$w.txt" &
     pids+=($!)
   done
   for w in 0 1 2; do
@@ -111,17 +111,59 @@ cmp ca/rank-00000-of-00002.safetensors ref/rank-00000-of-00002.safetensors && cm
 "$INITC" verify ca >/dev/null || fail "verify after refused assembles"
 
 "$INITC" compile f32.mlir --mesh dp=2 --shard replicated -o pr >/dev/null
-"${MPIRUN[@]}" -np 2 pr/init --out ch --quiet || fail "replicated run"
+"${MPIRUN[@]}" -np 2 pr/init --layout ranks --out ch --quiet || fail "replicated run"
 rm ch/rank-00001-of-00002.safetensors
 expect_error "assemble without a rank that owns no slice" \
-  "initc: error: rank 1 \(rank-00001-of-00002.safetensors\): .*no such file: rerun .prog/init --rank 1 --out ch" \
+  "initc: error: rank 1 \(rank-00001-of-00002.safetensors\): .*no such file: rerun .prog/init --layout ranks --rank 1 --out ch" \
   "$INITC" assemble ch -o x.safetensors
 echo garbage >ch/rank-00001-of-00002.safetensors
 expect_error "assemble with garbage for a rank that owns no slice" \
-  "initc: error: rank 1 \(rank-00001-of-00002.safetensors\): .*not a safetensors file.*rerun .prog/init --rank 1 --out ch" \
+  "initc: error: rank 1 \(rank-00001-of-00002.safetensors\): .*not a safetensors file.*rerun .prog/init --layout ranks --rank 1 --out ch" \
   "$INITC" assemble ch -o x.safetensors
 [[ ! -e x.safetensors ]] || fail "assemble wrote a model from a broken checkpoint"
 echo "ok assemble"
+
+# Into an hf directory: never inside the checkpoint; a source half written, or with a corrupt
+# slice, refused by name, leaving nothing under a final name.
+for out in ca ca/hf ./ca/sub/dir; do
+  expect_error "assemble -o $out" "initc: error: -o $out is inside the checkpoint ca being assembled: .*choose a directory outside it" \
+    "$INITC" assemble ca -o "$out"
+done
+[[ ! -e ca/hf && ! -e ca/sub ]] || fail "assemble wrote into the checkpoint it reads"
+mkdir notes && echo mine >notes/README
+expect_error "assemble into a directory of other files" \
+  "initc: error: -o notes holds README, which is not a file of an hf checkpoint: choose a new or empty directory" \
+  "$INITC" assemble ca -o notes
+"$INITC" assemble ca -o hfo >/dev/null || fail "assemble into an hf directory"
+"$INITC" assemble hfo -o hfo.safetensors >/dev/null || fail "assemble an hf directory"
+"$INITC" assemble ca -o ca.safetensors >/dev/null || fail "assemble ca"
+cmp ca.safetensors hfo.safetensors || fail "the hf directory holds other bytes than the checkpoint"
+cp -r hfo hfh && rm hfh/initc-checkpoint.json
+expect_error "assemble a half-written hf checkpoint" \
+  "initc: error: hfh is an hf checkpoint not completely written: it has no initc-checkpoint.json" \
+  "$INITC" assemble hfh -o hh.safetensors
+no_output hh.safetensors
+# A flipped bit in the embedding's last element: named by tensor, box, writer rank and file.
+cp -r hfo hfc
+read -r file rank box < <($PYTHON -c '
+import json
+record = json.load(open("hfc/initc-checkpoint.json"))
+entry = record["tensors"]["model.embed_tokens.weight"]
+rows, cols = entry["shape"]
+last = [s for s in entry["slices"]
+        if [o + n for o, n in zip(s["offset"], s["shape"])] == [rows, cols]][0]
+at = entry["offset"] + {"F32": 4, "BF16": 2}[entry["dtype"]] * rows * cols - 1
+with open("hfc/" + entry["file"], "r+b") as f:
+    f.seek(at)
+    byte = f.read(1)[0] ^ 4
+    f.seek(at)
+    f.write(bytes([byte]))
+print(entry["file"], last["rank"], "\\[%d, %d\\]" % tuple(last["offset"]))')
+expect_error "assemble an hf checkpoint with a corrupt slice" \
+  "initc: error: model.embed_tokens.weight box at $box by rank $rank \($file\): checksum mismatch, the file is corrupt: rerun .prog/init --layout hf --rank $rank --out hfc" \
+  "$INITC" assemble hfc -o hfc-out
+[[ -z $(ls -A hfc-out) ]] || fail "assemble left $(ls -A hfc-out) from a corrupt checkpoint"
+echo "ok assemble into and from hf directories"
 
 #===------------------------------------------------------------------------===#
 # An edited index is the damaged file, and the rerun it names restores it
@@ -133,7 +175,7 @@ expect_error "verify an edited index" \
   "$INITC" verify cf
 expect_error "assemble an edited index" "index.json was edited or is damaged" "$INITC" assemble cf -o cf.safetensors
 [[ ! -e cf.safetensors ]] || fail "assemble wrote a model from an edited index"
-"${MPIRUN[@]}" -np 2 p2/init --out cf --overwrite --quiet || fail "the rerun the message names"
+"${MPIRUN[@]}" -np 2 p2/init --layout ranks --out cf --overwrite --quiet || fail "the rerun the message names"
 cmp cf/index.json ref/index.json || fail "the rerun did not restore index.json"
 echo "ok edited index"
 
@@ -187,14 +229,14 @@ EOF
 mkdir -p sig
 for attempt in 1 2 3; do
   rm -rf sig/ckpt
-  status=$(signal_when_written SIGINT sig/ckpt .rank-00000-of-00001.safetensors.tmp- big/init --out sig/ckpt --quiet)
+  status=$(signal_when_written SIGINT sig/ckpt .rank-00000-of-00001.safetensors.tmp- big/init --layout ranks --out sig/ckpt --quiet)
   [[ $status == finished || $status == 0 ]] || break
 done
 [[ $status == 130 ]] || fail "prog/init after SIGINT: status $status, expected 130: $(cat signal.log)"
 [[ -z $(ls -A sig/ckpt) ]] || fail "SIGINT left in the checkpoint: $(ls -A sig/ckpt)"
-big/init --out sig/ckpt --quiet || fail "big run"
+big/init --layout ranks --out sig/ckpt --quiet || fail "big run"
 # An ignored signal stays ignored (nohup): the run goes on and completes its checkpoint.
-status=$(IGNORED=1 signal_when_written SIGHUP nohup .rank-00000-of-00001.safetensors.tmp- big/init --out nohup --quiet)
+status=$(IGNORED=1 signal_when_written SIGHUP nohup .rank-00000-of-00001.safetensors.tmp- big/init --layout ranks --out nohup --quiet)
 [[ $status == 0 || $status == finished ]] || fail "prog/init with SIGHUP ignored: status $status: $(cat signal.log)"
 [[ $(ls -A nohup | tr '\n' ' ') == "index.json rank-00000-of-00001.safetensors " ]] ||
   fail "prog/init with SIGHUP ignored wrote: $(ls -A nohup)"
@@ -221,7 +263,7 @@ rm sig/model.safetensors
 # Under mpirun: mpirun passes SIGTERM on to the ranks, which remove their temporaries.
 for attempt in 1 2 3; do
   rm -rf sig/ckpt2
-  status=$(signal_when_written SIGTERM sig/ckpt2 .rank-00001-of-00002.safetensors.tmp- "${MPIRUN[@]}" -np 2 big2/init --out sig/ckpt2 --quiet)
+  status=$(signal_when_written SIGTERM sig/ckpt2 .rank-00001-of-00002.safetensors.tmp- "${MPIRUN[@]}" -np 2 big2/init --layout ranks --out sig/ckpt2 --quiet)
   [[ $status == finished || $status == 0 ]] || break
 done
 [[ $status != finished && $status != 0 ]] || fail "mpirun after SIGTERM: status $status"

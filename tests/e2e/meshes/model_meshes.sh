@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The RNG contract across meshes: a llama-family model with uneven dims (vocab 1001, intermediate
 # 176) compiled for 1, 2 (dp=2), 3 (dp=3) and 4 ranks (dp=2,tp=2 and tp=4) assembles to the same
-# bytes; each rank's file equals what `prog/init --rank K` writes alone; every checkpoint verifies;
+# bytes; each rank's file equals what `prog/init --layout ranks --rank K` writes alone; every checkpoint verifies;
 # and the assembled file is valid safetensors. A program with kernels for several CPUs gives the
-# same bytes whichever variant runs.
+# same bytes whichever variant runs. The 4-rank dp=2,tp=2 checkpoint also assembles into a
+# directory in Hugging Face's layout, in one file or split by --max-shard-size, holding those
+# bytes.
 source "$(dirname "$0")/../common.bash"
 
 for dtype in f32 bf16; do
@@ -15,7 +17,7 @@ for dtype in f32 bf16; do
     tag="$dtype-${mesh//[=,]/_}"
     "$INITC" compile "$WORK/model-$dtype.mlir" --mesh "$mesh" --shard "$shard" -o "$WORK/prog-$tag" \
       >/dev/null || fail "compile $tag"
-    "${MPIRUN[@]}" -np "$n" "$WORK/prog-$tag/init" --out "$WORK/ckpt-$tag" --quiet \
+    "${MPIRUN[@]}" -np "$n" "$WORK/prog-$tag/init" --layout ranks --out "$WORK/ckpt-$tag" --quiet \
       || fail "run $tag on $n ranks"
     "$INITC" verify "$WORK/ckpt-$tag" >/dev/null || fail "verify $tag"
     "$INITC" assemble "$WORK/ckpt-$tag" -o "$WORK/$tag.safetensors" >/dev/null || fail "assemble $tag"
@@ -25,10 +27,23 @@ for dtype in f32 bf16; do
     else
       cmp "$reference" "$WORK/$tag.safetensors" || fail "$tag differs from the 1-rank result"
     fi
+    if [[ $mesh == dp=2,tp=2 ]]; then
+      "$INITC" assemble "$WORK/ckpt-$tag" -o "$WORK/hf-$tag" >/dev/null || fail "assemble $tag into hf"
+      $PYTHON "$ROOT/tests/e2e/hf_dir_check.py" "$WORK/hf-$tag" "$WORK/$tag.safetensors" --files 1 \
+        >/dev/null || fail "hf directory of $tag"
+      "$INITC" assemble "$WORK/ckpt-$tag" -o "$WORK/hf-split-$tag" --max-shard-size 100KB \
+        >/dev/null || fail "assemble $tag into hf files of 100KB"
+      $PYTHON "$ROOT/tests/e2e/hf_dir_check.py" "$WORK/hf-split-$tag" "$WORK/$tag.safetensors" \
+        --max-shard-size 100000 --min-files 4 >/dev/null || fail "hf files of 100KB of $tag"
+      # Read back as a source: the hf directory assembles to the same one file.
+      "$INITC" assemble "$WORK/hf-split-$tag" -o "$WORK/back-$tag.safetensors" >/dev/null \
+        || fail "assemble the hf directory of $tag"
+      cmp "$WORK/$tag.safetensors" "$WORK/back-$tag.safetensors" || fail "hf round trip of $tag"
+    fi
     # Every rank alone, without MPI, reproduces its file byte for byte.
     if ((n > 1)); then
       for ((k = 0; k < n; k++)); do
-        "$WORK/prog-$tag/init" --rank "$k" --out "$WORK/alone-$tag" --quiet || fail "--rank $k $tag"
+        "$WORK/prog-$tag/init" --layout ranks --rank "$k" --out "$WORK/alone-$tag" --quiet || fail "--rank $k $tag"
         file=$(printf "rank-%05d-of-%05d.safetensors" "$k" "$n")
         cmp "$WORK/ckpt-$tag/$file" "$WORK/alone-$tag/$file" || fail "--rank $k differs ($tag)"
       done
@@ -41,7 +56,7 @@ done
   --target-cpu x86-64-v4,x86-64-v3,x86-64 >/dev/null || fail "compile for three CPUs"
 for cpu in x86-64-v4 x86-64-v3 x86-64; do
   if ! out=$("${MPIRUN[@]}" -np 2 "$WORK/prog-variants/init" --target-cpu $cpu \
-    --out "$WORK/variant-$cpu" --quiet 2>&1); then
+    --layout ranks --out "$WORK/variant-$cpu" --quiet 2>&1); then
     [[ $out == *"which this CPU lacks"* ]] || fail "--target-cpu $cpu: $out"
     echo "skip $cpu (this CPU cannot run it)"
     continue
@@ -62,7 +77,7 @@ print(",".join(v["target_cpu"] for v in json.load(open(sys.argv[1]))["kernels"][
 "$INITC" compile "$WORK/model-f32.mlir" -o "$WORK/prog-f32-default" >/dev/null || fail "compile f32"
 grep -q avx512bf16 "$WORK/prog-f32-default/program.json" && fail "an f32 model has a bf16 variant"
 for cpu in x86-64-v4+avx512bf16 x86-64-v4 x86-64-v3; do
-  if ! out=$("$WORK/prog-bf16-variants/init" --target-cpu $cpu --out "$WORK/bf16-variant-$cpu" \
+  if ! out=$("$WORK/prog-bf16-variants/init" --target-cpu $cpu --layout ranks --out "$WORK/bf16-variant-$cpu" \
     --quiet 2>&1); then
     [[ $out == *"which this CPU lacks"* ]] || fail "--target-cpu $cpu: $out"
     echo "skip bf16 $cpu (this CPU cannot run it)"
@@ -78,7 +93,7 @@ done
 # bytes again.
 "$INITC" compile "$WORK/model-f32.mlir" -o "$WORK/prog-shapes" \
   --target-cpu x86-64-v4:1x16,x86-64-v3:1 >/dev/null || fail "compile with loop shapes"
-"$WORK/prog-shapes/init" --out "$WORK/shapes" --quiet || fail "run with loop shapes"
+"$WORK/prog-shapes/init" --layout ranks --out "$WORK/shapes" --quiet || fail "run with loop shapes"
 "$INITC" assemble "$WORK/shapes" -o "$WORK/shapes.safetensors" >/dev/null || fail "assemble shapes"
 cmp "$WORK/f32-dp_1.safetensors" "$WORK/shapes.safetensors" || fail "loop shapes change the bytes"
 echo "ok kernels with loop shapes 1x16 and 1x8"
@@ -89,12 +104,12 @@ if grep -qw avx512_vp2intersect /proc/cpuinfo; then
 else
   "$INITC" compile "$WORK/model-f32.mlir" --mesh dp=2 --shard fsdp -o "$WORK/prog-tigerlake" \
     --target-cpu tigerlake,x86-64 >/dev/null || fail "compile for tigerlake"
-  "${MPIRUN[@]}" -np 2 "$WORK/prog-tigerlake/init" --out "$WORK/tigerlake" --quiet \
+  "${MPIRUN[@]}" -np 2 "$WORK/prog-tigerlake/init" --layout ranks --out "$WORK/tigerlake" --quiet \
     || fail "the x86-64 variant was not chosen"
   "$INITC" assemble "$WORK/tigerlake" -o "$WORK/tigerlake.safetensors" >/dev/null \
     || fail "assemble tigerlake"
   cmp "$WORK/f32-dp_1.safetensors" "$WORK/tigerlake.safetensors" || fail "x86-64 variant differs"
-  if out=$("$WORK/prog-tigerlake/init" --rank 0 --target-cpu tigerlake \
+  if out=$("$WORK/prog-tigerlake/init" --layout ranks --rank 0 --target-cpu tigerlake \
     --out "$WORK/tigerlake-named" --quiet 2>&1); then
     fail "ran tigerlake kernels on a CPU without AVX512-VP2INTERSECT"
   fi
@@ -103,7 +118,7 @@ else
     || fail "tigerlake wrote a shard"
   echo "ok a variant this CPU cannot run is passed over, and refused by name"
 fi
-INITRT_TARGET_CPU=x86-64 "$WORK/prog-variants/init" --rank 1 --out "$WORK/variant-env" --quiet \
+INITRT_TARGET_CPU=x86-64 "$WORK/prog-variants/init" --layout ranks --rank 1 --out "$WORK/variant-env" --quiet \
   || fail "INITRT_TARGET_CPU=x86-64"
 cmp "$WORK/variant-x86-64/rank-00001-of-00002.safetensors" \
   "$WORK/variant-env/rank-00001-of-00002.safetensors" || fail "INITRT_TARGET_CPU=x86-64 differs"

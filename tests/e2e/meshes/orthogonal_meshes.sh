@@ -48,7 +48,7 @@ for spec in "dp=1:replicated" "dp=2:dp-rules.json" "dp=2,tp=3:rules.json" "tp=4:
     >/dev/null || fail "compile $mesh"
   for threads in 1 3; do
     "${MPIRUN[@]}" -np "$n" "$WORK/prog-$tag/init" --threads $threads --quiet \
-      --out "$WORK/ckpt-$tag-$threads" || fail "run $mesh with $threads threads"
+      --layout ranks --out "$WORK/ckpt-$tag-$threads" || fail "run $mesh with $threads threads"
     "$INITC" assemble "$WORK/ckpt-$tag-$threads" -o "$WORK/$tag-$threads.safetensors" \
       >/dev/null || fail "assemble $mesh with $threads threads"
     if [[ -z $reference ]]; then
@@ -103,5 +103,5 @@ EOF2
 "$INITC" compile "$WORK/big.mlir" -o "$WORK/prog-big" >/dev/null || fail "compile big"
 fails_cleanly "orthogonal under ulimit -v" \
   "out of memory: the orthogonal tensor big \(4096 x 4096\) needs 256.00 MiB of scratch on every rank" \
-  bash -c "ulimit -v 120000; exec '$WORK/prog-big/init' --rank 0 --discard"
+  bash -c "ulimit -v 120000; exec '$WORK/prog-big/init' --layout ranks --rank 0 --discard"
 echo "ok out of memory"

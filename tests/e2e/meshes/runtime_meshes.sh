@@ -37,14 +37,14 @@ for mesh in dp=1 dp=2 dp=3 dp=2,tp=2; do
   "$TESTPROG" make "$prog" "$mesh" "$KERNELS" || fail "cannot make the program for $mesh"
   cp "$RUN" "$prog/init"
 
-  "${MPIRUN[@]}" -np "$ranks" "$prog/init" --out "$WORK/ckpt-$mesh" --threads 2 --quiet \
+  "${MPIRUN[@]}" -np "$ranks" "$prog/init" --layout ranks --out "$WORK/ckpt-$mesh" --threads 2 --quiet \
     || fail "mpirun -np $ranks failed for $mesh"
   [[ -f "$WORK/ckpt-$mesh/index.json" ]] || fail "no index.json for $mesh"
 
   # Each rank alone, without MPI, gives the same file.
   for ((k = 0; k < ranks; k++)); do
     file=$(printf 'rank-%05d-of-%05d.safetensors' "$k" "$ranks")
-    "$prog/init" --rank "$k" --out "$WORK/alone-$mesh" --threads 1 --quiet \
+    "$prog/init" --layout ranks --rank "$k" --out "$WORK/alone-$mesh" --threads 1 --quiet \
       || fail "--rank $k failed for $mesh"
     cmp "$WORK/ckpt-$mesh/$file" "$WORK/alone-$mesh/$file" \
       || fail "$mesh rank $k: the mpirun file differs from the --rank $k file"
@@ -52,7 +52,7 @@ for mesh in dp=1 dp=2 dp=3 dp=2,tp=2; do
   [[ ! -e "$WORK/alone-$mesh/index.json" ]] || fail "--rank wrote index.json for $mesh"
   # The summary of a lone rank names that rank, not rank 0 of a one-rank world.
   last=$((ranks - 1))
-  summary=$("$prog/init" --rank "$last" --discard --threads 1 2>&1) || fail "--rank $last --discard failed"
+  summary=$("$prog/init" --layout ranks --rank "$last" --discard --threads 1 2>&1) || fail "--rank $last --discard failed"
   grep -q "slowest rank    rank $last," <<<"$summary" && grep -q "(rank $last) vs largest" <<<"$summary" \
     || fail "the --rank $last summary does not name rank $last: $summary"
   grep -q "threads         1 (rank $last, --threads)" <<<"$summary" || fail "threads: $summary"
@@ -72,7 +72,7 @@ done
 # takes it), the shard files and the assembled model are the same bytes.
 mesh=dp=2,tp=2
 INITRT_DIRECT_IO=1 "${MPIRUN[@]}" -x INITRT_DIRECT_IO -np 4 "$WORK/prog-$mesh/init" \
-  --out "$WORK/direct-$mesh" --threads 2 --quiet || fail "mpirun with INITRT_DIRECT_IO=1 failed"
+  --layout ranks --out "$WORK/direct-$mesh" --threads 2 --quiet || fail "mpirun with INITRT_DIRECT_IO=1 failed"
 for file in index.json rank-0000{0,1,2,3}-of-00004.safetensors; do
   cmp "$WORK/ckpt-$mesh/$file" "$WORK/direct-$mesh/$file" || fail "$file differs with INITRT_DIRECT_IO=1"
 done
@@ -84,21 +84,21 @@ cmp "$reference" "$WORK/model-direct.safetensors" || fail "the model assembled w
 # Without --threads, a rank takes one thread per CPU it may run on: all of them alone, one when
 # taskset (or mpirun's binding to cores) gives it one.
 prog="$WORK/prog-dp=2,tp=2"
-summary=$("$prog/init" --rank 0 --discard 2>&1) || fail "--discard without --threads failed"
+summary=$("$prog/init" --layout ranks --rank 0 --discard 2>&1) || fail "--discard without --threads failed"
 cpus=$(taskset -c -p $$ | awk -F': ' '{print $2}' | tr ',' '\n' |
   awk -F- '{ n += (NF == 2 ? $2 - $1 + 1 : 1) } END { print n }')
 grep -q "threads         $cpus (rank 0, one per CPU it may run on)" <<<"$summary" ||
   fail "threads on $cpus CPUs: $summary"
-summary=$(taskset -c 0 "$prog/init" --rank 0 --discard 2>&1) || fail "--discard under taskset failed"
+summary=$(taskset -c 0 "$prog/init" --layout ranks --rank 0 --discard 2>&1) || fail "--discard under taskset failed"
 grep -q "threads         1 (rank 0, one per CPU it may run on)" <<<"$summary" ||
   fail "threads under taskset -c 0: $summary"
 # Ranks of one host allowed on the same CPUs (--bind-to none) divide them; rank 0 gets the
 # left-over one.
-summary=$("${MPIRUN[@]}" -np 4 "$prog/init" --discard 2>&1) || fail "mpirun --discard failed"
+summary=$("${MPIRUN[@]}" -np 4 "$prog/init" --layout ranks --discard 2>&1) || fail "mpirun --discard failed"
 share=$(( cpus / 4 + (cpus % 4 > 0) ))
 grep -q "threads         $share (rank 0, its share of the $cpus CPUs\? it may run on with 3 other ranks of its host)" \
   <<<"$summary" || fail "threads of 4 ranks on $cpus CPUs: $summary"
-summary=$(taskset -c 0 "${MPIRUN[@]}" -np 4 "$prog/init" --discard 2>&1) ||
+summary=$(taskset -c 0 "${MPIRUN[@]}" -np 4 "$prog/init" --layout ranks --discard 2>&1) ||
   fail "mpirun --discard under taskset failed"
 grep -q "threads         1 (rank 0, its share of the 1 CPU it may run on with 3 other ranks of its host)" \
   <<<"$summary" || fail "threads of 4 ranks on 1 CPU: $summary"
@@ -109,7 +109,7 @@ mesh=dp=2,tp=2
 ckpt="$WORK/ckpt-$mesh"
 cp "$ckpt/rank-00002-of-00004.safetensors" "$WORK/rank2.good"
 truncate -s -8 "$ckpt/rank-00002-of-00004.safetensors"
-out=$("${MPIRUN[@]}" -np 4 "$WORK/prog-$mesh/init" --out "$ckpt" 2>&1) || fail "rerun failed: $out"
+out=$("${MPIRUN[@]}" -np 4 "$WORK/prog-$mesh/init" --layout ranks --out "$ckpt" 2>&1) || fail "rerun failed: $out"
 # The summary names the ranks it kept, as ranges; the others say nothing each.
 grep -q "ranks           4, 3 already complete (0-1, 3), 1 computed again over a damaged file (2)$" <<<"$out" ||
   fail "rerun did not skip exactly ranks 0, 1 and 3: $out"
@@ -122,29 +122,29 @@ read -r model_elements computed <<<"$counts"
 cmp "$WORK/rank2.good" "$ckpt/rank-00002-of-00004.safetensors" || fail "rank 2 not regenerated"
 
 # The wrong number of ranks is refused with one message and a non-zero status.
-if out=$("${MPIRUN[@]}" -np 2 "$WORK/prog-dp=3/init" --out "$WORK/wrong" 2>&1); then
+if out=$("${MPIRUN[@]}" -np 2 "$WORK/prog-dp=3/init" --layout ranks --out "$WORK/wrong" 2>&1); then
   fail "mpirun -np 2 on a mesh of 3 succeeded"
 fi
 [[ $(grep -c "has 3 devices but MPI started 2 ranks: run mpirun -np 3" <<<"$out") == 1 ]] \
   || fail "expected one world-size message, got: $out"
-if "$WORK/prog-dp=3/init" --out "$WORK/wrong" --rank 3 2>"$WORK/err"; then
+if "$WORK/prog-dp=3/init" --layout ranks --out "$WORK/wrong" --rank 3 2>"$WORK/err"; then
   fail "--rank 3 on a mesh of 3 succeeded"
 fi
 grep -q "pass 0 <= K < 3" "$WORK/err" || fail "unexpected --rank error: $(cat "$WORK/err")"
 
 # A checkpoint of another program is refused unless --overwrite.
-if out=$("${MPIRUN[@]}" -np 2 "$WORK/prog-dp=2/init" --out "$WORK/ckpt-dp=3" --quiet 2>&1); then
+if out=$("${MPIRUN[@]}" -np 2 "$WORK/prog-dp=2/init" --layout ranks --out "$WORK/ckpt-dp=3" --quiet 2>&1); then
   fail "writing over another program's checkpoint succeeded"
 fi
 grep -q -- "--overwrite" <<<"$out" || fail "the refusal does not mention --overwrite: $out"
-"${MPIRUN[@]}" -np 2 "$WORK/prog-dp=2/init" --out "$WORK/ckpt-dp=3" --overwrite --quiet \
+"${MPIRUN[@]}" -np 2 "$WORK/prog-dp=2/init" --layout ranks --out "$WORK/ckpt-dp=3" --overwrite --quiet \
   || fail "--overwrite failed"
 cmp "$WORK/ckpt-dp=2/rank-00001-of-00002.safetensors" "$WORK/ckpt-dp=3/rank-00001-of-00002.safetensors" \
   || fail "--overwrite wrote different bytes"
 
 # Damaged kernels: every rank fails, the message is printed once.
 echo garbage >>"$WORK/prog-dp=2/kernels.so"
-if out=$("${MPIRUN[@]}" -np 2 "$WORK/prog-dp=2/init" --out "$WORK/never" 2>&1); then
+if out=$("${MPIRUN[@]}" -np 2 "$WORK/prog-dp=2/init" --layout ranks --out "$WORK/never" 2>&1); then
   fail "a corrupt kernels.so was accepted"
 fi
 [[ $(grep -c "is corrupt or from another compile: recompile" <<<"$out") == 1 ]] \

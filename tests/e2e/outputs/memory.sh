@@ -15,7 +15,7 @@ run() { # run TAG ARGS...: both ranks, peak RSS of rank R in $WORK/rss-TAG-R
   "${MPIRUN[@]}" -np 2 bash -c '/usr/bin/time -f "%M" -o "$0/rss-$1-$OMPI_COMM_WORLD_RANK" "$0/prog/init" --threads 2 --quiet "${@:2}"' \
     "$WORK" "$tag" "$@" || fail "the 2-rank run ($tag) failed"
 }
-run write --out "$WORK/ckpt"
+run write --layout ranks --out "$WORK/ckpt"
 run discard --discard
 FILL="$BUILD_DIR/bin/initc-fill-bench"
 [ -x "$FILL" ] || fail "no $FILL: build with INITC_BUILD_BENCHMARKS=ON"
@@ -73,7 +73,7 @@ with open(sys.argv[1], "w") as f:
 PY
 "$INITC" compile "$WORK/many.mlir" -o "$WORK/many" >/dev/null
 "$INITC" inspect "$WORK/many.mlir" --json >"$WORK/many.json"
-/usr/bin/time -f "%M" -o "$WORK/rss-many-write" "$WORK/many/init" --threads 2 --quiet --out "$WORK/many-ckpt" ||
+/usr/bin/time -f "%M" -o "$WORK/rss-many-write" "$WORK/many/init" --threads 2 --quiet --layout ranks --out "$WORK/many-ckpt" ||
   fail "the many-tensor run failed"
 /usr/bin/time -f "%M" -o "$WORK/rss-many-fill" "$FILL" "$WORK/many" 0 2 >/dev/null ||
   fail "the many-tensor C API fill failed"

@@ -72,7 +72,7 @@ mkdir -p "prog.tmp-$dead" "prog.old-$dead" "prog.tmp-$$"
 "$INITC" compile model.mlir -o prog/ >/dev/null || fail "recompile -o prog/"
 [[ $(ls -d prog.* 2>/dev/null) == "prog.tmp-$$" ]] || fail "leftovers: $(ls -d prog.* | tr '\n' ' ')"
 rmdir "prog.tmp-$$"
-prog/init --rank 0 --out prog/ckpt --quiet || fail "run"
+prog/init --layout ranks --rank 0 --out prog/ckpt --quiet || fail "run"
 fails_cleanly "replace a program holding a checkpoint" \
   "error: refusing to replace the program in 'prog': it also holds 'ckpt'" \
   "$INITC" compile model.mlir -o prog
@@ -88,7 +88,7 @@ fails_cleanly "replace a directory that is not a program" "it exists and is not 
 [[ -f other/notes.txt && -f prog/ckpt/rank-00000-of-00001.safetensors ]] || fail "a refused -o changed files"
 
 # Standard output that cannot be written (a full disk) is an error, whichever command prints.
-prog/init --out ck --quiet || fail "run for verify"
+prog/init --layout ranks --out ck --quiet || fail "run for verify"
 for command in "inspect model.mlir" "inspect model.mlir --json" "verify ck" "--help" \
   "compile model.mlir --emit=mlir -o -"; do
   # shellcheck disable=SC2086

@@ -46,9 +46,9 @@ sanitized "$INITC" inspect "$WORK/model.mlir" --mesh dp=2,tp=2 --shard fsdp+tp |
 sanitized "$INITC" compile "$WORK/model.mlir" --mesh dp=2,tp=2 --shard fsdp+tp -o "$WORK/prog" ||
   fail "compile"
 ASAN_OPTIONS=detect_leaks=0 sanitized "${MPIRUN[@]}" -x ASAN_OPTIONS -x UBSAN_OPTIONS -np 4 \
-  "$WORK/prog/init" --out "$WORK/ckpt" || { cat "$WORK/err.txt"; fail "mpirun"; }
+  "$WORK/prog/init" --layout ranks --out "$WORK/ckpt" || { cat "$WORK/err.txt"; fail "mpirun"; }
 sanitized "$INITC" verify "$WORK/ckpt" || fail "verify"
-ASAN_OPTIONS=detect_leaks=0 sanitized "$WORK/prog/init" --rank 2 --out "$WORK/alone" --quiet ||
+ASAN_OPTIONS=detect_leaks=0 sanitized "$WORK/prog/init" --layout ranks --rank 2 --out "$WORK/alone" --quiet ||
   fail "--rank 2"
 cmp "$WORK/ckpt/rank-00002-of-00004.safetensors" "$WORK/alone/rank-00002-of-00004.safetensors" ||
   fail "rank 2 alone differs"
@@ -63,7 +63,7 @@ printf '{"model_type": "llama", "vocab_size": 1e30}' >"$WORK/bad.json"
 truncate -s 1000 "$WORK/ckpt/rank-00001-of-00004.safetensors"
 ! sanitized "$INITC" verify "$WORK/ckpt" || fail "damaged checkpoint verified"
 ! sanitized "$INITC" assemble "$WORK/ckpt" -o "$WORK/bad.safetensors" || fail "damaged checkpoint assembled"
-ASAN_OPTIONS=detect_leaks=0 sanitized "$WORK/prog/init" --rank 1 --out "$WORK/ckpt" --quiet ||
+ASAN_OPTIONS=detect_leaks=0 sanitized "$WORK/prog/init" --layout ranks --rank 1 --out "$WORK/ckpt" --quiet ||
   fail "regenerate rank 1"
 sanitized "$INITC" verify "$WORK/ckpt" || fail "verify after regenerating"
 echo "PASS $TEST_NAME"

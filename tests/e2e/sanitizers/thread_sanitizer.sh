@@ -42,8 +42,8 @@ prog="$WORK/prog"
   fail "cannot make the test program"
 cp "$OUT/bin/init" "$prog/init"
 for threads in 1 2 4; do
-  tsan_clean "$prog/init" --out "$WORK/ckpt-$threads" --threads "$threads" --quiet
-  tsan_clean "$prog/init" --discard --threads "$threads" --quiet
+  tsan_clean "$prog/init" --layout ranks --out "$WORK/ckpt-$threads" --threads "$threads" --quiet
+  tsan_clean "$prog/init" --layout ranks --discard --threads "$threads" --quiet
 done
 cmp "$WORK/ckpt-1/rank-00000-of-00001.safetensors" "$WORK/ckpt-4/rank-00000-of-00001.safetensors" ||
   fail "1 and 4 threads wrote different files"

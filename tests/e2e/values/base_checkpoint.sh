@@ -48,7 +48,7 @@ init.param @bias : tensor<7xf16> {
 }
 EOF
 "$INITC" compile base.mlir -o pbase >/dev/null || fail "compile the base model"
-pbase/init --out cbase --quiet || fail "run the base model"
+pbase/init --layout ranks --out cbase --quiet || fail "run the base model"
 "$INITC" assemble cbase -o base.safetensors >/dev/null || fail "assemble the base checkpoint"
 
 # The fine-tuned model: the base's tensors, and a head of its own.
@@ -85,7 +85,7 @@ for spec in "dp=1:replicated" "dp=2,tp=3:rules.json" "tp=16:columns.json"; do
   "$INITC" compile ft.mlir --mesh "$mesh" --shard "$shard" -o "p-$tag" >/dev/null ||
     fail "compile on $mesh"
   for threads in 1 3; do
-    "${MPIRUN[@]}" -np "$n" "p-$tag/init" --threads $threads --quiet --out "c-$tag-$threads" ||
+    "${MPIRUN[@]}" -np "$n" "p-$tag/init" --threads $threads --quiet --layout ranks --out "c-$tag-$threads" ||
       fail "run on $mesh with $threads threads"
     "$INITC" verify "c-$tag-$threads" >/dev/null || fail "verify on $mesh with $threads threads"
     "$INITC" assemble "c-$tag-$threads" -o "$tag-$threads.safetensors" >/dev/null ||
@@ -131,7 +131,7 @@ EOF
 model "$WORK/hf/model.safetensors.index.json" >hf.mlir
 "$INITC" compile hf.mlir --mesh dp=2,tp=3 --shard rules.json -o p-hf >/dev/null ||
   fail "compile the model loading through an index"
-"${MPIRUN[@]}" -np 6 p-hf/init --quiet --out c-hf || fail "run the model loading through an index"
+"${MPIRUN[@]}" -np 6 p-hf/init --quiet --layout ranks --out c-hf || fail "run the model loading through an index"
 "$INITC" assemble c-hf -o hf.safetensors >/dev/null || fail "assemble the index run"
 "$PYTHON" - "$reference" hf.safetensors <<'EOF' || fail "loading through an index differs"
 import sys
@@ -146,7 +146,7 @@ echo "ok Hugging Face index"
 CONFIGS="$ROOT/tests/e2e/configs"
 "$INITC" import hf "$CONFIGS/qwen2_tiny.json" --dtype bf16 --seed 5 -o small.mlir || fail "import small"
 "$INITC" compile small.mlir -o p-small >/dev/null || fail "compile small"
-p-small/init --quiet --out c-small || fail "run small"
+p-small/init --quiet --layout ranks --out c-small || fail "run small"
 "$INITC" assemble c-small -o small.safetensors >/dev/null || fail "assemble small"
 "$PYTHON" -c 'import json, sys; c = json.load(open(sys.argv[1])); c["num_hidden_layers"] += 1; json.dump(c, open("grown.json", "w"))' \
   "$CONFIGS/qwen2_tiny.json"
@@ -158,7 +158,7 @@ grep -qE "^initc: [0-9]+ of [0-9]+ tensors load from small.safetensors; the othe
 for model in grown fresh; do
   "$INITC" compile $model.mlir --mesh dp=2,tp=2 --shard fsdp+tp -o p-$model >/dev/null ||
     fail "compile $model"
-  "${MPIRUN[@]}" -np 4 p-$model/init --quiet --out c-$model || fail "run $model"
+  "${MPIRUN[@]}" -np 4 p-$model/init --quiet --layout ranks --out c-$model || fail "run $model"
   "$INITC" assemble c-$model -o $model.safetensors >/dev/null || fail "assemble $model"
 done
 "$PYTHON" - small.safetensors grown.safetensors fresh.safetensors <<'EOF' || fail "the grown model's tensors"
@@ -183,7 +183,7 @@ fails_cleanly "import --load of nothing" "^initc: error: --load: absent.safetens
 "$PYTHON" -c 'import json, sys; c = json.load(open("grown.json")); c["tie_word_embeddings"] = False; json.dump(c, open("untied.json", "w"))'
 "$INITC" import hf untied.json --dtype bf16 --seed 5 -o untied.mlir || fail "import untied"
 "$INITC" compile untied.mlir -o p-untied >/dev/null || fail "compile untied"
-p-untied/init --quiet --out c-untied || fail "run untied"
+p-untied/init --quiet --layout ranks --out c-untied || fail "run untied"
 "$INITC" assemble c-untied -o untied.safetensors >/dev/null || fail "assemble untied"
 "$INITC" import hf grown.json --dtype bf16 --seed 5 --load untied.safetensors -o tied.mlir 2>tied.txt ||
   fail "import a tied model from an untied base: $(cat tied.txt)"
@@ -221,7 +221,7 @@ fails_cleanly "initc-opt with a directory for a base" "error: $WORK: a directory
 fails_cleanly "import --load of another config" "^initc: error: small.safetensors holds model.embed_tokens.weight as \[1000, 64\] but vocab.json makes it \[1001, 64\]: small.safetensors is not a checkpoint of this config" \
   "$INITC" import hf vocab.json --dtype bf16 --load small.safetensors -o wrong.mlir
 "$INITC" compile small.mlir --mesh dp=2 --shard fsdp -o p-small2 >/dev/null || fail "compile small on 2 ranks"
-"${MPIRUN[@]}" -np 2 p-small2/init --quiet --out c-small2 || fail "run small on 2 ranks"
+"${MPIRUN[@]}" -np 2 p-small2/init --quiet --layout ranks --out c-small2 || fail "run small on 2 ranks"
 fails_cleanly "import --load of one rank's file" "^initc: error: --load: c-small2/rank-00000-of-00002.safetensors is rank 0 of a 2-rank initc checkpoint, which holds slices: load the file .initc assemble. makes of its directory" \
   "$INITC" import hf grown.json --dtype bf16 --load c-small2/rank-00000-of-00002.safetensors -o wrong.mlir
 "$PYTHON" -c 'from tensors import save; save("empty.safetensors", {})'
@@ -296,7 +296,7 @@ model partial/model.safetensors.index.json >partial.mlir
 grep -q "^partial.mlir:7:8: warning: 'partial/model-00002-of-00002.safetensors' does not exist here: it is read when prog/init runs, from the directory it runs in" partial.txt ||
   fail "no warning for the absent shard: $(cat partial.txt)"
 fails_cleanly "absent at run time" "^init: error: parameter 'emb' loads \"emb\" from later.safetensors, which is not in $WORK, the working directory: run where the file is" \
-  p-later/init --out c-later
+  p-later/init --layout ranks --out c-later
 no_output c-later
 # The base replaced by one whose tensor has another dtype: refused before anything is written.
 cp base.safetensors later.safetensors
@@ -313,15 +313,15 @@ t["bias"] = ("BF16",) + t["bias"][1:]  # same size, another dtype
 save(sys.argv[2], t)
 EOF
 fails_cleanly "base changed after compile" "^init: error: parameter 'bias' loads \"bias\" from later.safetensors: tensor \"bias\" of later.safetensors is BF16 \[7\] but parameter 'bias' is F16 \[7\]" \
-  p-later16/init --out c-later16
+  p-later16/init --layout ranks --out c-later16
 no_output c-later16
 # A finished job reruns without its base (every rank is complete); a new one stops before
 # --out exists; a base inside --out is refused before anything there is touched.
 mv base.safetensors base.away
-p-dp_1/init --out c-dp_1-1 2>rerun.txt || fail "rerun of a complete checkpoint without its base: $(cat rerun.txt)"
+p-dp_1/init --layout ranks --out c-dp_1-1 2>rerun.txt || fail "rerun of a complete checkpoint without its base: $(cat rerun.txt)"
 grep -q "already complete" rerun.txt || fail "the rerun did not keep the complete shards: $(cat rerun.txt)"
 fails_cleanly "no base for a new checkpoint" "loads \"emb\" from base.safetensors, which is not in $WORK" \
-  p-dp_1/init --out c-new
+  p-dp_1/init --layout ranks --out c-new
 no_output c-new
 mv base.away base.safetensors
 mkdir inside
@@ -329,18 +329,18 @@ cp base.safetensors inside/base.safetensors
 model inside/base.safetensors >inside.mlir
 "$INITC" compile inside.mlir -o p-inside >/dev/null || fail "compile inside"
 fails_cleanly "base inside --out" "^init: error: the base checkpoint inside/base.safetensors \(init.load of emb\) is inside --out inside, which this run writes" \
-  p-inside/init --out inside --overwrite
+  p-inside/init --layout ranks --out inside --overwrite
 cmp base.safetensors inside/base.safetensors || fail "the base inside --out was changed"
 echo "ok mistakes"
 
 # A rerun computes again the shards an earlier run computed from another version of the base
 # (its size, modification or status-change time differ), and keeps them while the base is as it
 # was. Renaming it changes its status-change time: the moves above count as a change.
-"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --out c-dp_2_tp_3-1 2>moved.txt ||
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --layout ranks --out c-dp_2_tp_3-1 2>moved.txt ||
   fail "rerun, base moved away and back: $(cat moved.txt)"
 grep -q "ranks *6, 6 computed again, their base checkpoint changed (0-5)$" moved.txt ||
   fail "a rerun after the base was moved kept its shards: $(cat moved.txt)"
-"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --out c-dp_2_tp_3-1 2>same.txt ||
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --layout ranks --out c-dp_2_tp_3-1 2>same.txt ||
   fail "rerun, base unchanged: $(cat same.txt)"
 grep -q "ranks *6, 6 already complete (0-5)$" same.txt ||
   fail "a rerun with the same base did not keep every shard: $(cat same.txt)"
@@ -353,13 +353,13 @@ dtype, shape, blob = t["wide"]
 t["wide"] = (dtype, shape, bytes(b ^ 0x80 if i % 4 == 3 else b for i, b in enumerate(blob)))  # -w
 save(sys.argv[2], t)
 EOF
-"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --out c-dp_2_tp_3-1 2>changed.txt ||
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --layout ranks --out c-dp_2_tp_3-1 2>changed.txt ||
   fail "rerun, base changed: $(cat changed.txt)"
 grep -q "ranks *6, 6 computed again, their base checkpoint changed (0-5)$" changed.txt ||
   fail "the rerun kept shards of the old base: $(cat changed.txt)"
 "$INITC" verify c-dp_2_tp_3-1 >/dev/null || fail "verify after the base changed"
 "$INITC" assemble c-dp_2_tp_3-1 -o rebased.safetensors >/dev/null || fail "assemble after the base changed"
-"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --quiet --out c-new-base || fail "run from the new base"
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --quiet --layout ranks --out c-new-base || fail "run from the new base"
 "$INITC" assemble c-new-base -o fresh.safetensors >/dev/null || fail "assemble the fresh run"
 cmp rebased.safetensors fresh.safetensors || fail "the rerun differs from a fresh run from the new base"
 "$PYTHON" - base.safetensors rebased.safetensors "$reference" <<'EOF' || fail "the rerun does not hold the new base"
@@ -371,16 +371,16 @@ assert rebased["head"] == before["head"]
 EOF
 # One rank run alone says it; only touching the base is a change too, with the same bytes.
 touch base.safetensors
-p-dp_2_tp_3/init --rank 4 --out c-dp_2_tp_3-1 2>one.txt || fail "rerun of rank 4: $(cat one.txt)"
+p-dp_2_tp_3/init --layout ranks --rank 4 --out c-dp_2_tp_3-1 2>one.txt || fail "rerun of rank 4: $(cat one.txt)"
 grep -q "^init: rank 4: c-dp_2_tp_3-1/rank-00004-of-00006.safetensors: computed from another version of base.safetensors: computing it again (then rerun the whole job, so that index.json records it)$" one.txt ||
   fail "rank 4 alone did not say why it computed its shard again: $(cat one.txt)"
 "$INITC" verify c-dp_2_tp_3-1 >/dev/null || fail "verify after rank 4 was computed again"
 "$INITC" assemble c-dp_2_tp_3-1 -o touched.safetensors >/dev/null || fail "assemble after rank 4"
 cmp touched.safetensors fresh.safetensors || fail "rank 4 computed again from a touched base differs"
 # The old base copied back over it with its size and modification time (cp -p): a change too.
-"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --quiet --out c-dp_2_tp_3-1 || fail "settle the rerun"
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --quiet --layout ranks --out c-dp_2_tp_3-1 || fail "settle the rerun"
 cp -p base.before base.safetensors
-"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --out c-dp_2_tp_3-1 2>copied.txt ||
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --layout ranks --out c-dp_2_tp_3-1 2>copied.txt ||
   fail "rerun, old base copied back: $(cat copied.txt)"
 grep -q "6 computed again, their base checkpoint changed (0-5)$" copied.txt ||
   fail "cp -p of the old base went unnoticed: $(cat copied.txt)"
@@ -391,9 +391,9 @@ cmp back.safetensors "dp_2_tp_3-1.safetensors" || fail "the rerun after cp -p di
 # absent base lets them be kept unchecked, and the summary says so.
 head -c 1000 base.before >base.safetensors
 fails_cleanly "rerun with a truncated base" "^init: error \(rank 0\): parameter 'emb' loads \"emb\" from base.safetensors: .*truncated" \
-  "${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --out c-dp_2_tp_3-1
+  "${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --layout ranks --out c-dp_2_tp_3-1
 rm base.safetensors
-"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --out c-dp_2_tp_3-1 2>absent.txt ||
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --layout ranks --out c-dp_2_tp_3-1 2>absent.txt ||
   fail "rerun without the base: $(cat absent.txt)"
 grep -q "ranks *6, 6 already complete (0-5), none compared with their base checkpoint, which is absent$" absent.txt ||
   fail "the rerun without its base did not say its shards were not compared: $(cat absent.txt)"
@@ -414,7 +414,7 @@ cd "$WORK/here-\$( ((OMPI_COMM_WORLD_RANK < 3)) && echo a || echo b)" && exec "$
 EOF
 chmod +x split.sh
 fails_cleanly "base changed on some ranks, absent on others" "^init: error.*the base checkpoint changed since some ranks' shards were written, and other ranks, where it is absent, cannot check theirs against it" \
-  "${MPIRUN[@]}" -np 6 ./split.sh --out "$WORK/c-dp_2_tp_3-1"
+  "${MPIRUN[@]}" -np 6 ./split.sh --layout ranks --out "$WORK/c-dp_2_tp_3-1"
 "$INITC" assemble c-dp_2_tp_3-1 -o split.safetensors >/dev/null || fail "assemble after the refused split run"
 cmp split.safetensors "dp_2_tp_3-1.safetensors" || fail "the refused split run changed the checkpoint"
 mv base.before base.safetensors

@@ -36,7 +36,7 @@ if grep -q "init.uniform -1" "$WORK/after.mlir"; then fail "the overwritten unif
 for model in double single; do
   for ranks in 1 3; do
     "$INITC" compile "$WORK/$model.mlir" --mesh dp=$ranks --shard fsdp -o "$WORK/prog-$model-$ranks" >/dev/null
-    "${MPIRUN[@]}" -np $ranks "$WORK/prog-$model-$ranks/init" --out "$WORK/ckpt-$model-$ranks" --quiet
+    "${MPIRUN[@]}" -np $ranks "$WORK/prog-$model-$ranks/init" --layout ranks --out "$WORK/ckpt-$model-$ranks" --quiet
     "$INITC" assemble "$WORK/ckpt-$model-$ranks" -o "$WORK/$model-$ranks.safetensors" >/dev/null
   done
 done

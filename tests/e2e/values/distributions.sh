@@ -11,7 +11,7 @@ for config in llama_uneven qwen2_tiny gpt2_tiny; do
       -o "$WORK/$tag.mlir" || fail "import $tag"
     "$INITC" compile "$WORK/$tag.mlir" --mesh dp=2 --shard fsdp -o "$WORK/prog-$tag" >/dev/null \
       || fail "compile $tag"
-    "${MPIRUN[@]}" -np 2 "$WORK/prog-$tag/init" --out "$WORK/ckpt-$tag" --quiet || fail "run $tag"
+    "${MPIRUN[@]}" -np 2 "$WORK/prog-$tag/init" --layout ranks --out "$WORK/ckpt-$tag" --quiet || fail "run $tag"
     "$INITC" assemble "$WORK/ckpt-$tag" -o "$WORK/$tag.safetensors" >/dev/null || fail "assemble $tag"
     echo "== $tag"
     $PYTHON "$ROOT/tests/e2e/check_distributions.py" "$ROOT/tests/e2e/configs/$config.json" \

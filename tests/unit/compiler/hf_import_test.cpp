@@ -173,6 +173,10 @@ TEST(HFImport, LlamaNamesShapesAxesInStateDictOrder) {
   auto model = (*m.module)->getAttrOfType<StringAttr>(initc::import::kModelAttrName);
   ASSERT_TRUE(model);
   EXPECT_EQ(model.getValue(), "llama");
+  // The config's text as given, for the checkpoint's config.json.
+  auto config = (*m.module)->getAttrOfType<StringAttr>(init::InitDialect::kHfConfigAttr);
+  ASSERT_TRUE(config);
+  EXPECT_EQ(config.getValue().str(), kLlamaTiny);
   EXPECT_TRUE(succeeded(verify(*m.module)));
 }
 
@@ -597,10 +601,17 @@ TEST(HFImport, PrintedModuleParsesBack) {
 // Errors: one line, naming the file and field, saying what to do
 //===----------------------------------------------------------------------===//
 
+/// A small llama config with `extra`'s fields, which replace the base's of the same name (a key
+/// given twice is itself an error).
 std::string llamaWith(const std::string &extra) {
-  return R"({"model_type": "llama", "vocab_size": 16, "hidden_size": 8,
-    "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2)" +
-         (extra.empty() ? std::string() : ", " + extra) + "}";
+  const std::pair<const char *, const char *> base[] = {
+      {"model_type", "\"llama\""}, {"vocab_size", "16"},       {"hidden_size", "8"},
+      {"intermediate_size", "8"},   {"num_hidden_layers", "1"}, {"num_attention_heads", "2"}};
+  std::string text = "{";
+  for (const auto &[key, value] : base)
+    if (extra.find("\"" + std::string(key) + "\":") == std::string::npos)
+      text += (text.size() > 1 ? ", \"" : "\"") + std::string(key) + "\": " + value;
+  return text + (extra.empty() ? std::string() : ", " + extra) + "}";
 }
 
 struct ErrorCase {

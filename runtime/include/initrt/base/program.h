@@ -79,7 +79,8 @@ struct Program {
   std::vector<KernelVariant> kernelVariants;
   std::string programId;                         // identifies model + seed + mesh + shardings
   /// The model's Hugging Face config.json (JSON text) when the IR came from `initc import hf`,
-  /// else "": the `hf` checkpoint layout writes it beside the weights.
+  /// else "": the `hf` checkpoint layout writes it beside the weights. program.json holds it as
+  /// the object "hf_config"; as read back it is canonicalHfConfig's text (program_io.h).
   std::string hfConfig;
 };
 

@@ -21,6 +21,12 @@ bool parseProgramJson(const std::string &text, const std::string &source, Progra
 /// Checks a Program built in memory against the same rules readProgram applies.
 bool validateProgram(const Program &program, std::string &error);
 
+/// A config.json text as program.json carries it (an object, "hf_config") and readProgram returns
+/// it in Program::hfConfig: the same JSON value with its keys sorted, indented by two spaces,
+/// ending with a newline. False, with `why` (to follow a field name), when `text` is not a JSON
+/// object that program.json can hold.
+bool canonicalHfConfig(const std::string &text, std::string &out, std::string &why);
+
 /// The program.json text for `program` (pretty-printed, ends with a newline).
 std::string programToJson(const Program &program);
 

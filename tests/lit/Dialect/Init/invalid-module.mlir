@@ -1,7 +1,7 @@
 // RUN: initc-opt %s -split-input-file -verify-diagnostics
 
 // One case per verifier message of the module and its attributes: init.axis_names, init.seed,
-// init.model. The labels (C1, C2, ...) are those of ir-spec/dialect.md.
+// init.model, init.hf_config. The labels (C1, C2, ...) are those of ir-spec/dialect.md.
 
 // init.axis_names, C1
 // expected-error @+1 {{'init.axis_names' is only valid on a mesh.mesh}}
@@ -66,3 +66,30 @@ func.func @seed_outside_module() {
 // init.model, C1
 // expected-error @+1 {{'init.model' must be a string on a builtin.module}}
 mesh.mesh @model_name_on_a_mesh(shape = 2) {init.model = "llama"}
+
+// -----
+
+// init.hf_config, C1
+// expected-error @+1 {{'init.hf_config' must be a string on a builtin.module}}
+mesh.mesh @hf_config_on_a_mesh(shape = 2) {init.hf_config = "{}"}
+
+// -----
+
+// init.hf_config, C1
+// expected-error @+1 {{'init.hf_config' must be a string on a builtin.module}}
+module attributes {init.hf_config = {model_type = "llama"}} {
+}
+
+// -----
+
+// init.hf_config, C2
+// expected-error @+1 {{'init.hf_config' is not valid JSON: }}
+module attributes {init.hf_config = "{\22model_type\22: "} {
+}
+
+// -----
+
+// init.hf_config, C2
+// expected-error @+1 {{'init.hf_config' must hold a JSON object, as a config.json does}}
+module attributes {init.hf_config = "[\22llama\22]"} {
+}

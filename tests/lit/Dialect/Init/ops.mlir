@@ -3,9 +3,9 @@
 
 // Round trip of every op and attribute of the init dialect, in the custom and the generic form.
 
-// CHECK: module attributes {init.model = "tiny"} {
+// CHECK: module attributes {init.hf_config = "{\22model_type\22: \22llama\22,\0A \22a\22: [1]}\0A", init.model = "tiny"} {
 // CHECK-NEXT: init.seed 1234
-module attributes {init.model = "tiny"} {
+module attributes {init.model = "tiny", init.hf_config = "{\22model_type\22: \22llama\22,\0A \22a\22: [1]}\0A"} {
 init.seed 1234
 
 // CHECK: mesh.mesh @mesh(shape = 2x2) {init.axis_names = ["dp", "tp"]}

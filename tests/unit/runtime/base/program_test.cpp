@@ -94,6 +94,7 @@ void expectEqual(const Program &a, const Program &b) {
     EXPECT_EQ(a.kernelVariants[v].extensions, b.kernelVariants[v].extensions);
   }
   EXPECT_EQ(a.programId, b.programId);
+  EXPECT_EQ(a.hfConfig, b.hfConfig);
   ASSERT_EQ(a.params.size(), b.params.size());
   for (size_t i = 0; i < a.params.size(); ++i) {
     const Param &x = a.params[i], &y = b.params[i];
@@ -209,6 +210,133 @@ TEST(ProgramJson, KeepsKeyOrderOfTheSpec) {
     keys.push_back(member.key());
   EXPECT_EQ(keys, (std::vector<std::string>{"format", "version", "model", "seed", "mesh", "kernels",
                                             "program_id", "params"}));
+}
+
+// A config as a user writes one: keys unsorted, other spacing, floats as transformers prints them.
+const char *const kUserConfig =
+    "{\"vocab_size\": 320, \"model_type\": \"llama\",\n\t\"rms_norm_eps\": 1e-05,"
+    " \"rope_theta\": 500000.0, \"initializer_range\": 0.02,\n"
+    " \"architectures\": [\"LlamaForCausalLM\"], \"rope_scaling\": null,"
+    " \"name\": \"caf\u00e9 \u00b7 m\u00fcde\", \"nested\": {\"b\": [1, {\"z\": true}], \"a\": {}}}";
+
+TEST(ProgramJson, CarriesTheHfConfigAsAnObjectAndReadsBackTheSameText) {
+  std::string canonical, why;
+  ASSERT_TRUE(canonicalHfConfig(kUserConfig, canonical, why)) << why;
+  // The same value; keys sorted, two spaces of indent and a newline, as save_pretrained has it.
+  EXPECT_EQ(json::parse(canonical), json::parse(kUserConfig));
+  const std::string start = "{\n  \"architectures\": [\n    \"LlamaForCausalLM\"\n  ],\n";
+  EXPECT_EQ(canonical.substr(0, start.size()), start);
+  EXPECT_NE(canonical.find("\"rms_norm_eps\": 1e-05,"), std::string::npos) << canonical;
+  EXPECT_NE(canonical.find("\"rope_theta\": 500000.0,"), std::string::npos) << canonical;
+  EXPECT_NE(canonical.find("caf\u00e9"), std::string::npos) << canonical; // UTF-8, unescaped
+  EXPECT_EQ(canonical.back(), '\n');
+  std::string again;
+  ASSERT_TRUE(canonicalHfConfig(canonical, again, why)) << why;
+  EXPECT_EQ(again, canonical);
+
+  char dir[] = "/tmp/initrt-program-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string error;
+  for (const std::string &given : {canonical, std::string(kUserConfig)}) {
+    Program program = sampleProgram();
+    program.hfConfig = given;
+    ASSERT_TRUE(writeProgramJson(std::string(dir) + "/program.json", program, error)) << error;
+    std::ifstream in(std::string(dir) + "/program.json");
+    nlohmann::ordered_json document = nlohmann::ordered_json::parse(in);
+    ASSERT_TRUE(document["hf_config"].is_object());
+    EXPECT_EQ(json(json::parse(document["hf_config"].dump())), json::parse(kUserConfig));
+    std::vector<std::string> keys;
+    for (const auto &member : document.items())
+      keys.push_back(member.key());
+    EXPECT_EQ(keys, (std::vector<std::string>{"format", "version", "model", "seed", "mesh",
+                                              "kernels", "program_id", "hf_config", "params",
+                                              "checksum"}));
+    Program read;
+    ASSERT_TRUE(readProgram(dir, read, error)) << error;
+    EXPECT_EQ(read.hfConfig, canonical);
+    program.hfConfig = canonical;
+    expectEqual(program, read);
+    // The config is inside the checksum like every other field.
+    EXPECT_NE(programChecksum(read), programChecksum(sampleProgram()));
+  }
+  std::system((std::string("rm -rf ") + dir).c_str());
+
+  // No config (hand-written IR, captured programs): no field, and none read.
+  EXPECT_FALSE(json::parse(programToJson(sampleProgram())).contains("hf_config"));
+  Program read;
+  ASSERT_TRUE(parseProgramJson(programToJson(sampleProgram()), "p", read, error)) << error;
+  EXPECT_EQ(read.hfConfig, "");
+}
+
+TEST(ProgramJson, AnEditedHfConfigIsRefusedByTheChecksum) {
+  char dir[] = "/tmp/initrt-program-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/program.json";
+  Program program = sampleProgram();
+  program.hfConfig = kUserConfig;
+  std::string error;
+  ASSERT_TRUE(writeProgramJson(path, program, error)) << error;
+  std::string written;
+  {
+    std::ifstream in(path);
+    written.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  size_t at = written.find("\"vocab_size\": 320");
+  ASSERT_NE(at, std::string::npos);
+  written.replace(at, 17, "\"vocab_size\": 321");
+  std::ofstream(path, std::ios::trunc) << written;
+  Program read;
+  EXPECT_FALSE(readProgram(dir, read, error));
+  EXPECT_NE(error.find("do not match \"checksum\""), std::string::npos) << error;
+  std::system((std::string("rm -rf ") + dir).c_str());
+}
+
+TEST(ProgramJson, AnHfConfigMustBeAJsonObject) {
+  // As read: any other JSON value under "hf_config".
+  for (const json &value : {json("{}"), json::array(), json(3), json(nullptr)}) {
+    json document = sampleJson();
+    document["hf_config"] = value;
+    EXPECT_NE(parseError(document).find("field \"hf_config\" must be a JSON object"),
+              std::string::npos)
+        << value.dump();
+  }
+  json document = sampleJson();
+  document["hf_config"] = json::object();
+  Program read;
+  std::string error;
+  ASSERT_TRUE(parseProgramJson(document.dump(), "p", read, error)) << error;
+  EXPECT_EQ(read.hfConfig, "{}\n");
+  // As written: text that is not an object, or nests deeper than program.json may hold.
+  const std::string tooDeep = "{\"a\":" + std::string(63, '[') + std::string(63, ']') + "}";
+  const std::string deepest = "{\"a\":" + std::string(62, '[') + std::string(62, ']') + "}";
+  for (const auto &[text, message] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"{\"a\": ", "field \"hf_config\" is not valid JSON"},
+           {"[1, 2]", "field \"hf_config\" must be a JSON object"},
+           {"{\"a\": {\"b\": 1, \"b\": 2}}", "has the key \"b\" twice in one object"},
+           {"{\"a\":" + std::string(70, '[') + std::string(70, ']') + "}",
+            "nests deeper than 63 levels"},
+           {tooDeep, "nests deeper than 63 levels"}}) {
+    Program program = sampleProgram();
+    program.hfConfig = text;
+    EXPECT_FALSE(writeProgramJson("/tmp/never-written.json", program, error));
+    EXPECT_NE(error.find(message), std::string::npos) << error;
+    EXPECT_NE(access("/tmp/never-written.json", F_OK), 0);
+  }
+  // Printed without a crash however deep (a print recurses per level), and refused when read.
+  {
+    Program program = sampleProgram();
+    program.hfConfig = std::string(1 << 20, '[') + std::string(1 << 20, ']');
+    json document = json::parse(programToJson(program));
+    EXPECT_TRUE(document["hf_config"].is_string());
+    EXPECT_NE(parseError(document).find("field \"hf_config\" must be a JSON object"),
+              std::string::npos);
+  }
+  Program program = sampleProgram();
+  program.hfConfig = deepest;
+  ASSERT_TRUE(validateProgram(program, error)) << error;
+  ASSERT_TRUE(parseProgramJson(programToJson(program), "p", read, error)) << error;
+  EXPECT_EQ(json::parse(read.hfConfig), json::parse(deepest));
 }
 
 TEST(ProgramJson, LargeSeedTravelsAsString) {

@@ -213,7 +213,7 @@ TEST_F(CheckpointTest, AssembleChecksShardsItReadsNoSliceFrom) {
   ASSERT_EQ(unlink(shardPath(1, 2).c_str()), 0);
   EXPECT_FALSE(assembleCheckpoint(dir, out, error));
   EXPECT_NE(error.find("rank 1 (rank-00001-of-00002.safetensors): " + shardPath(1, 2) +
-                       ": no such file: rerun `prog/init --rank 1"),
+                       ": no such file: rerun `prog/init --layout ranks --rank 1"),
             std::string::npos)
       << error;
   std::ofstream(shardPath(1, 2)) << "garbage";
@@ -232,7 +232,7 @@ TEST_F(CheckpointTest, AssembleChecksShardsItReadsNoSliceFrom) {
             std::string::npos)
       << error;
   // prog/init replaces another program's file only with --overwrite: the hint says so.
-  EXPECT_NE(error.find("rerun `prog/init --rank 1 --out " + dir + " --overwrite` to regenerate it"),
+  EXPECT_NE(error.find("rerun `prog/init --layout ranks --rank 1 --out " + dir + " --overwrite` to regenerate it"),
             std::string::npos)
       << error;
   EXPECT_EQ(access(out.c_str(), F_OK), -1);
@@ -251,7 +251,7 @@ TEST_F(CheckpointTest, AssembleChecksShardsItReadsNoSliceFrom) {
                              ", but all 2 shards have program id aaaaaaaaaaaaaaaa: the index or "
                              "the shards were copied from another checkpoint; with the prog/init "
                              "of the one you want, rerun the whole job (`mpirun -np N prog/init "
-                             "--out " +
+                             "--layout ranks --out " +
                              dir + " --overwrite`)"),
             std::string::npos)
       << problems[0];

@@ -152,7 +152,7 @@ TEST_F(CheckpointTest, EditedIndexIsReportedAsTheDamagedFile) {
               std::string::npos)
         << what << ": " << error;
     EXPECT_NE(error.find("index.json was edited or is damaged, the shards are not at fault: "
-                         "rerun the whole job (`mpirun -np N prog/init --out " +
+                         "rerun the whole job (`mpirun -np N prog/init --layout ranks --out " +
                          dir + " --overwrite`)"),
               std::string::npos)
         << what << ": " << error;
@@ -195,7 +195,7 @@ TEST_F(CheckpointTest, FilesThatAreNotRegularAreRefusedWithoutWaiting) {
     std::vector<std::string> problems;
     std::string error;
     return !verifyCheckpoint(dir, problems, error) && problems.size() == 1 &&
-           problems[0].find(shard + ": a FIFO, not a regular file: rerun `prog/init --rank 1") !=
+           problems[0].find(shard + ": a FIFO, not a regular file: rerun `prog/init --layout ranks --rank 1") !=
                std::string::npos;
   }));
   EXPECT_TRUE(inChild([&] {

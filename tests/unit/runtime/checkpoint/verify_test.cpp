@@ -13,7 +13,7 @@ TEST_F(CheckpointTest, FlippedByteIsReportedWithParamAndRank) {
   EXPECT_TRUE(error.empty()) << error;
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0], "w on rank 1 (rank-00001-of-00002.safetensors): checksum mismatch, the "
-                         "file is corrupt: rerun `prog/init --rank 1 --out " +
+                         "file is corrupt: rerun `prog/init --layout ranks --rank 1 --out " +
                              dir + "` to regenerate it");
   std::vector<std::string> checksums;
   EXPECT_FALSE(shardIsComplete(dir, program, 1, checksums));
@@ -108,7 +108,7 @@ TEST_F(CheckpointTest, ReplacedShardIsReported) {
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0], "rank 1 (rank-00001-of-00002.safetensors): its tensors' checksums are "
                          "not those index.json recorded for this rank (the file changed after "
-                         "the job wrote it): rerun `prog/init --rank 1 --out " +
+                         "the job wrote it): rerun `prog/init --layout ranks --rank 1 --out " +
                              dir + "` to regenerate it");
   EXPECT_FALSE(assembleCheckpoint(dir, root + "/model.safetensors", error));
   EXPECT_NE(error.find("rank 1 (rank-00001-of-00002.safetensors): its tensors' checksums"),
@@ -159,7 +159,7 @@ TEST_F(CheckpointTest, GlobalShapeMismatchIsNamed) {
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0], "w on rank 1 (rank-00001-of-00002.safetensors): the file holds F32 [2, 3] "
                          "at [3, 0] of a tensor of shape [6, 3], the index expects F32 [2, 3] at "
-                         "[3, 0] of a tensor of shape [5, 3]: rerun `prog/init --rank 1 --out " +
+                         "[3, 0] of a tensor of shape [5, 3]: rerun `prog/init --layout ranks --rank 1 --out " +
                              dir + "` to regenerate it");
   EXPECT_FALSE(assembleCheckpoint(dir, root + "/model.safetensors", error));
   EXPECT_NE(error.find("of a tensor of shape [6, 3], the index expects"), std::string::npos)

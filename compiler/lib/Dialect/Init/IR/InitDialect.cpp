@@ -1,10 +1,12 @@
 //===- InitDialect.cpp - the init dialect ---------------------------------===//
 #include "initc/Dialect/Init/IR/InitDialect.h"
 #include "initc/Dialect/Init/IR/InitOps.h"
+#include "initc/Support/Nesting.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/JSON.h"
 
 using namespace mlir;
 using namespace initc::init;
@@ -24,6 +26,24 @@ LogicalResult InitDialect::verifyOperationAttribute(Operation *op, NamedAttribut
   if (attr.getName() == kModelAttr) {
     if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'" << kModelAttr << "' must be a string on a builtin.module";
+    return success();
+  }
+  // `init.hf_config` on a module: the config.json text, which program.json carries as an object
+  // and the hf checkpoint layout writes back beside the weights.
+  if (attr.getName() == kHfConfigAttr) {
+    auto text = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !text)
+      return op->emitError() << "'" << kHfConfigAttr << "' must be a string on a builtin.module";
+    if (initc::lineNestedDeeperThan(text.getValue()))
+      return op->emitError() << "'" << kHfConfigAttr << "' nests more than "
+                             << initc::kMaxNesting << " levels deep";
+    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text.getValue());
+    if (!parsed)
+      return op->emitError() << "'" << kHfConfigAttr
+                             << "' is not valid JSON: " << llvm::toString(parsed.takeError());
+    if (!parsed->getAsObject())
+      return op->emitError() << "'" << kHfConfigAttr
+                             << "' must hold a JSON object, as a config.json does";
     return success();
   }
   if (attr.getName() != kAxisNamesAttr)

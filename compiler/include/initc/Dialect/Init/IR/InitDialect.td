@@ -29,6 +29,9 @@ def Init_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kAxisNamesAttr = "init.axis_names";
     /// The discardable attribute naming the model on its module.
     static constexpr ::llvm::StringLiteral kModelAttr = "init.model";
+    /// The discardable attribute holding, on its module, the Hugging Face config.json the model
+    /// was imported from (the text as read).
+    static constexpr ::llvm::StringLiteral kHfConfigAttr = "init.hf_config";
   }];
 }
 

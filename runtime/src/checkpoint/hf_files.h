@@ -1,0 +1,133 @@
+// The files of the hf checkpoint layout besides the data files hf_plan.h lays out
+// (ir-spec/checkpoint.md, "The hf layout"): initc-checkpoint.json, the directory of temporaries a
+// job writes into, and where a box of a tensor lies in its file. Private to src/checkpoint/: the
+// layout (hf_layout.cpp) and verify (hf_verify.cpp) share them.
+#pragma once
+
+#include "initrt/base/hf_plan.h"
+#include "initrt/base/program.h"
+#include "initrt/base/sharding.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace initrt::hf {
+
+inline constexpr const char *kRecordFile = "initc-checkpoint.json";
+inline constexpr const char *kRecordFormat = "initc-hf";
+inline constexpr int kRecordVersion = 1;
+inline constexpr const char *kIndexFile = "model.safetensors.index.json";
+inline constexpr const char *kConfigFile = "config.json";
+// The data files while the job writes them, the rank records that let a rerun skip finished
+// ranks, and state.json (what rank 0 created): one hidden directory inside DIR, so that nothing
+// there ends in .safetensors and a finished job leaves nothing but the checkpoint.
+inline constexpr const char *kPartialDir = ".initc-hf-partial";
+inline constexpr const char *kPartialFormat = "initc-hf-partial";
+inline constexpr const char *kPartialSuffix = ".part";
+
+std::string joinPath(const std::string &dir, const std::string &name);
+std::string partialDir(const std::string &dir);
+std::string partialStatePath(const std::string &dir);
+std::string partialDataPath(const std::string &dir, const std::string &file);
+// rank-00003.json: the boxes rank 3 wrote and fdatasync'ed, with their checksums.
+std::string rankRecordPath(const std::string &dir, int64_t rank);
+
+/// Where a box of a row-major tensor lies in its file: `count` runs of `runBytes` contiguous
+/// bytes each, in the box's own row-major order. A box whole in every dim after its first split
+/// one is contiguous (one run); a box split on a later dim is one run per row of it.
+class BoxRuns {
+public:
+  BoxRuns(const std::vector<int64_t> &globalShape, const Slice &box, uint64_t elementBytes,
+          uint64_t tensorOffset);
+  uint64_t runBytes() const { return run; }
+  uint64_t count() const { return runs; }
+  /// The file offset of run `index`.
+  uint64_t runOffset(uint64_t index) const;
+
+private:
+  std::vector<int64_t> outer;   // the box's extent in the dims before the run's
+  std::vector<uint64_t> stride; // bytes between neighbours in each of those dims
+  uint64_t base = 0, run = 0, runs = 0;
+};
+
+/// How the writer puts a box into its file. A box that is one run, or whose runs are long, is
+/// written with pwrite, in pieces as they come; a box of many short runs (split on a later dim)
+/// is copied through a MAP_SHARED window of the file, so that its system calls are two per
+/// window (mmap, munmap) rather than one per run.
+inline constexpr uint64_t kWindowBytes = 64ull << 20;
+inline bool usesWindow(const BoxRuns &runs) {
+  return runs.count() > 1 && runs.runBytes() <= kWindowBytes / 4;
+}
+/// The file range a window maps to take [from, to): from `from` rounded down to a page,
+/// kWindowBytes long (or to the end of a file of `fileSize` bytes), and at least to `to`.
+void windowFor(uint64_t from, uint64_t to, uint64_t fileSize, uint64_t pageBytes,
+               uint64_t &begin, uint64_t &end);
+
+/// The system calls the hf writer issues to write rank `rank`'s boxes when the bytes of each
+/// reach it in pieces of `pieceBytes`: pwrite calls (a piece is cut where a run ends and where it
+/// ends itself) and, for the boxes written through windows, their mmap and munmap calls. With
+/// `windows` false, as if every box were written with pwrite.
+uint64_t countWriteCalls(const Program &program, const HfPlan &plan, int64_t rank,
+                         uint64_t pieceBytes, bool windows = true);
+
+/// Streams the bytes of `box` from the open file `fd` in the box's row-major order, in pieces
+/// of at most `scratch` bytes; false with `error` on a read error or a short file.
+bool readBox(int fd, const BoxRuns &runs, const std::function<void(const void *, uint64_t)> &take,
+             std::string &error);
+/// XXH3-64 of the box's bytes as 16 hex digits, read from `fd`.
+bool checksumBox(int fd, const BoxRuns &runs, std::string &hex, std::string &error);
+
+/// One box of initc-checkpoint.json's "slices".
+struct SliceRecord {
+  Slice box;
+  std::string checksum;
+  int64_t rank = 0;
+};
+struct TensorRecord {
+  int64_t index = 0;
+  std::string file, dtype;
+  std::vector<int64_t> shape;
+  std::vector<std::string> aliases;
+  uint64_t offset = 0;
+  std::vector<SliceRecord> slices;
+};
+struct FileRecord {
+  std::string name;
+  uint64_t size = 0;
+};
+/// initc-checkpoint.json, read back.
+struct Record {
+  std::string programId, model;
+  std::vector<std::string> meshAxes;
+  std::vector<int64_t> meshShape;
+  uint64_t maxShardSize = 0;
+  std::vector<FileRecord> files;
+  std::map<std::string, TensorRecord> tensors;
+};
+
+/// initc-checkpoint.json's text for `program` written as `plan` with `maxShardBytes`;
+/// `checksums[rank][param]` holds the checksum of the box writeBoxes(program, rank) gives that
+/// rank of that parameter (empty where it has none).
+std::string recordJson(const Program &program, const HfPlan &plan, uint64_t maxShardBytes,
+                       const std::vector<std::vector<std::string>> &checksums);
+/// Reads dir/initc-checkpoint.json. False with `error` when it is missing or not one.
+bool readRecord(const std::string &dir, Record &record, std::string &error);
+
+/// The boxes of rank `rank` in a rank record (rankRecordPath): param index -> box and checksum.
+struct RankRecord {
+  std::string programId;
+  uint64_t maxShardSize = 0;
+  std::map<size_t, SliceRecord> boxes;
+};
+std::string rankRecordJson(const Program &program, uint64_t maxShardBytes, int64_t rank,
+                           const std::vector<ParamBox> &boxes,
+                           const std::vector<std::string> &checksums);
+bool readRankRecord(const std::string &path, RankRecord &record, std::string &error);
+
+/// fsync of a directory, so that renames and creations in it survive a crash.
+bool syncDirectory(const std::string &dir, std::string &error);
+
+} // namespace initrt::hf

@@ -1,0 +1,667 @@
+// The hf checkpoint layout (ir-spec/checkpoint.md, "The hf layout"): whole tensors in Hugging
+// Face's sharded safetensors files, which every rank writes its boxes into at their offsets, in
+// parallel. Rank 0 creates the files (sized and headed) in a hidden directory of temporaries;
+// each rank writes, fdatasyncs and records its boxes' checksums there; rank 0 then renames the
+// files into place and writes the index, config.json and initc-checkpoint.json, last.
+#include "checkpoint/checkpoint.h"
+
+#include "checkpoint/hf_files.h"
+#include "initrt/base/atomic_file.h"
+#include "initrt/base/checksum.h"
+#include "initrt/base/files.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <filesystem>
+#include <map>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+namespace initrt {
+
+namespace {
+
+using namespace hf;
+
+bool exists(const std::string &path) {
+  struct stat info;
+  return ::lstat(path.c_str(), &info) == 0;
+}
+
+// The size of `path`, or -1 when it is not there.
+int64_t fileSize(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) ? int64_t(info.st_size) : -1;
+}
+
+std::string gigabytes(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GB", double(bytes) / 1e9);
+  return text;
+}
+
+bool startsWith(const std::string &text, const char *prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+bool endsWith(const std::string &text, const char *suffix) {
+  const size_t n = std::strlen(suffix);
+  return text.size() >= n && text.compare(text.size() - n, n, suffix) == 0;
+}
+
+std::vector<std::string> listDir(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (dirent *entry = ::readdir(d))
+      names.push_back(entry->d_name);
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The files of the other layouts: initc's own (index.json, rank-K-of-W.safetensors) and dcp's
+// (shard-K-of-W.safetensors). HF tools would read them as part of this checkpoint.
+bool otherLayoutFile(const std::string &name) {
+  return name == "index.json" ||
+         (endsWith(name, ".safetensors") && (startsWith(name, "rank-") || startsWith(name, "shard-")));
+}
+// What this layout writes (and --overwrite removes).
+bool hfFile(const std::string &name) {
+  return name == kRecordFile || name == kIndexFile || name == kConfigFile ||
+         (startsWith(name, "model-") && endsWith(name, ".safetensors"));
+}
+
+bool removeTree(const std::string &path, std::string &error) {
+  std::error_code failed;
+  std::filesystem::remove_all(path, failed);
+  if (failed) {
+    error = "cannot remove " + path + ": " + failed.message();
+    return false;
+  }
+  return true;
+}
+
+// Where a data file is now: its temporary while the job writes it, then its final name.
+std::string dataPath(const std::string &dir, const std::string &file) {
+  std::string partial = partialDataPath(dir, file);
+  return exists(partial) ? partial : joinPath(dir, file);
+}
+
+// The checksum of each of `boxes`, re-read from the data files; false with `reason` at the first
+// box whose bytes are not `expected`'s.
+bool boxesMatch(const std::string &dir, const Program &program, const HfPlan &plan,
+                const std::vector<ParamBox> &boxes, const std::vector<std::string> &expected,
+                std::string &reason) {
+  std::map<int64_t, int> fds;
+  bool ok = true;
+  for (size_t b = 0; ok && b < boxes.size(); ++b) {
+    const Param &param = program.params[boxes[b].param];
+    const HfPlace &place = plan.places[boxes[b].param];
+    const std::string &name = plan.files[size_t(place.file)].name;
+    auto it = fds.find(place.file);
+    if (it == fds.end())
+      it = fds.emplace(place.file, ::open(dataPath(dir, name).c_str(), O_RDONLY | O_CLOEXEC)).first;
+    std::string hex, why;
+    BoxRuns runs(param.shape, boxes[b].box, uint64_t(dtypeBytes(param.dtype)), place.offset);
+    if (it->second < 0) {
+      reason = name + " is missing";
+      ok = false;
+    } else if (!checksumBox(it->second, runs, hex, why)) {
+      reason = name + ": " + why;
+      ok = false;
+    } else if (hex != expected[b]) {
+      reason = "the bytes of " + param.name + " in " + name + " are not those recorded";
+      ok = false;
+    }
+  }
+  for (auto &entry : fds)
+    if (entry.second >= 0)
+      ::close(entry.second);
+  return ok;
+}
+
+// Whether the file system keeps pages written through MAP_SHARED windows coherent with the
+// other ranks' writes to the same pages: one page cache (local file systems, whose ranks share a
+// host) or page-granular locks across hosts (Lustre, GPFS). An NFS or SMB client writes a
+// mapped page back whole, over the bytes other hosts wrote into it, so there each run is a
+// pwrite of its own bytes.
+bool windowsAreCoherent(int fd) {
+  struct statfs fs;
+  if (::fstatfs(fd, &fs) != 0)
+    return false;
+  switch (static_cast<unsigned long>(fs.f_type)) {
+  case 0xEF53:     // ext2/3/4
+  case 0x58465342: // xfs
+  case 0x9123683E: // btrfs
+  case 0x01021994: // tmpfs
+  case 0x2FC12FC1: // zfs
+  case 0xF2F52010: // f2fs
+  case 0x0BD00BD0: // lustre
+  case 0x47504653: // gpfs
+    return true;
+  default:
+    return false;
+  }
+}
+
+class HfRankWriter final : public RankWriter {
+public:
+  ~HfRankWriter() override {
+    std::string ignored;
+    unmapWindow(ignored);
+    for (int fd : fds)
+      if (fd >= 0)
+        ::close(fd);
+  }
+
+  bool open(const std::string &dir, const Program &program, uint64_t maxShardBytes,
+            int64_t rank, const std::vector<ShardTensor> &tensors, std::string &error) {
+    this->dir = dir;
+    this->program = &program;
+    this->maxShardBytes = maxShardBytes;
+    this->rank = rank;
+    if (!planHfCheckpoint(program, maxShardBytes, plan, error))
+      return false;
+    fds.assign(plan.files.size(), -1);
+    // INITRT_HF_WRITE=pwrite: every run with pwrite, to compare the two ways on a file system.
+    const char *how = std::getenv("INITRT_HF_WRITE");
+    windows = !(how && std::strcmp(how, "pwrite") == 0);
+    // A record of this rank's boxes must not outlive the bytes it vouches for.
+    const std::string record = rankRecordPath(dir, rank);
+    if (::unlink(record.c_str()) != 0 && errno != ENOENT) {
+      error = "cannot remove " + record + ": " + std::strerror(errno);
+      return false;
+    }
+    for (const ShardTensor &tensor : tensors) {
+      const size_t p = size_t(tensor.param - program.params.data());
+      const HfPlace &place = plan.places[p];
+      if (place.file < 0) {
+        error = "internal: " + tensor.param->name + " has no place in the hf checkpoint";
+        return false;
+      }
+      Box box{p, place.file, BoxRuns(tensor.param->shape, tensor.slice,
+                                     uint64_t(dtypeBytes(tensor.param->dtype)), place.offset)};
+      ParamBox paramBox;
+      paramBox.param = p;
+      paramBox.box = tensor.slice;
+      boxes.push_back(paramBox);
+      int &fd = fds[size_t(place.file)];
+      if (fd < 0) {
+        const std::string path = dataPath(dir, plan.files[size_t(place.file)].name);
+        fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+          error = "cannot open " + path + ", which rank 0 created: " + std::strerror(errno) +
+                  ": rerun the whole job";
+          return false;
+        }
+        windows = windows && windowsAreCoherent(fd);
+      }
+      entries.push_back(std::move(box));
+    }
+    checksums.assign(entries.size(), std::string());
+    return true;
+  }
+
+  std::vector<size_t> writeOrder() const override {
+    std::vector<size_t> order(entries.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const Box &x = entries[a], &y = entries[b];
+      return x.file != y.file ? x.file < y.file : x.runs.runOffset(0) < y.runs.runOffset(0);
+    });
+    return order;
+  }
+
+  bool writePiece(size_t index, uint64_t offset, const void *data, uint64_t bytes,
+                  std::string &error) override {
+    if (index != current) {
+      if (currentEnd != 0)
+        checksums[current] = checksum.hex();
+      checksum.reset();
+      current = index;
+      currentEnd = 0;
+    }
+    const Box &box = entries[index];
+    const int fd = fds[size_t(box.file)];
+    const uint64_t run = box.runs.runBytes();
+    const char *from = static_cast<const char *>(data);
+    checksum.update(data, bytes);
+    currentEnd = offset + bytes;
+    const bool windowed = windows && usesWindow(box.runs);
+    // Each run of the box in the file is one pwrite (or a few, for a run longer than a piece),
+    // or, for many short runs, a copy into the window that holds it.
+    while (bytes > 0) {
+      const uint64_t within = offset % run;
+      const uint64_t n = std::min(bytes, run - within);
+      const uint64_t at = box.runs.runOffset(offset / run) + within;
+      if (windowed ? !copyThroughWindow(fd, box.file, at, from, n, error)
+                   : !writeAll(fd, at, from, n, box.file, error))
+        return false;
+      from += n;
+      offset += n;
+      bytes -= n;
+    }
+    return true;
+  }
+
+  bool finish(std::vector<std::string> &out, std::string &error) override {
+    // The window's pages go with the file's on fdatasync once they are unmapped.
+    if (!unmapWindow(error))
+      return false;
+    if (currentEnd != 0)
+      checksums[current] = checksum.hex();
+    for (size_t b = 0; b < entries.size(); ++b)
+      if (checksums[b].empty()) { // an empty box is never handed over
+        error = "internal: " + program->params[entries[b].param].name + " was not written";
+        return false;
+      }
+    for (size_t f = 0; f < fds.size(); ++f)
+      if (fds[f] >= 0 && ::fdatasync(fds[f]) != 0) {
+        error = "cannot sync " + plan.files[f].name + " in " + dir + ": " + std::strerror(errno);
+        return false;
+      }
+    // In a job (the temporaries there), the record lets a rerun skip this rank; a repair of a
+    // complete checkpoint writes the same bytes, which initc-checkpoint.json already records.
+    if (exists(partialDir(dir)) &&
+        !writeFileAtomically(rankRecordPath(dir, rank),
+                             rankRecordJson(*program, maxShardBytes, rank, boxes, checksums),
+                             error))
+      return false;
+    out = checksums;
+    return true;
+  }
+
+private:
+  struct Box {
+    size_t param;
+    int64_t file;
+    BoxRuns runs;
+  };
+
+  bool writeAll(int fd, uint64_t at, const char *from, uint64_t bytes, int64_t file,
+                std::string &error) {
+    while (bytes > 0) {
+      ssize_t put = ::pwrite(fd, from, std::min<uint64_t>(bytes, 1ull << 30), off_t(at));
+      if (put < 0 && errno == EINTR)
+        continue;
+      if (put <= 0) {
+        error = "cannot write " + plan.files[size_t(file)].name + " in " + dir + ": " +
+                std::strerror(put < 0 ? errno : EIO);
+        return false;
+      }
+      from += put;
+      at += uint64_t(put);
+      bytes -= uint64_t(put);
+    }
+    return true;
+  }
+
+  // Maps the window of `file` that holds [at, at + bytes) (the current one when it does) and
+  // copies the bytes there. The run's own bytes only: other ranks write the rest of the pages.
+  bool copyThroughWindow(int fd, int64_t file, uint64_t at, const char *from, uint64_t bytes,
+                         std::string &error) {
+    if (windowFile != file || at < windowBegin || at + bytes > windowEnd || !window) {
+      if (!unmapWindow(error))
+        return false;
+      static const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+      windowFor(at, at + bytes, plan.files[size_t(file)].size, page, windowBegin, windowEnd);
+      void *mapped = ::mmap(nullptr, windowEnd - windowBegin, PROT_READ | PROT_WRITE, MAP_SHARED,
+                            fd, off_t(windowBegin));
+      if (mapped == MAP_FAILED) {
+        error = "cannot map " + plan.files[size_t(file)].name + " in " + dir + ": " +
+                std::strerror(errno);
+        return false;
+      }
+      window = static_cast<char *>(mapped);
+      windowFile = file;
+    }
+    std::memcpy(window + (at - windowBegin), from, bytes);
+    return true;
+  }
+  bool unmapWindow(std::string &error) {
+    if (!window)
+      return true;
+    const int rc = ::munmap(window, windowEnd - windowBegin);
+    window = nullptr;
+    if (rc != 0) {
+      error = "cannot unmap a window of " + plan.files[size_t(windowFile)].name + ": " +
+              std::strerror(errno);
+      return false;
+    }
+    return true;
+  }
+
+  std::string dir;
+  const Program *program = nullptr;
+  uint64_t maxShardBytes = 0;
+  int64_t rank = 0;
+  HfPlan plan;
+  std::vector<int> fds; // per file, opened when a box needs it
+  std::vector<Box> entries;
+  std::vector<ParamBox> boxes;
+  std::vector<std::string> checksums;
+  StreamingChecksum checksum; // of the box being written
+  size_t current = 0;
+  uint64_t currentEnd = 0;
+  bool windows = true;    // short strided runs through a window (else pwrite)
+  char *window = nullptr; // the MAP_SHARED window of strided boxes, [windowBegin, windowEnd)
+  int64_t windowFile = -1;
+  uint64_t windowBegin = 0, windowEnd = 0;
+};
+
+class HfLayout final : public CheckpointLayout {
+public:
+  void configure(const LayoutSettings &settings) const override {
+    maxShardBytes = settings.maxShardBytes;
+  }
+  bool storesReplicas() const override { return false; }
+  bool sharesFiles() const override { return true; }
+  bool gathersChecksums() const override { return true; }
+
+  bool prepareDir(const std::string &dir, const Program &program, bool overwrite,
+                  std::string &error) const override {
+    std::error_code failed;
+    std::filesystem::create_directories(dir, failed);
+    if (failed) {
+      error = "cannot create --out " + dir + ": " + failed.message();
+      return false;
+    }
+    std::vector<std::string> names = listDir(dir);
+    std::vector<std::string> others, ours;
+    for (const std::string &name : names) {
+      if (otherLayoutFile(name))
+        others.push_back(name);
+      else if (hfFile(name))
+        ours.push_back(name);
+    }
+    auto refuse = [&](const std::string &what) {
+      error = "--out " + dir + " " + what + ": choose another --out, or pass --overwrite to " +
+              "replace it";
+      return false;
+    };
+    if (!others.empty() && !overwrite)
+      return refuse("holds a checkpoint of another layout (" + others.front() +
+                    (others.size() > 1 ? ", ..." : "") + ")");
+    std::string why;
+    bool mine = false; // DIR holds this program's hf checkpoint, whole or being written
+    if (exists(joinPath(dir, kRecordFile))) {
+      Record record;
+      if (!readRecord(dir, record, why))
+        mine = false;
+      else if (record.programId != program.programId)
+        why = "holds another program's hf checkpoint (program id " + record.programId +
+              "; this program's is " + program.programId + ")";
+      else if (record.maxShardSize != maxShardBytes)
+        why = "holds this program's hf checkpoint written with --max-shard-size " +
+              std::to_string(record.maxShardSize) + ", not " + std::to_string(maxShardBytes);
+      else
+        mine = true;
+      if (!mine && !overwrite)
+        return refuse(startsWith(why, "holds") ? why
+                                               : "holds a damaged " + std::string(kRecordFile) +
+                                                     " (" + why + ")");
+    }
+    bool partialMine = false;
+    if (exists(partialStatePath(dir))) {
+      std::string programId;
+      uint64_t size = 0;
+      partialMine = readPartialState(dir, programId, size) &&
+                    programId == program.programId && size == maxShardBytes;
+      if (!partialMine && !overwrite)
+        return refuse("holds the unfinished hf checkpoint of another program or "
+                      "--max-shard-size (" + std::string(kPartialDir) + ")");
+    }
+    // model-*.safetensors without a record: another tool's checkpoint, unless this program's
+    // job was stopped while renaming its files into place.
+    if (!mine && !partialMine && !ours.empty() && !overwrite)
+      return refuse("holds files this job would replace (" + ours.front() +
+                    ") and no record of this program's checkpoint");
+    if (overwrite && !mine) {
+      for (const std::string &name : others)
+        if (!removeTree(joinPath(dir, name), error))
+          return false;
+      if (!partialMine) {
+        for (const std::string &name : ours)
+          if (!removeTree(joinPath(dir, name), error))
+            return false;
+        if (!removeTree(partialDir(dir), error))
+          return false;
+      }
+    }
+    // A job stopped after writing the record, before removing its temporaries.
+    if (mine && exists(partialDir(dir)) && !removeTree(partialDir(dir), error))
+      return false;
+    return true;
+  }
+
+  int removeStaleTemporaries(const std::string &dir, const Program &,
+                             int64_t rank) const override {
+    // The data temporaries are what a rerun resumes from; only the small files written
+    // atomically leave temporaries of their own.
+    int removed = removeAbandonedTemporariesOf(rankRecordPath(dir, rank < 0 ? 0 : rank));
+    if (rank < 0) {
+      removed += removeAbandonedTemporaries(partialDir(dir), {".rank-", ".state.json"});
+      for (const char *name : {kRecordFile, kIndexFile, kConfigFile})
+        removed += removeAbandonedTemporariesOf(joinPath(dir, name));
+    }
+    return removed;
+  }
+
+  bool prepareShared(const std::string &dir, const Program &program,
+                     std::string &error) const override {
+    Record record;
+    std::string why;
+    if (readRecord(dir, record, why)) // prepareDir left it: this program's, complete
+      return true;
+    HfPlan plan;
+    if (!planHfCheckpoint(program, maxShardBytes, plan, error))
+      return false;
+    std::string programId;
+    uint64_t size = 0;
+    if (readPartialState(dir, programId, size)) {
+      bool whole = true;
+      for (const HfFile &file : plan.files)
+        whole = whole && (fileSize(partialDataPath(dir, file.name)) == int64_t(file.size) ||
+                          fileSize(joinPath(dir, file.name)) == int64_t(file.size));
+      if (whole)
+        return true; // resumed: the ranks' records say what is done
+      if (!removeTree(partialDir(dir), error))
+        return false;
+    }
+    return createFiles(dir, program, plan, error);
+  }
+
+  bool prepareRank(const std::string &, const Program &, int64_t, bool,
+                   std::string &) const override {
+    return true; // prepareDir and prepareShared checked and made everything a rank writes into
+  }
+
+  ShardState rankState(const std::string &dir, const Program &program, int64_t rank,
+                       std::vector<std::string> &checksums, std::string &reason,
+                       const std::string *, bool) const override {
+    checksums.assign(program.params.size(), std::string());
+    HfPlan plan;
+    if (!planHfCheckpoint(program, maxShardBytes, plan, reason))
+      return ShardState::Incomplete;
+    const std::vector<ParamBox> boxes = writeBoxes(program, rank);
+    std::vector<std::string> expected(boxes.size());
+    Record record;
+    std::string why;
+    if (readRecord(dir, record, why)) {
+      if (record.programId != program.programId || record.maxShardSize != maxShardBytes) {
+        reason = std::string(kRecordFile) + " is another checkpoint's";
+        return ShardState::Incomplete;
+      }
+      for (size_t b = 0; b < boxes.size(); ++b) {
+        const Param &param = program.params[boxes[b].param];
+        auto tensor = record.tensors.find(param.name);
+        if (tensor != record.tensors.end())
+          for (const SliceRecord &slice : tensor->second.slices)
+            if (slice.rank == rank && slice.box == boxes[b].box)
+              expected[b] = slice.checksum;
+        if (expected[b].empty()) {
+          reason = std::string(kRecordFile) + " lists no slice of " + param.name + " for rank " +
+                   std::to_string(rank);
+          return ShardState::Incomplete;
+        }
+      }
+    } else {
+      RankRecord mine;
+      if (!exists(rankRecordPath(dir, rank))) {
+        reason = "its boxes are not written yet";
+        return ShardState::Incomplete;
+      }
+      if (!readRankRecord(rankRecordPath(dir, rank), mine, reason))
+        return ShardState::Incomplete;
+      if (mine.programId != program.programId || mine.maxShardSize != maxShardBytes ||
+          mine.boxes.size() != boxes.size()) {
+        reason = "its record is another checkpoint's";
+        return ShardState::Incomplete;
+      }
+      for (size_t b = 0; b < boxes.size(); ++b) {
+        auto it = mine.boxes.find(boxes[b].param);
+        if (it == mine.boxes.end() || !(it->second.box == boxes[b].box)) {
+          reason = "its record lists other boxes";
+          return ShardState::Incomplete;
+        }
+        expected[b] = it->second.checksum;
+      }
+    }
+    if (!boxesMatch(dir, program, plan, boxes, expected, reason))
+      return ShardState::Incomplete;
+    for (size_t b = 0; b < boxes.size(); ++b)
+      checksums[boxes[b].param] = expected[b];
+    return ShardState::Complete;
+  }
+
+  bool rankOutputExists(const std::string &dir, const Program &, int64_t rank) const override {
+    return exists(joinPath(dir, kRecordFile)) || exists(rankRecordPath(dir, rank));
+  }
+
+  std::unique_ptr<RankWriter> openRank(const std::string &dir, const Program &program,
+                                       int64_t rank, const std::vector<ShardTensor> &tensors,
+                                       std::string &error, const std::string &) const override {
+    auto writer = std::make_unique<HfRankWriter>();
+    if (!writer->open(dir, program, maxShardBytes, rank, tensors, error))
+      return nullptr;
+    return writer;
+  }
+
+  bool finishJob(const std::string &dir, const Program &program,
+                 const std::vector<RankReport> &reports, std::string &error) const override {
+    HfPlan plan;
+    if (!planHfCheckpoint(program, maxShardBytes, plan, error))
+      return false;
+    std::vector<std::vector<std::string>> checksums(reports.size());
+    for (size_t r = 0; r < reports.size(); ++r) {
+      checksums[r].assign(program.params.size(), std::string());
+      for (const ParamBox &box : writeBoxes(program, int64_t(r)))
+        checksums[r][box.param] = checksumToHex(reports[r].checksums.at(box.param));
+    }
+    const std::string record = recordJson(program, plan, maxShardBytes, checksums);
+    std::string existing, why;
+    const bool recorded =
+        readRegularFile(joinPath(dir, kRecordFile), kMaxJsonFileBytes, existing, why) ==
+        ReadFileStatus::Ok;
+    if (recorded && existing != record) {
+      // Every rank verified or rewrote its boxes against the record: they cannot differ.
+      error = "internal: the checksums this job computed differ from " + joinPath(dir, kRecordFile);
+      return false;
+    }
+    // Into place, then what describes them, the record last: its presence means complete.
+    for (const HfFile &file : plan.files) {
+      const std::string partial = partialDataPath(dir, file.name);
+      if (exists(partial) && ::rename(partial.c_str(), joinPath(dir, file.name).c_str()) != 0) {
+        error = "cannot rename " + partial + " into place: " + std::strerror(errno);
+        return false;
+      }
+    }
+    if (!syncDirectory(dir, error) ||
+        !writeFileAtomically(joinPath(dir, kIndexFile), hfIndexJson(program, plan), error) ||
+        (!program.hfConfig.empty() &&
+         !writeFileAtomically(joinPath(dir, kConfigFile), program.hfConfig, error)) ||
+        (!recorded && !writeFileAtomically(joinPath(dir, kRecordFile), record, error)))
+      return false;
+    return removeTree(partialDir(dir), error) && syncDirectory(dir, error);
+  }
+
+private:
+  static bool readPartialState(const std::string &dir, std::string &programId, uint64_t &size) {
+    RankRecord state; // state.json has a rank record's header and no boxes
+    std::string why;
+    if (!readRankRecord(partialStatePath(dir), state, why))
+      return false;
+    programId = state.programId;
+    size = state.maxShardSize;
+    return true;
+  }
+
+  // The data files under their temporary names, each its full size (a full disk is refused here,
+  // before any value is computed) with its header written; then state.json says they are there.
+  bool createFiles(const std::string &dir, const Program &program, const HfPlan &plan,
+                   std::string &error) const {
+    const std::string partial = partialDir(dir);
+    uint64_t total = 0;
+    for (const HfFile &file : plan.files)
+      total += file.size;
+    auto noSpace = [&] {
+      std::string ignored;
+      removeTree(partial, ignored);
+      error = "no space left on --out " + dir + ": the checkpoint needs " +
+              std::to_string(total) + " bytes (" + gigabytes(total) + ") in " +
+              std::to_string(plan.files.size()) + " files: free space or choose another --out";
+      return false;
+    };
+    struct statvfs fs;
+    if (::statvfs(dir.c_str(), &fs) == 0 && uint64_t(fs.f_bavail) * fs.f_frsize < total)
+      return noSpace();
+    if (::mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
+      error = "cannot create " + partial + ": " + std::strerror(errno);
+      return false;
+    }
+    for (const HfFile &file : plan.files) {
+      const std::string path = partialDataPath(dir, file.name);
+      int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+      if (fd < 0) {
+        error = "cannot create " + path + ": " + std::strerror(errno);
+        return false;
+      }
+      int rc = ::posix_fallocate(fd, 0, off_t(file.size));
+      if (rc == EOPNOTSUPP || rc == EINVAL) // a file system without it: sized, not reserved
+        rc = ::ftruncate(fd, off_t(file.size)) == 0 ? 0 : errno;
+      ssize_t put = rc == 0 ? ::pwrite(fd, file.header.data(), file.header.size(), 0) : -1;
+      if (rc == 0 && (put != ssize_t(file.header.size()) || ::fdatasync(fd) != 0))
+        rc = put < 0 || put == ssize_t(file.header.size()) ? errno : EIO;
+      ::close(fd);
+      if (rc == ENOSPC || rc == EDQUOT || rc == EFBIG)
+        return noSpace();
+      if (rc != 0) {
+        error = "cannot write " + path + ": " + std::strerror(rc);
+        return false;
+      }
+    }
+    return writeFileAtomically(partialStatePath(dir),
+                               rankRecordJson(program, maxShardBytes, -1, {}, {}), error) &&
+           syncDirectory(partial, error) && syncDirectory(dir, error);
+  }
+
+  mutable uint64_t maxShardBytes = kDefaultMaxShardBytes;
+};
+
+} // namespace
+
+const CheckpointLayout &hfLayout() {
+  static const HfLayout layout;
+  return layout;
+}
+
+} // namespace initrt
