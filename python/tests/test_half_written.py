@@ -1,6 +1,6 @@
 """A client pointed at a checkpoint that prog/init did not finish (killed mid-run) fails instead
-of loading a partial model. hf: the data files keep temporary names that do not end in
-.safetensors until every rank has written, and the index comes last, so transformers finds no
+of loading a partial model. hf: the data files stay in a hidden directory of temporaries
+until every rank has written, and the index comes last, so transformers finds no
 model and DCP no tensor. dcp: each rank renames only its complete file, so DCP finds some ranks'
 files or none (see test_dcp_load_refuses_missing_rank_file for what DCP itself does not check)."""
 
@@ -20,9 +20,15 @@ CONFIG = "llama_memory.json"
 MESH, SHARD, RANKS = "dp=2,tp=2", "tp", 4
 
 
+def temporaries(names):
+    """The hidden entries: every layout's temporaries (the hf layout's directory of partial
+    files, a dcp rank's .shard-...tmp-PID) and nothing a client reads."""
+    return [name for name in names if name.startswith(".")]
+
+
 def writing(directory):
-    """True once prog/init has a temporary file in the directory: it is writing its data."""
-    return any(".tmp-" in name for name in os.listdir(directory))
+    """True once prog/init has a temporary in the directory: it is writing its data."""
+    return bool(temporaries(os.listdir(directory)))
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +50,7 @@ def killed(checkpoints, tmp_path_factory):
 def test_killed_hf_run_leaves_no_final_data_file(killed):
     _, get = killed
     _, left = get("hf")
-    assert [n for n in left if ".tmp-" in n], "nothing was being written: %s" % left
+    assert temporaries(left), "nothing was being written: %s" % left
     # Rank 0 renames the data files only when every rank has written its slices, then writes
     # the index, config.json and initc-checkpoint.json.
     assert not [n for n in left if n.endswith(".safetensors")], left
@@ -54,7 +60,7 @@ def test_killed_hf_run_leaves_no_final_data_file(killed):
 def test_killed_dcp_run_leaves_only_complete_rank_files(killed):
     _, get = killed
     out, left = get("dcp")
-    assert [n for n in left if ".tmp-" in n], "nothing was being written: %s" % left
+    assert temporaries(left), "nothing was being written: %s" % left
     # Each rank renames its own file once complete: a final name is a complete file.
     for name in left:
         if name.endswith(".safetensors"):
