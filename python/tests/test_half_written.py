@@ -26,9 +26,15 @@ def temporaries(names):
     return [name for name in names if name.startswith(".")]
 
 
-def writing(directory):
-    """True once prog/init has a temporary in the directory: it is writing its data."""
-    return bool(temporaries(os.listdir(directory)))
+def writing(layout):
+    """Whether prog/init is writing the layout's data into a directory: its data temporaries
+    exist (hidden entries alone may be the writer's probes of the directory)."""
+    def started(directory):
+        if layout == "hf":
+            partial = os.path.join(directory, ".initc-hf-partial")
+            return os.path.isdir(partial) and any(n.endswith(".part") for n in os.listdir(partial))
+        return any(n.startswith(".shard-") and ".tmp-" in n for n in os.listdir(directory))
+    return started
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +47,7 @@ def killed(checkpoints, tmp_path_factory):
         if layout not in made:
             checkpoints.require(prog, layout)
             out = tmp_path_factory.mktemp("killed") / layout
-            left = interrupted_run(prog, out, layout, RANKS, writing)
+            left = interrupted_run(prog, out, layout, RANKS, writing(layout))
             made[layout] = (out, left)
         return made[layout]
     return prog, get
