@@ -77,3 +77,10 @@ def mesh_program_bf16(tmp_path_factory):
     run(INITC, "import", "hf", config, "--dtype", "bf16", "--seed", "7", "-o", model)
     run(INITC, "compile", model, "--mesh", "dp=2,tp=2", "--shard", "fsdp+tp", "-o", prog)
     return prog
+
+
+@pytest.fixture(scope="session")
+def checkpoints(tmp_path_factory):
+    """Checkpoints written by prog/init in each layout, each made once per session (clients.py)."""
+    from clients import Checkpoints
+    return Checkpoints(tmp_path_factory.mktemp("checkpoints"))
