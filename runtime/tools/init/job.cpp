@@ -1,6 +1,7 @@
 #include "job.h"
 
 #include "agreement.h"
+#include "launcher.h"
 #include "summary.h"
 
 #include "checkpoint/checkpoint.h"
@@ -262,7 +263,7 @@ int checkSharedDir(World &world, const Options &options, std::string &error) {
   return code;
 }
 
-int run(World &world, const Options &options, int64_t myRank, bool launched) {
+int run(World &world, const Options &options, int64_t myRank, const std::string &launcher) {
   Clock::time_point start = Clock::now();
   Agreement agreement(world, myRank);
   const bool singleRank = options.rank >= 0;
@@ -296,15 +297,20 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
   }
   if (!singleRank && world.size() != meshSize) {
     // Every rank knows the mismatch; rank 0 alone says it.
-    std::string started = launched ? "MPI started " + std::to_string(world.size()) +
-                                         (world.size() == 1 ? " rank" : " ranks")
-                                   : "it was started without mpirun";
+    std::string started = !launcher.empty()
+                              ? (launcher == "mpirun" ? "MPI" : launcher) + " started " +
+                                    std::to_string(world.size()) +
+                                    (world.size() == 1 ? " rank" : " ranks")
+                              : "it was started without mpirun";
     if (root)
       std::fprintf(stderr,
-                   "%s: error: the mesh %s has %lld devices but %s: run mpirun -np %lld %s "
-                   "--out DIR (or pass --rank K to compute one rank alone)\n",
+                   "%s: error: the mesh %s has %lld devices but %s: run %s (or pass --rank K to "
+                   "compute one rank alone)\n",
                    programName.c_str(), meshText(program.mesh).c_str(), (long long)meshSize,
-                   started.c_str(), (long long)meshSize, (progDir + "/init").c_str());
+                   started.c_str(),
+                   launchLine(launcher.empty() ? "mpirun" : launcher, long(meshSize),
+                              progDir + "/init")
+                       .c_str());
     return kExitUsage;
   }
 
@@ -451,9 +457,10 @@ int run(World &world, const Options &options, int64_t myRank, bool launched) {
 
 // An exception here is a bug or memory exhaustion; other ranks may already wait in a collective,
 // so under MPI the job is aborted rather than left hanging.
-int runGuarded(World &world, const Options &options, int64_t myRank, bool launched) {
+int runGuarded(World &world, const Options &options, int64_t myRank,
+               const std::string &launcher) {
   try {
-    return run(world, options, myRank, launched);
+    return run(world, options, myRank, launcher);
   } catch (const initrt::OutOfMemory &e) {
     std::fprintf(stderr, "%s: error (rank %lld): out of memory: %s\n", programName.c_str(),
                  (long long)myRank, e.what());

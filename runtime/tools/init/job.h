@@ -6,12 +6,15 @@
 #include "world.h"
 
 #include <cstdint>
+#include <string>
 
 namespace initrt::init {
 
-// Runs this rank (`myRank` of the mesh; `launched` if a launcher started the job) and returns its
+// Runs this rank (`myRank` of the mesh; `launcher` names who started the job, empty if none:
+// a Launch::launcher) and returns its
 // exit code, the same on every rank. An exception ends the rank with a message, and, in a job of
 // several ranks, the job (World::abortJob): the other ranks may wait in a collective.
-int runGuarded(World &world, const Options &options, int64_t myRank, bool launched);
+int runGuarded(World &world, const Options &options, int64_t myRank,
+               const std::string &launcher);
 
 } // namespace initrt::init

@@ -6,6 +6,7 @@
 #include "launcher.h"
 #include "mpi_world.h"
 #include "options.h"
+#include "rendezvous_world.h"
 #include "world.h"
 
 #include "checkpoint/checkpoint.h"
@@ -16,6 +17,7 @@
 #include <charconv>
 #include <climits>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -176,20 +178,53 @@ int main(int argc, char **argv) {
   };
 
   // Alone: no launcher, or a launcher of one process (--rank K under srun -n1 needs no MPI).
-  if (!startedByLauncher() || (launcherSize() == 1 && options.rank >= 0)) {
+  const Launch launch = detectLaunch();
+  if (launch.kind == Launch::Alone || (launcherSize() == 1 && options.rank >= 0)) {
     if (stop) {
       explain("");
       return code;
     }
     // No mpirun: fine for a mesh of one device, which `run` checks like any world size.
     SoloWorld world;
-    return runGuarded(world, options, options.rank >= 0 ? options.rank : 0, /*launched=*/false);
+    return runGuarded(world, options, options.rank >= 0 ? options.rank : 0, /*launcher=*/"");
   }
-  // Under a launcher every rank joins MPI before any may stop: one that ended alone would leave
-  // the others waiting in MPI_Init. When any stops, all do, and the lowest of those with an
+  // Under a launcher every rank joins the job before any may stop: one that ended alone would
+  // leave the others waiting to meet it. When any stops, all do, and the lowest of those with an
   // error (else the lowest stopping) explains; its rank is named unless it is rank 0, whose
   // arguments are the job's. Help on some ranks only is an error too.
-  MpiWorld world;
+  std::unique_ptr<World> joined;
+  if (launch.kind == Launch::Mpi) {
+    joined.reset(new MpiWorld());
+  } else {
+    std::string why = launch.error;
+    int failed = kExitUsage;
+    if (launch.canJoin)
+      joined = RendezvousWorld::join(launch, why, failed);
+    if (!joined) {
+      if (!why.empty())
+        std::fprintf(stderr, "%s: error (rank %ld): %s\n", programName.c_str(), launch.self.rank,
+                     why.c_str());
+      return failed;
+    }
+  }
+  World &world = *joined;
+  if (!stop && !launch.error.empty()) { // the launchers' variables disagree
+    stop = true;
+    code = kExitUsage;
+    usage << launch.error << "\n";
+  }
+  for (const LauncherView &view : launch.mustAgree) {
+    if (stop || (view.rank == world.rank() && view.size == world.size()))
+      continue;
+    stop = true;
+    code = kExitUsage;
+    usage << "two launchers disagree: MPI (" << launch.launcher << ") started this process as rank "
+          << world.rank() << " of " << world.size() << ", but " << view.variables
+          << " say rank " << view.rank << " of " << view.size << ": unset "
+          << view.variables.substr(0, view.variables.find('/')) << " and "
+          << view.variables.substr(view.variables.find('/') + 1)
+          << " (left from another launcher?), or start the job with one launcher\n";
+  }
   if (!stop && options.rank >= 0 && world.size() > 1) // the launcher did not say its size
     rankUnderLauncher(world.size());
   if (world.minInt(stop ? world.rank() : INT_MAX) != INT_MAX) {
@@ -208,7 +243,7 @@ int main(int argc, char **argv) {
   }
   if (options.rank >= 0) { // --rank K under a launcher of one process that did not say so
     SoloWorld solo;
-    return runGuarded(solo, options, options.rank, /*launched=*/false);
+    return runGuarded(solo, options, options.rank, /*launcher=*/"");
   }
-  return runGuarded(world, options, world.rank(), /*launched=*/true);
+  return runGuarded(world, options, world.rank(), launch.launcher);
 }
