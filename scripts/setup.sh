@@ -11,6 +11,7 @@ INITC_PACKAGES=(
   cmake ninja-build ccache g++ pkg-config time
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
   libopenmpi-dev openmpi-bin
+  slurm-wlm munge  # tests/e2e/hosts/slurm.sh starts its own slurmctld, slurmd and munged
   libcli11-dev nlohmann-json3-dev libxxhash-dev
   libgtest-dev libbenchmark-dev
   python3 python3-venv python3-dev python3-numpy python3-scipy python3-torch

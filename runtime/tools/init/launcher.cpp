@@ -188,8 +188,10 @@ Launch detectLaunch() {
     // A port that srun reserved for the step (--resv-ports) is this step's alone; else one
     // derived from the job and step, below the kernel's ephemeral ports.
     std::string reserved = env("SLURM_STEP_RESV_PORTS");
-    bool placed;
-    if (!reserved.empty()) {
+    bool placed = true;
+    if (launch.self.size == 1) {
+      // Alone in its step: no one to meet.
+    } else if (!reserved.empty()) {
       placed = pickEndpoint(launch, firstSlurmHost(nodes),
                             reserved.substr(0, reserved.find_first_of("-,")),
                             "SLURM_STEP_RESV_PORTS");

@@ -270,7 +270,10 @@ std::unique_ptr<RendezvousWorld> RendezvousWorld::join(const Launch &launch, std
       int fd = connectOnce(launch, std::chrono::milliseconds(2000), why);
       uint32_t kind = 0;
       std::string reply;
-      if (fd >= 0 && sendFrame(fd, kHello, hello.str()) && readableBy(fd, deadline) &&
+      // Rank 0 answers when every rank has arrived, or says why not when its own wait ends:
+      // this rank waits for that a little longer than rank 0 does.
+      if (fd >= 0 && sendFrame(fd, kHello, hello.str()) &&
+          readableBy(fd, deadline + std::chrono::seconds(10)) &&
           recvFrame(fd, kind, reply)) {
         if (kind == kWelcome) {
           keepAlive(fd);
