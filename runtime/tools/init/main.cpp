@@ -201,8 +201,12 @@ int main(int argc, char **argv) {
     if (launch.canJoin)
       joined = RendezvousWorld::join(launch, why, failed);
     if (!joined) {
+      // A rank outside the job's size is no rank to name.
+      std::string where = launch.self.rank < launch.self.size
+                              ? " (rank " + std::to_string(launch.self.rank) + ")"
+                              : "";
       if (!why.empty())
-        std::fprintf(stderr, "%s: error (rank %ld): %s\n", programName.c_str(), launch.self.rank,
+        std::fprintf(stderr, "%s: error%s: %s\n", programName.c_str(), where.c_str(),
                      why.c_str());
       return failed;
     }

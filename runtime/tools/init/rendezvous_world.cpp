@@ -241,6 +241,26 @@ void closeAll(std::vector<int> &sockets) {
     }
 }
 
+// Rank 0 stopping the job: every rank gets an abort frame with `code`. Closing a socket with
+// unread bytes would reset it and could drop that frame, so rank 0 reads what the ranks still
+// send until they close (each does on the frame), for at most a few seconds.
+void abortAll(std::vector<int> &sockets, int code) {
+  std::vector<pollfd> open;
+  for (int fd : sockets)
+    if (fd >= 0 && sendFrame(fd, kAbort, std::to_string(code)) && ::shutdown(fd, SHUT_WR) == 0)
+      open.push_back({fd, POLLIN, 0});
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(3);
+  char sink[4096];
+  while (!open.empty() && Clock::now() < deadline) {
+    if (::poll(open.data(), open.size(), 100) < 0 && errno != EINTR)
+      break;
+    for (size_t i = open.size(); i-- > 0;)
+      if (open[i].revents != 0 && ::recv(open[i].fd, sink, sizeof sink, 0) <= 0)
+        open.erase(open.begin() + long(i));
+  }
+  closeAll(sockets);
+}
+
 } // namespace
 
 std::unique_ptr<RendezvousWorld> RendezvousWorld::join(const Launch &launch, std::string &error,
@@ -313,11 +333,8 @@ std::unique_ptr<RendezvousWorld> RendezvousWorld::join(const Launch &launch, std
   int arrived = 1;
   // Stops the ranks that arrived with `why` said here once; `exitCode` for all.
   auto refuse = [&](const std::string &why, int exitCode) {
-    for (int fd : world->sockets)
-      if (fd >= 0)
-        sendFrame(fd, kAbort, std::to_string(exitCode));
-    closeAll(world->sockets);
     ::close(listener);
+    abortAll(world->sockets, exitCode);
     error = why;
     code = exitCode;
     return nullptr;
@@ -366,8 +383,8 @@ std::unique_ptr<RendezvousWorld> RendezvousWorld::join(const Launch &launch, std
     const int theirRank = std::atoi(fields[0].c_str());
     const std::string &theirHost = fields[3];
     if (fields[1] != std::to_string(size)) {
-      sendFrame(fd, kAbort, std::to_string(kExitUsage));
-      ::close(fd);
+      world->sockets.push_back(fd); // told with the others
+
       return refuse("ranks disagree on the size of the job: rank " + fields[0] + " (" +
                         theirHost + ") was started as one of " + fields[1] +
                         " ranks, rank 0 (" + hostName() + ") as one of " +
@@ -377,8 +394,7 @@ std::unique_ptr<RendezvousWorld> RendezvousWorld::join(const Launch &launch, std
     }
     if (theirRank <= 0 || theirRank >= size || world->sockets[size_t(theirRank)] >= 0) {
       std::string first = theirRank == 0 ? hostName() : world->hosts[size_t(theirRank)];
-      sendFrame(fd, kAbort, std::to_string(kExitUsage));
-      ::close(fd);
+      world->sockets.push_back(fd);
       return refuse("two processes were started as rank " + fields[0] + " (on " + first +
                         " and " + theirHost + "): give each process of the job its own " +
                         launch.self.variables.substr(0, launch.self.variables.find('/')),
@@ -399,14 +415,21 @@ std::unique_ptr<RendezvousWorld> RendezvousWorld::join(const Launch &launch, std
 RendezvousWorld::~RendezvousWorld() { closeAll(sockets); }
 
 void RendezvousWorld::peerLost(int peer, const std::string &why) {
+  // Rank 0 may have stopped the job (and said why) before this rank's write failed.
+  uint32_t kind = 0;
+  std::string payload;
+  if (myRank != 0 && readableBy(sockets[0], Clock::now() + std::chrono::milliseconds(500)) &&
+      recvFrame(sockets[0], kind, payload) && kind == kAbort) {
+    closeAll(sockets);
+    std::fflush(nullptr);
+    std::_Exit(abortCode(payload));
+  }
   std::fprintf(stderr,
                "%s: error (rank %d): rank %d (host %s) ended before the job did (%s): it crashed, "
                "was killed, or stopped on an error it reported; the job stops\n",
                programName.c_str(), myRank, peer, hosts[size_t(peer)].c_str(), why.c_str());
   if (myRank == 0)
-    for (int fd : sockets)
-      if (fd >= 0)
-        sendFrame(fd, kAbort, std::to_string(kExitFailure));
+    abortAll(sockets, kExitFailure);
   closeAll(sockets);
   std::fflush(nullptr);
   std::_Exit(kExitFailure);
@@ -514,9 +537,7 @@ void RendezvousWorld::broadcast(std::string &text) { text = spread(text); }
 
 void RendezvousWorld::abortJob(int code) {
   if (myRank == 0)
-    for (int fd : sockets)
-      if (fd >= 0)
-        sendFrame(fd, kAbort, std::to_string(code));
+    abortAll(sockets, code);
   closeAll(sockets);
   std::fflush(nullptr);
   std::_Exit(code);
