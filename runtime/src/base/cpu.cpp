@@ -1,6 +1,13 @@
 // Detecting the CPU's instruction-set extensions, for choosing a kernel variant.
 #include "initrt/base/cpu.h"
 
+#include <cstring>
+#include <elf.h>
+#include <fstream>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace initrt {
 
 namespace {
@@ -81,6 +88,90 @@ std::vector<std::string> missingCpuExtensions(const std::vector<std::string> &ex
     if (!cpuHasExtension(extension))
       missing.push_back(extension);
   return missing;
+}
+
+std::string cpuDescription() {
+  std::string name;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned int words[12] = {};
+  unsigned int highest = __get_cpuid_max(0x80000000u, nullptr);
+  if (highest >= 0x80000004u) {
+    for (unsigned int leaf = 0; leaf < 3; ++leaf)
+      __get_cpuid(0x80000002u + leaf, &words[4 * leaf], &words[4 * leaf + 1],
+                  &words[4 * leaf + 2], &words[4 * leaf + 3]);
+    name.assign(reinterpret_cast<const char *>(words), strnlen(reinterpret_cast<const char *>(words), sizeof words));
+  }
+#endif
+  if (name.find_first_not_of(' ') == std::string::npos) {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; name.empty() && std::getline(cpuinfo, line);)
+      if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos)
+        name = line.substr(line.find(':') + 1);
+  }
+  size_t first = name.find_first_not_of(' '), last = name.find_last_not_of(' ');
+  name = first == std::string::npos ? "" : name.substr(first, last - first + 1);
+  std::string arch = elfMachineName(hostElfMachine());
+  return name.empty() ? "an " + arch + " CPU" : name + " (" + arch + ")";
+}
+
+uint16_t hostElfMachine() {
+#if defined(__x86_64__)
+  return EM_X86_64;
+#elif defined(__aarch64__)
+  return EM_AARCH64;
+#elif defined(__i386__)
+  return EM_386;
+#elif defined(__arm__)
+  return EM_ARM;
+#elif defined(__riscv)
+  return EM_RISCV;
+#elif defined(__powerpc64__)
+  return EM_PPC64;
+#elif defined(__s390x__)
+  return EM_S390;
+#else
+#error "hostElfMachine: name this architecture's ELF machine"
+#endif
+}
+
+std::string elfMachineName(uint16_t machine) {
+  switch (machine) {
+  case EM_X86_64:
+    return "x86-64";
+  case EM_AARCH64:
+    return "AArch64";
+  case EM_386:
+    return "32-bit x86";
+  case EM_ARM:
+    return "32-bit Arm";
+  case EM_RISCV:
+    return "RISC-V";
+  case EM_PPC64:
+    return "POWER";
+  case EM_S390:
+    return "s390x";
+  default:
+    return "ELF machine " + std::to_string(machine);
+  }
+}
+
+std::string foreignElfArchitecture(const unsigned char *header, size_t size, uint16_t host) {
+  if (size < sizeof(Elf64_Ehdr) || std::memcmp(header, ELFMAG, SELFMAG) != 0)
+    return "";
+  const unsigned char elfClass = header[EI_CLASS], data = header[EI_DATA];
+  if ((elfClass != ELFCLASS32 && elfClass != ELFCLASS64) ||
+      (data != ELFDATA2LSB && data != ELFDATA2MSB))
+    return "";
+  // e_machine is at the same offset in both classes, in the file's byte order.
+  const unsigned char *at = header + offsetof(Elf64_Ehdr, e_machine);
+  uint16_t machine = data == ELFDATA2LSB ? uint16_t(at[0] | at[1] << 8) : uint16_t(at[0] << 8 | at[1]);
+  const bool host64 = host != EM_386 && host != EM_ARM;
+  if (machine == host && (elfClass == ELFCLASS64) == host64)
+    return "";
+  std::string name = elfMachineName(machine);
+  if (machine == host) // the same machine, the other word size
+    name = (elfClass == ELFCLASS64 ? "64-bit " : "32-bit ") + name;
+  return name;
 }
 
 } // namespace initrt

@@ -181,8 +181,9 @@ bool checkKernelVariant(const KernelVariant &variant, std::string &error) {
   std::string names;
   for (size_t i = 0; i < missing.size(); ++i)
     names += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ") + missing[i];
-  error = "the kernels for " + variant.targetCpu + " use " + names + ", which this CPU lacks: " +
-          "recompile with --target-cpu=x86-64 (any x86-64 CPU) or a CPU this machine has";
+  error = "the kernels for " + variant.targetCpu + " use " + names + ", which this CPU lacks (" +
+          cpuDescription() + "): recompile with --target-cpu=x86-64 (any x86-64 CPU) or a CPU "
+          "this machine has (--target-cpu=native)";
 #else
   error = "the kernels were compiled for the x86-64 CPU " + variant.targetCpu +
           " and this machine is not x86-64: recompile on (or for) this machine";
@@ -214,11 +215,22 @@ int selectKernelVariant(const Program &program, const std::string &requested,
   for (size_t v = 0; v < program.kernelVariants.size(); ++v)
     if (checkKernelVariant(program.kernelVariants[v], why))
       return int(v);
-  if (program.kernelVariants.size() == 1)
+  if (program.kernelVariants.size() == 1) {
     error = why;
-  else
-    error = "this CPU can run none of the kernels' targets (" + listed +
-            "): recompile with --target-cpu=x86-64";
+    return -1;
+  }
+  // Each variant, with what it needs that this CPU lacks.
+  std::string needs;
+  for (const KernelVariant &variant : program.kernelVariants) {
+    std::vector<std::string> missing = missingCpuExtensions(variant.extensions);
+    std::string names;
+    for (size_t i = 0; i < missing.size(); ++i)
+      names += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ") + missing[i];
+    needs += (needs.empty() ? "" : "; ") + variant.targetCpu + " uses " + names;
+  }
+  error = "this CPU (" + cpuDescription() + ") can run none of the program's kernel variants (" +
+          listed + "): " + needs + ", which it lacks: recompile with --target-cpu=x86-64 (any "
+          "x86-64 CPU) or a CPU this machine has (--target-cpu=native)";
   return -1;
 }
 
@@ -291,10 +303,6 @@ std::string descriptorName(int fd) {
 std::unique_ptr<KernelLibrary> KernelLibrary::load(const std::string &progDir,
                                                    const Program &program, std::string &error,
                                                    const std::string &requestedCpu) {
-  int variant = selectKernelVariant(program, requestedCpu, error);
-  if (variant < 0)
-    return nullptr;
-  const KernelVariant &chosen = program.kernelVariants[size_t(variant)];
   const std::string path = progDir + "/" + program.kernelsFile;
   const std::string corrupt = ": " + progDir + " is corrupt or from another compile: recompile";
 
@@ -315,6 +323,23 @@ std::unique_ptr<KernelLibrary> KernelLibrary::load(const std::string &progDir,
     error = path + " is not a regular file" + corrupt;
     return nullptr;
   }
+  // Code for another architecture is refused by its ELF header, before any variant's
+  // extensions are looked for on a CPU that could not run any of them.
+  unsigned char header[64] = {};
+  ssize_t headerBytes = ::pread(library->fd, header, sizeof header, 0);
+  std::string foreign = foreignElfArchitecture(header, headerBytes > 0 ? size_t(headerBytes) : 0);
+  if (!foreign.empty()) {
+    std::string host = elfMachineName(hostElfMachine());
+    error = path + " holds " + foreign + " code, and this machine (" + cpuDescription() +
+            ") runs " + host + ": run the program on an " + foreign +
+            " host, or compile it for this one (initc compile --target-cpu for an " + host +
+            " CPU)";
+    return nullptr;
+  }
+  int variant = selectKernelVariant(program, requestedCpu, error);
+  if (variant < 0)
+    return nullptr;
+  const KernelVariant &chosen = program.kernelVariants[size_t(variant)];
   StreamingChecksum checksum;
   std::string why;
   if (!checksumDescriptor(library->fd, checksum, -1, why)) {

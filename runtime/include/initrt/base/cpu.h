@@ -1,6 +1,9 @@
-// The x86 instruction-set extensions a kernel variant may use, and which of them this CPU has.
+// The x86 instruction-set extensions a kernel variant may use, and which of them this CPU has;
+// which architecture a kernels.so is for, and this machine's.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,5 +26,22 @@ bool cpuHasExtension(std::string_view extension);
 
 /// The names in `extensions` this CPU lacks, in order.
 std::vector<std::string> missingCpuExtensions(const std::vector<std::string> &extensions);
+
+/// This CPU as messages name it: its brand string ("AMD EPYC 9B14 96-Core Processor"), else
+/// /proc/cpuinfo's model name, else its architecture.
+std::string cpuDescription();
+
+/// The ELF machine (e_machine) of the code this runtime runs: EM_X86_64, EM_AARCH64, ...
+uint16_t hostElfMachine();
+
+/// An architecture's name by its ELF machine: "x86-64", "AArch64", ...; "ELF machine N" for one
+/// not known here.
+std::string elfMachineName(uint16_t machine);
+
+/// The architecture that `header` (a file's first `size` bytes) says an ELF file is for, when
+/// that is not `host` (or is 32-bit code for a 64-bit host): its name. Empty when it is `host`'s,
+/// and for what is not ELF at all (a damaged file, which its checksum then names).
+std::string foreignElfArchitecture(const unsigned char *header, size_t size,
+                                   uint16_t host = hostElfMachine());
 
 } // namespace initrt

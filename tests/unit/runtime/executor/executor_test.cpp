@@ -6,6 +6,7 @@
 #include "initrt/base/program_io.h"
 #include "testprogram.h"
 
+#include <elf.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -264,6 +265,52 @@ TEST(KernelVariantChoice, TheFirstVariantThisCpuCanRunIsChosen) {
   program.kernelVariants.pop_back();
   EXPECT_EQ(selectKernelVariant(program, "", error), -1);
   EXPECT_NE(error.find("which this CPU lacks"), std::string::npos) << error;
+}
+
+TEST(KernelVariantChoice, NoVariantThisCpuRunsNamesTheCpuAndEachVariant) {
+  Program program;
+  program.kernelVariants = {{"future-cpu", "", {"avx-from-the-future"}},
+                            {"other-cpu", ".other", {"avx2", "avx-of-another-vendor"}}};
+  std::string error;
+  EXPECT_EQ(selectKernelVariant(program, "", error), -1);
+  EXPECT_NE(error.find("this CPU (" + cpuDescription() + ") can run none of the program's kernel "
+                       "variants (future-cpu, other-cpu): future-cpu uses avx-from-the-future; "
+                       "other-cpu uses avx-of-another-vendor"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(cpuDescription().empty());
+}
+
+// The first bytes of a 64-bit little-endian ELF file for `machine`.
+static std::vector<unsigned char> elfHeader(uint16_t machine, unsigned char elfClass = ELFCLASS64) {
+  std::vector<unsigned char> header(64, 0);
+  std::memcpy(header.data(), ELFMAG, SELFMAG);
+  header[EI_CLASS] = elfClass;
+  header[EI_DATA] = ELFDATA2LSB;
+  header[18] = uint8_t(machine & 0xff);
+  header[19] = uint8_t(machine >> 8);
+  return header;
+}
+
+TEST(KernelArchitecture, CodeForAnotherArchitectureIsNamed) {
+  auto foreign = [](const std::vector<unsigned char> &header, uint16_t host) {
+    return foreignElfArchitecture(header.data(), header.size(), host);
+  };
+  // An AArch64 program on x86-64 and the reverse.
+  EXPECT_EQ(foreign(elfHeader(EM_AARCH64), EM_X86_64), "AArch64");
+  EXPECT_EQ(foreign(elfHeader(EM_X86_64), EM_AARCH64), "x86-64");
+  EXPECT_EQ(foreign(elfHeader(EM_X86_64), EM_X86_64), "");
+  EXPECT_EQ(foreign(elfHeader(EM_AARCH64), EM_AARCH64), "");
+  EXPECT_EQ(foreign(elfHeader(EM_386, ELFCLASS32), EM_X86_64), "32-bit x86");
+  EXPECT_EQ(foreign(elfHeader(EM_X86_64, ELFCLASS32), EM_X86_64), "32-bit x86-64");
+  EXPECT_EQ(foreign(elfHeader(4242), EM_X86_64), "ELF machine 4242");
+  // Not ELF, or cut short: left to the checksum, which calls it damaged.
+  std::vector<unsigned char> text(64, 'x');
+  EXPECT_EQ(foreign(text, EM_X86_64), "");
+  std::vector<unsigned char> cut = elfHeader(EM_AARCH64);
+  EXPECT_EQ(foreignElfArchitecture(cut.data(), 20, EM_X86_64), "");
+  // This runtime's own kernels are its machine's.
+  EXPECT_EQ(foreign(elfHeader(hostElfMachine()), hostElfMachine()), "");
 }
 
 TEST_F(ExecutorTest, CApiFillMatchesTheExecutor) {
