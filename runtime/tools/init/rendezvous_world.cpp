@@ -283,8 +283,7 @@ std::unique_ptr<RendezvousWorld> RendezvousWorld::join(const Launch &launch, std
 
   if (rank != 0) {
     std::ostringstream hello;
-    hello << rank << "\n" << size << "\n" << launch.jobKey << "\n" << hostName() << "\n"
-          << kernelId() << "\n";
+    hello << rank << "\n" << size << "\n" << launch.jobKey << "\n" << hostName() << "\n";
     std::string why = "no answer";
     while (Clock::now() < deadline) {
       int fd = connectOnce(launch, std::chrono::milliseconds(2000), why);
@@ -368,7 +367,7 @@ std::unique_ptr<RendezvousWorld> RendezvousWorld::join(const Launch &launch, std
       continue;
     }
     std::vector<std::string> fields = splitLines(payload);
-    if (fields.size() != 5) {
+    if (fields.size() != 4) {
       ::close(fd);
       continue;
     }

@@ -8,6 +8,7 @@
 # left in the environment that contradicts MPI's.
 # (srun, with and without MPI, is tests/e2e/hosts/slurm.sh.)
 source "$(dirname "$0")/../common.bash"
+source "$(dirname "$0")/launch_checks.bash"
 cd "$WORK"
 CONFIG="$ROOT/tests/e2e/configs/llama_uneven.json"
 unset RANK WORLD_SIZE LOCAL_RANK MASTER_ADDR MASTER_PORT INITC_RENDEZVOUS INITC_RENDEZVOUS_TIMEOUT
@@ -23,10 +24,6 @@ free_port() {
   "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
 }
 
-same_as() {
-  diff -r "$1" "$2" >/dev/null || fail "$3: $2 differs from mpirun's $1: $(diff -rq "$1" "$2" | head -3)"
-  echo "ok $3: bytewise mpirun's"
-}
 
 # env_launch N PORT CMD...: starts CMD as ranks 0..N-1 of a plain environment launch and waits
 # for all; the highest exit code is returned, every rank's stderr is in err.txt.
@@ -55,17 +52,6 @@ same_as ref-dcp env-dcp "the same with --layout dcp"
   2>torchrun.err || fail "torchrun: $(tail -5 torchrun.err)"
 same_as ref torchrun "torchrun --standalone --nproc-per-node 4 --no-python prog/init"
 
-# one_message NAME CODE RC PATTERN: the run that ended with RC (stderr in err.txt) exited
-# with CODE, said PATTERN in exactly one message of prog/init, and left no checkpoint.
-one_message() {
-  local name=$1 code=$2 rc=$3 pattern=$4 messages
-  ((rc == code)) || fail "$name: exit code $rc, expected $code: $(head -c 800 err.txt)"
-  grep -qE "Sanitizer|terminate called|core dumped|Segmentation" err.txt && fail "$name: crashed: $(head -c 800 err.txt)"
-  messages=$(grep -c "^init: error" err.txt || true)
-  ((messages == 1)) || fail "$name: $messages messages, expected one: $(head -c 800 err.txt)"
-  grep -qE -- "$pattern" err.txt || fail "$name: expected /$pattern/ in: $(head -c 800 err.txt)"
-  echo "ok $name: $(grep "^init: error" err.txt | head -c 220)"
-}
 
 # connections PORT: the established connections to PORT (ranks that reached rank 0).
 connections() { ss -Htn state established "( dport = :$1 )" | wc -l; }
