@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# prog/init started without MPI: by torchrun (the pinned venv's, --no-python), and by a plain
+# prog/init started without MPI: by torchrun (the pinned venv's, --no-python; one agent, and two
+# agents of 2 workers each meeting by c10d rendezvous), and by a plain
 # environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT per process). Each checkpoint, hf and
 # dcp, is bytewise mpirun's. Then what goes wrong, each with one message and exit code 1 or 2:
 # a rank killed after the ranks met (named by rank and host), two processes started as one rank,
@@ -51,6 +52,19 @@ same_as ref-dcp env-dcp "the same with --layout dcp"
 "$VENV/bin/torchrun" --standalone --nproc-per-node 4 --no-python prog/init --out torchrun --quiet \
   2>torchrun.err || fail "torchrun: $(tail -5 torchrun.err)"
 same_as ref torchrun "torchrun --standalone --nproc-per-node 4 --no-python prog/init"
+# Two torchrun agents ("nodes") of 2 workers each, meeting by c10d rendezvous.
+rdzv=$(free_port)
+pids=()
+for node in 0 1; do
+  "$VENV/bin/torchrun" --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d \
+    --rdzv-endpoint "localhost:$rdzv" --rdzv-id "launchers-$$" --no-python \
+    prog/init --out torchrun-2 --quiet 2>"torchrun-$node.err" &
+  pids+=($!)
+done
+for node in 0 1; do
+  wait "${pids[$node]}" || fail "torchrun agent $node of 2: $(tail -5 "torchrun-$node.err")"
+done
+same_as ref torchrun-2 "torchrun --nnodes 2 --nproc-per-node 2 (c10d rendezvous)"
 
 
 # connections PORT: the established connections to PORT (ranks that reached rank 0).
