@@ -1,5 +1,5 @@
 // prog/init: computes this rank's shards of every parameter and writes them to a checkpoint
-// directory. One process per rank under mpirun/srun, or one rank alone with --rank.
+// directory. One process per rank under mpirun, srun or torchrun, or one rank alone with --rank.
 // This file: the command line, and which World runs the job (job.h): this process alone, or one
 // rank of a launcher's job. Every rank of a job checks its arguments before any may stop.
 #include "job.h"
@@ -37,7 +37,10 @@ int main(int argc, char **argv) {
   CLI::App app{
       "Computes a compiled model's parameters and writes them as a sharded checkpoint.\n\n"
       "Run one process per device of the program's mesh, e.g. `mpirun -np 8 prog/init --out ckpt`\n"
-      "(or srun); each rank computes only its own shards, with the same bits on any mesh. A mesh\n"
+      "(or `srun -n 8`, `torchrun --nproc-per-node 8 --no-python`, or any launcher that sets\n"
+      "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT: the ranks then meet over TCP at rank 0;\n"
+      "INITC_RENDEZVOUS=HOST:PORT and INITC_RENDEZVOUS_TIMEOUT=SECONDS change where and how\n"
+      "long). Each rank computes only its own shards, with the same bits on any mesh. A mesh\n"
       "of one device runs without mpirun. `--rank K` computes rank K alone, without MPI, and\n"
       "writes only its part (to regenerate a lost or corrupt shard; in a complete hf checkpoint its\n"
       "boxes are rewritten in place). A rank whose part is already\n"

@@ -1,6 +1,7 @@
 // The processes of one job, as prog/init sees them: its rank, its size, and the few collectives
 // the run needs. Each way of starting the job is one implementation: SoloWorld below, MpiWorld
-// (mpi_world.h); a launcher without MPI (srun, torchrun) adds its own beside them.
+// (mpi_world.h), and RendezvousWorld (rendezvous_world.h) for a launcher without MPI (srun,
+// torchrun, a RANK/WORLD_SIZE environment); main.cpp picks one by what launcher.h reads.
 #pragma once
 
 #include "executor/executor.h"
