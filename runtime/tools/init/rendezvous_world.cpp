@@ -181,8 +181,8 @@ int listenAt(const Launch &launch, std::string &error) {
   if (bound != 0 || ::listen(fd, 1024) != 0) {
     error = "rank 0 cannot listen on port " + std::to_string(launch.port) + " (" +
             launch.portFrom + ") of " + hostName() + ": " + std::strerror(errno) +
-            ": another process holds it; set INITC_RENDEZVOUS=HOST:PORT to rank 0's host and a "
-            "free port there";
+            ": another process holds it (a second rank 0, or another program); set "
+            "INITC_RENDEZVOUS=HOST:PORT to rank 0's host and a free port there";
     ::close(fd);
     return -1;
   }
@@ -383,7 +383,6 @@ std::unique_ptr<RendezvousWorld> RendezvousWorld::join(const Launch &launch, std
     const std::string &theirHost = fields[3];
     if (fields[1] != std::to_string(size)) {
       world->sockets.push_back(fd); // told with the others
-
       return refuse("ranks disagree on the size of the job: rank " + fields[0] + " (" +
                         theirHost + ") was started as one of " + fields[1] +
                         " ranks, rank 0 (" + hostName() + ") as one of " +
@@ -391,8 +390,12 @@ std::unique_ptr<RendezvousWorld> RendezvousWorld::join(const Launch &launch, std
                         launch.self.variables,
                     kExitUsage);
     }
-    if (theirRank <= 0 || theirRank >= size || world->sockets[size_t(theirRank)] >= 0) {
-      std::string first = theirRank == 0 ? hostName() : world->hosts[size_t(theirRank)];
+    if (theirRank <= 0 || theirRank >= size) { // each rank checks its own: not one of ours
+      ::close(fd);
+      continue;
+    }
+    if (world->sockets[size_t(theirRank)] >= 0) {
+      const std::string &first = world->hosts[size_t(theirRank)];
       world->sockets.push_back(fd);
       return refuse("two processes were started as rank " + fields[0] + " (on " + first +
                         " and " + theirHost + "): give each process of the job its own " +

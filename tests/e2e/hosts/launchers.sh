@@ -149,6 +149,20 @@ rc=0
 RANK=0 WORLD_SIZE=4 MASTER_ADDR=localhost MASTER_PORT=http prog/init --out bad 2>err.txt || rc=$?
 one_message "MASTER_PORT not a port" 2 $rc "MASTER_PORT gives the port 'http', not a TCP port"
 
+# Under srun without MPI, rank 0 is on the step's first node, named by Slurm's hostlist syntax;
+# the port follows from the job and step ids (10000 + (7 x 5 + 2) mod 20000). The ".invalid"
+# host resolves nowhere, so rank 1 waits its second and says where it looked.
+rc=0
+SLURM_JOB_ID=5 SLURM_STEP_ID=2 SLURM_PROCID=1 SLURM_STEP_NUM_TASKS=4 \
+  SLURM_STEP_NODELIST='rack[07-09,11].invalid,gpu1' INITC_RENDEZVOUS_TIMEOUT=1 \
+  prog/init --out bad 2>err.txt || rc=$?
+one_message "srun's first node and derived port" 1 $rc \
+  "rank 1 of 4 \(.*, started by srun\) could not reach rank 0 at rack07.invalid:10037 \(port from a port derived from SLURM_JOB_ID and SLURM_STEP_ID\)"
+rc=0
+SLURM_JOB_ID=5 SLURM_STEP_ID=2 SLURM_PROCID=1 SLURM_STEP_NUM_TASKS=4 SLURM_STEP_NODELIST=n1.invalid \
+  SLURM_STEP_RESV_PORTS=12011-12014 INITC_RENDEZVOUS_TIMEOUT=1 prog/init --out bad 2>err.txt || rc=$?
+one_message "srun's reserved port" 1 $rc "could not reach rank 0 at n1.invalid:12011 \(port from SLURM_STEP_RESV_PORTS\)"
+
 rc=0
 "${MPIRUN[@]}" -np 4 -x RANK=0 -x WORLD_SIZE=4 prog/init --out bad --quiet >/dev/null 2>err.txt || rc=$?
 one_message "mpirun with a RANK/WORLD_SIZE that contradicts MPI's" 2 $rc \
