@@ -4,6 +4,7 @@ fixed when jax starts), and on 2 processes of 4 devices each, for a program comp
 mesh."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -97,3 +98,19 @@ def test_path_names_and_refusals(mesh_program_bf16, reference_bf16):
                                                              sharding=device)})
         with pytest.raises(TypeError, match="expected a jax.sharding.Sharding"):
             initc.jax.init(prog, {name: P("tp")})
+
+
+def test_shardings_that_do_not_fit_and_shared_names(mesh_program_bf16):
+    # A sharding that does not fit the parameter, and two tree leaves under one program name:
+    # one ValueError naming it, before anything is computed.
+    mesh = jax.make_mesh((1,), ("x",))
+    name = "model.layers.1.mlp.down_proj.weight"
+    with initc.load(mesh_program_bf16) as prog:
+        # A PartitionSpec of three dims for a matrix.
+        with pytest.raises(ValueError, match=re.escape(name) + ": its sharding does not fit the "
+                           r"program's shape \[64, 176\]"):
+            initc.jax.init(prog, {name: NamedSharding(mesh, P(None, None, "x"))})
+        tree = {"a": NamedSharding(mesh, P()), "b": NamedSharding(mesh, P())}
+        with pytest.raises(ValueError, match="two leaves of the tree are both named " +
+                           re.escape(repr(name))):
+            initc.jax.init_tree(prog, tree, name_of=lambda path: name)

@@ -145,3 +145,53 @@ init.param @b : tensor<4x3xf32> {
         initc.torch.init_(module, tmp_path / "prog")
     assert e.value.status == "INITRT_BAD_BASE"
     assert module.a.any() and not module.b.any()
+
+
+def test_layout_and_placement_refusals_write_nothing(mesh_program_bf16):
+    # A destination initc cannot write in place, a DTensor whose placements do not fit its local
+    # tensor, and a Partial one: each a ValueError naming the parameter, before any write.
+    import torch.distributed as dist
+    from torch.distributed.tensor import DTensor, Partial, Shard, init_device_mesh
+    q = "model.layers.0.self_attn.q_proj.weight"
+    k = "model.layers.0.self_attn.k_proj.weight"
+
+    class Two(torch.nn.Module):
+        def __init__(self, second):
+            super().__init__()
+            self.first = torch.nn.Parameter(torch.zeros(32, 64, dtype=torch.bfloat16))
+            self.second = torch.nn.Parameter(second)
+
+    names = {"first": k, "second": q}
+    with initc.load(mesh_program_bf16) as prog:
+        transposed = Two(torch.zeros(64, 64, dtype=torch.bfloat16).t())
+        with pytest.raises(ValueError, match=re.escape(q) + r": the local tensor's strides "
+                           r"\[1, 64\] .* not row-major"):
+            initc.torch.init_(transposed, prog, names=names)
+        assert not transposed.first.any() and not transposed.second.any()
+        # Every other column: the innermost dim is not contiguous.
+        gapped = Two(torch.zeros(64, 128, dtype=torch.bfloat16)[:, ::2])
+        with pytest.raises(ValueError, match=re.escape(q) + ": the local tensor's strides"):
+            initc.torch.init_(gapped, prog, names=names)
+        assert not gapped.first.any()
+
+        store = dist.HashStore()
+        dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+        try:
+            mesh = init_device_mesh("cpu", (1,))
+            # Shard(0) on one device places the whole 64 x 64 tensor, the local one is 32 x 64.
+            half = DTensor.from_local(torch.zeros(32, 64, dtype=torch.bfloat16), mesh,
+                                      [Shard(0)], run_check=False, shape=torch.Size([64, 64]),
+                                      stride=(64, 1))
+            module = Two(half)
+            with pytest.raises(ValueError, match=re.escape(q) + r": the DTensor's local tensor "
+                               r"has shape \[32, 64\], but its placements .* locate 4096"):
+                initc.torch.init_(module, prog, names=names)
+            assert not module.first.any()
+            partial = DTensor.from_local(torch.zeros(64, 64, dtype=torch.bfloat16), mesh,
+                                         [Partial()], run_check=False)
+            module = Two(partial)
+            with pytest.raises(ValueError, match=re.escape(q) + ": a DTensor with Partial"):
+                initc.torch.init_(module, prog, names=names)
+            assert not module.first.any()
+        finally:
+            dist.destroy_process_group()

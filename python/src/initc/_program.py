@@ -175,11 +175,12 @@ def compile(model, mesh=None, shard=None, out=None, target_cpu=None):
     model = os.fspath(model)
     if not os.path.isfile(model):
         raise Error("initc.compile: no IR file %s" % model, "INITRT_NOT_FOUND")
+    compiler = _compiler()
     temporary = out is None
     out = tempfile.mkdtemp(prefix="initc-prog-") if temporary else os.fspath(out)
     # The compiler writes the directory itself, and refuses an existing non-program one.
     target = os.path.join(out, "prog") if temporary else out
-    command = [_compiler(), "compile", model, "-o", target]
+    command = [compiler, "compile", model, "-o", target]
     if mesh is not None:
         command += ["--mesh", _mesh_text(mesh)]
     if shard is not None:
