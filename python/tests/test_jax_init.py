@@ -114,3 +114,21 @@ def test_shardings_that_do_not_fit_and_shared_names(mesh_program_bf16):
         with pytest.raises(ValueError, match="two leaves of the tree are both named " +
                            re.escape(repr(name))):
             initc.jax.init_tree(prog, tree, name_of=lambda path: name)
+
+
+def test_peak_memory_is_the_shards_plus_one_box_and_bounded_scratch(medium_program_bf16):
+    # Each callback fills one device's box in a new numpy array, which jax copies into its
+    # device buffer once it has every box of the array: beyond the shards, at most one array's
+    # boxes in this process (the largest array's local bytes), plus the bounded scratch of the
+    # torch test (thread stacks, malloc arenas; no orthogonal parameter here).
+    prog, _ = medium_program_bf16
+    result = subprocess.run([sys.executable, os.path.join(HERE, "memory_worker.py"), "jax",
+                             str(prog), "4"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = re.search(r"jax: peak rise (\d+) bytes, shards (\d+) bytes, largest (\d+) bytes",
+                      result.stdout)
+    assert found, result.stdout + result.stderr
+    rise, shards, largest = map(int, found.groups())
+    assert 40 << 20 < shards < 48 << 20, shards  # every device's shard is in this process
+    assert rise <= shards + largest + (16 << 20), (
+        "the peak rose %d bytes for %d bytes of shards" % (rise, shards))

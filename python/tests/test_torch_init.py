@@ -195,3 +195,30 @@ def test_layout_and_placement_refusals_write_nothing(mesh_program_bf16):
             assert not module.first.any()
         finally:
             dist.destroy_process_group()
+
+
+# Scratch beyond a process's shards while it fills them: the runtime computes straight into the
+# destination (no orthogonal parameter here, the one whole-tensor scratch), so what remains is
+# thread stacks and malloc arenas of the fill's threads and DTensor/FSDP bookkeeping, well under
+# this; a gathered or staged copy of the model (44 MB, 22 MB per process) would exceed it.
+SCRATCH_BOUND = 16 << 20
+
+
+def test_peak_memory_is_the_shards_plus_bounded_scratch(medium_program_bf16):
+    prog, config = medium_program_bf16
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(initc.__file__))] +
+        [p for p in [os.environ.get("PYTHONPATH")] if p])
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         os.path.join(HERE, "memory_worker.py"), "torch", str(prog), str(config)],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = re.findall(r"rank (\d): peak rise (\d+) bytes, shards (\d+) bytes", result.stdout)
+    assert sorted(r for r, _, _ in found) == ["0", "1"], result.stdout + result.stderr
+    for rank, rise, shards in found:
+        assert 20 << 20 < int(shards) < 24 << 20, (rank, shards)  # half the model each
+        assert int(rise) <= int(shards) + SCRATCH_BOUND, (
+            "rank %s: the peak rose %d bytes for %d bytes of shards" % (rank, int(rise),
+                                                                       int(shards)))
