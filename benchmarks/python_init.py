@@ -102,13 +102,13 @@ def torch_part(args, model_ir, config, threads):
             module.__dict__.pop("_is_hf_initialized", None)
         model.init_weights()
         own_init.bytes = local_bytes(model)
-        own_init.std = float(model.model.layers[0].mlp.up_proj.weight.to_local().float().std())
+        own_init.std = float(model.model.layers[0].mlp.up_proj.weight.detach().to_local().float().std())
 
     def initc_init():
         model = sharded_meta_model()
         initc.torch.init_(model, prog, threads=threads)
         initc_init.bytes = local_bytes(model)
-        initc_init.std = float(model.model.layers[0].mlp.up_proj.weight.to_local().float().std())
+        initc_init.std = float(model.model.layers[0].mlp.up_proj.weight.detach().to_local().float().std())
 
     own_s = best(args.runs, own_init)
     initc_s = best(args.runs, initc_init)
