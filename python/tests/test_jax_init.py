@@ -132,3 +132,22 @@ def test_peak_memory_is_the_shards_plus_one_box_and_bounded_scratch(medium_progr
     assert 40 << 20 < shards < 48 << 20, shards  # every device's shard is in this process
     assert rise <= shards + largest + (16 << 20), (
         "the peak rose %d bytes for %d bytes of shards" % (rise, shards))
+
+
+def test_python_init_benchmark_runs_and_prints_ratios(tmp_path):
+    # benchmarks/python_init.py on the tiny config, so that it keeps working; no time asserted.
+    from conftest import INITC, ROOT
+    config = os.path.join(ROOT, "tests", "e2e", "configs", "llama_uneven.json")
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "benchmarks", "python_init.py"), "--initc", INITC,
+         "--config", config, "--work", str(tmp_path), "--threads", "1"],
+        capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    for label in (r"initc\.torch\.init_ \(initc is Nx faster\)",
+                  r"initc\.jax\.init \(initc is Nx faster\)"):
+        assert re.search(label + r" +[0-9.]+ +[0-9.]+ +[0-9.]+x", result.stdout), result.stdout
+    assert "jax: 2 device(s)" in result.stdout
+    # Both sides of the torch pair initialized the weight (std 0.02).
+    stds = re.search(r"std of one weight ([0-9.]+) \(own\) ([0-9.]+) \(initc\)", result.stdout)
+    assert stds and all(0.01 < float(v) < 0.03 for v in stds.groups()), result.stdout
