@@ -84,3 +84,21 @@ def checkpoints(tmp_path_factory):
     """Checkpoints written by prog/init in each layout, each made once per session (clients.py)."""
     from clients import Checkpoints
     return Checkpoints(tmp_path_factory.mktemp("checkpoints"))
+
+
+@pytest.fixture(scope="session")
+def medium_program_bf16(tmp_path_factory):
+    """(prog, config) of a llama of about 44 MB in bf16 (vocab 16000, hidden 512, 2 layers): large
+    enough that a process's shards, not the interpreter, dominate a peak-memory measurement."""
+    import json
+    directory = tmp_path_factory.mktemp("medium-bf16")
+    config = directory / "config.json"
+    config.write_text(json.dumps({
+        "model_type": "llama", "vocab_size": 16000, "hidden_size": 512,
+        "intermediate_size": 1376, "num_hidden_layers": 2, "num_attention_heads": 8,
+        "num_key_value_heads": 4, "initializer_range": 0.02, "pad_token_id": 0,
+        "rope_theta": 10000.0}))
+    model, prog = directory / "model.mlir", directory / "prog"
+    run(INITC, "import", "hf", config, "--dtype", "bf16", "--seed", "7", "-o", model)
+    run(INITC, "compile", model, "-o", prog)
+    return prog, config

@@ -4,6 +4,7 @@ fixed when jax starts), and on 2 processes of 4 devices each, for a program comp
 mesh."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -97,3 +98,56 @@ def test_path_names_and_refusals(mesh_program_bf16, reference_bf16):
                                                              sharding=device)})
         with pytest.raises(TypeError, match="expected a jax.sharding.Sharding"):
             initc.jax.init(prog, {name: P("tp")})
+
+
+def test_shardings_that_do_not_fit_and_shared_names(mesh_program_bf16):
+    # A sharding that does not fit the parameter, and two tree leaves under one program name:
+    # one ValueError naming it, before anything is computed.
+    mesh = jax.make_mesh((1,), ("x",))
+    name = "model.layers.1.mlp.down_proj.weight"
+    with initc.load(mesh_program_bf16) as prog:
+        # A PartitionSpec of three dims for a matrix.
+        with pytest.raises(ValueError, match=re.escape(name) + ": its sharding does not fit the "
+                           r"program's shape \[64, 176\]"):
+            initc.jax.init(prog, {name: NamedSharding(mesh, P(None, None, "x"))})
+        tree = {"a": NamedSharding(mesh, P()), "b": NamedSharding(mesh, P())}
+        with pytest.raises(ValueError, match="two leaves of the tree are both named " +
+                           re.escape(repr(name))):
+            initc.jax.init_tree(prog, tree, name_of=lambda path: name)
+
+
+def test_peak_memory_is_the_shards_plus_one_box_and_bounded_scratch(medium_program_bf16):
+    # Each callback fills one device's box in a new numpy array, which jax copies into its
+    # device buffer once it has every box of the array: beyond the shards, at most one array's
+    # boxes in this process (the largest array's local bytes), plus the bounded scratch of the
+    # torch test (thread stacks, malloc arenas; no orthogonal parameter here).
+    prog, _ = medium_program_bf16
+    result = subprocess.run([sys.executable, os.path.join(HERE, "memory_worker.py"), "jax",
+                             str(prog), "4"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = re.search(r"jax: peak rise (\d+) bytes, shards (\d+) bytes, largest (\d+) bytes",
+                      result.stdout)
+    assert found, result.stdout + result.stderr
+    rise, shards, largest = map(int, found.groups())
+    assert 40 << 20 < shards < 48 << 20, shards  # every device's shard is in this process
+    assert rise <= shards + largest + (16 << 20), (
+        "the peak rose %d bytes for %d bytes of shards" % (rise, shards))
+
+
+def test_python_init_benchmark_runs_and_prints_ratios(tmp_path):
+    # benchmarks/python_init.py on the tiny config, so that it keeps working; no time asserted.
+    from conftest import INITC, ROOT
+    config = os.path.join(ROOT, "tests", "e2e", "configs", "llama_uneven.json")
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "benchmarks", "python_init.py"), "--initc", INITC,
+         "--config", config, "--work", str(tmp_path), "--threads", "1"],
+        capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    for label in (r"initc\.torch\.init_ \(initc is Nx faster\)",
+                  r"initc\.jax\.init \(initc is Nx faster\)"):
+        assert re.search(label + r" +[0-9.]+ +[0-9.]+ +[0-9.]+x", result.stdout), result.stdout
+    assert "jax: 2 device(s)" in result.stdout
+    # Both sides of the torch pair initialized the weight (std 0.02).
+    stds = re.search(r"std of one weight ([0-9.]+) \(own\) ([0-9.]+) \(initc\)", result.stdout)
+    assert stds and all(0.01 < float(v) < 0.03 for v in stds.groups()), result.stdout

@@ -109,3 +109,75 @@ def test_bad_program_directory(tmp_path):
         initc.load(tmp_path / "missing")
     assert e.value.status == "INITRT_BAD_PROGRAM"
     assert "missing" in str(e.value)
+
+
+def test_compile_returns_what_load_returns(program_f32, monkeypatch):
+    # The same IR compiled from Python for the fixture's mesh: the same shards, bytewise.
+    from conftest import INITC
+    prog_dir, ckpt = program_f32
+    monkeypatch.setenv("INITC", INITC)
+    with initc.compile(prog_dir.parent / "model.mlir", mesh={"tp": 2}, shard="tp") as prog:
+        assert isinstance(prog, initc.Program) and prog.world_size == 2
+        directory = prog._directory
+        assert os.path.isfile(os.path.join(directory, "prog", "program.json"))
+        for rank in range(2):
+            for p in persistent(prog, rank):
+                got = prog.array(p.name, rank, threads=1)
+                assert got.tobytes() == checkpoint_bytes(rank_file(ckpt, rank, 2), p.name), p.name
+    # A temporary program directory goes with its Program.
+    assert not os.path.exists(directory)
+
+
+def test_compile_into_a_named_directory_on_path(program_f32, monkeypatch, tmp_path):
+    # No INITC: the compiler on PATH, into the directory asked for, the mesh as the CLI spells it.
+    from conftest import INITC
+    prog_dir, _ = program_f32
+    monkeypatch.delenv("INITC", raising=False)
+    monkeypatch.setenv("PATH", os.path.dirname(INITC) + os.pathsep + os.environ.get("PATH", ""))
+    out = tmp_path / "prog4"
+    with initc.compile(str(prog_dir.parent / "model.mlir"), mesh="dp=2,tp=2",
+                       shard="fsdp+tp", out=out) as prog:
+        assert prog.world_size == 4
+        name = "model.layers.0.mlp.down_proj.weight"
+        whole = initc.load(prog_dir)
+        # Any box, whatever mesh either was compiled for.
+        a, b = np.empty((3, 5), np.float32), np.empty((3, 5), np.float32)
+        prog.fill_box(name, (2, 7), a)
+        whole.fill_box(name, (2, 7), b)
+        whole.close()
+        assert a.tobytes() == b.tobytes()
+    assert os.path.isfile(out / "program.json")
+
+
+def test_compile_failure_raises_the_compilers_message(tmp_path, monkeypatch):
+    import tempfile
+    from conftest import INITC
+    monkeypatch.setenv("INITC", INITC)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("garbage {\n")
+    with pytest.raises(initc.Error, match=r"initc\.compile: .*custom op 'garbage' is unknown"):
+        initc.compile(bad)
+    with pytest.raises(initc.Error, match="no IR file"):
+        initc.compile(tmp_path / "absent.mlir")
+    # A temporary directory of a failed compile is not left behind.
+    assert os.listdir(scratch) == []
+
+
+def test_compile_without_a_compiler_says_where_it_looked(tmp_path, monkeypatch):
+    import tempfile
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    ir = tmp_path / "m.mlir"
+    ir.write_text("")
+    monkeypatch.setenv("INITC", str(tmp_path / "no-such-initc"))
+    with pytest.raises(initc.Error, match="INITC=.*no-such-initc is not an executable"):
+        initc.compile(ir)
+    monkeypatch.delenv("INITC")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(initc.Error, match="no initc compiler found: set INITC"):
+        initc.compile(ir)
+    assert os.listdir(scratch) == []

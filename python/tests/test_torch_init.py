@@ -145,3 +145,80 @@ init.param @b : tensor<4x3xf32> {
         initc.torch.init_(module, tmp_path / "prog")
     assert e.value.status == "INITRT_BAD_BASE"
     assert module.a.any() and not module.b.any()
+
+
+def test_layout_and_placement_refusals_write_nothing(mesh_program_bf16):
+    # A destination initc cannot write in place, a DTensor whose placements do not fit its local
+    # tensor, and a Partial one: each a ValueError naming the parameter, before any write.
+    import torch.distributed as dist
+    from torch.distributed.tensor import DTensor, Partial, Shard, init_device_mesh
+    q = "model.layers.0.self_attn.q_proj.weight"
+    k = "model.layers.0.self_attn.k_proj.weight"
+
+    class Two(torch.nn.Module):
+        def __init__(self, second):
+            super().__init__()
+            self.first = torch.nn.Parameter(torch.zeros(32, 64, dtype=torch.bfloat16))
+            self.second = torch.nn.Parameter(second)
+
+    names = {"first": k, "second": q}
+    with initc.load(mesh_program_bf16) as prog:
+        transposed = Two(torch.zeros(64, 64, dtype=torch.bfloat16).t())
+        with pytest.raises(ValueError, match=re.escape(q) + r": the local tensor's strides "
+                           r"\[1, 64\] .* not row-major"):
+            initc.torch.init_(transposed, prog, names=names)
+        assert not transposed.first.any() and not transposed.second.any()
+        # Every other column: the innermost dim is not contiguous.
+        gapped = Two(torch.zeros(64, 128, dtype=torch.bfloat16)[:, ::2])
+        with pytest.raises(ValueError, match=re.escape(q) + ": the local tensor's strides"):
+            initc.torch.init_(gapped, prog, names=names)
+        assert not gapped.first.any()
+
+        store = dist.HashStore()
+        dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+        try:
+            mesh = init_device_mesh("cpu", (1,))
+            # Shard(0) on one device places the whole 64 x 64 tensor, the local one is 32 x 64.
+            half = DTensor.from_local(torch.zeros(32, 64, dtype=torch.bfloat16), mesh,
+                                      [Shard(0)], run_check=False, shape=torch.Size([64, 64]),
+                                      stride=(64, 1))
+            module = Two(half)
+            with pytest.raises(ValueError, match=re.escape(q) + r": the DTensor's local tensor "
+                               r"has shape \[32, 64\], but its placements .* locate 4096"):
+                initc.torch.init_(module, prog, names=names)
+            assert not module.first.any()
+            partial = DTensor.from_local(torch.zeros(64, 64, dtype=torch.bfloat16), mesh,
+                                         [Partial()], run_check=False)
+            module = Two(partial)
+            with pytest.raises(ValueError, match=re.escape(q) + ": a DTensor with Partial"):
+                initc.torch.init_(module, prog, names=names)
+            assert not module.first.any()
+        finally:
+            dist.destroy_process_group()
+
+
+# Scratch beyond a process's shards while it fills them: the runtime computes straight into the
+# destination (no orthogonal parameter here, the one whole-tensor scratch), so what remains is
+# thread stacks and malloc arenas of the fill's threads and DTensor/FSDP bookkeeping, well under
+# this; a gathered or staged copy of the model (44 MB, 22 MB per process) would exceed it.
+SCRATCH_BOUND = 16 << 20
+
+
+def test_peak_memory_is_the_shards_plus_bounded_scratch(medium_program_bf16):
+    prog, config = medium_program_bf16
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(initc.__file__))] +
+        [p for p in [os.environ.get("PYTHONPATH")] if p])
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         os.path.join(HERE, "memory_worker.py"), "torch", str(prog), str(config)],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = re.findall(r"rank (\d): peak rise (\d+) bytes, shards (\d+) bytes", result.stdout)
+    assert sorted(r for r, _, _ in found) == ["0", "1"], result.stdout + result.stderr
+    for rank, rise, shards in found:
+        assert 20 << 20 < int(shards) < 24 << 20, (rank, shards)  # half the model each
+        assert int(rise) <= int(shards) + SCRATCH_BOUND, (
+            "rank %s: the peak rose %d bytes for %d bytes of shards" % (rank, int(rise),
+                                                                       int(shards)))

@@ -211,9 +211,9 @@ initrt_status initrt_fill(const initrt_program *prog, int64_t rank, const char *
       return report(INITRT_INVALID_ARGUMENT, "initrt_fill: " + misalignment(buf, param), err,
                     errlen);
     job.out = buf;
-    initrt::adviseHugePages(buf, job.bytes);
     initrt::RunOptions options;
     options.threads = threads;
+    options.prefault = true; // the caller's buffers are often new, never touched
     initrt::runShardJobs({job}, options);
     return INITRT_OK;
   });
@@ -243,11 +243,11 @@ initrt_status initrt_fill_all(const initrt_program *prog, int64_t rank, void *co
                           "]: " + misalignment(bufs[p], *jobs[p].param),
                       err, errlen);
       jobs[p].out = bufs[p];
-      initrt::adviseHugePages(bufs[p], jobs[p].bytes);
       wanted.push_back(std::move(jobs[p]));
     }
     initrt::RunOptions options;
     options.threads = threads;
+    options.prefault = true; // the caller's buffers are often new, never touched
     initrt::runShardJobs(wanted, options);
     return INITRT_OK;
   });
@@ -337,6 +337,7 @@ initrt_status initrt_fill_box(const initrt_program *prog, const char *name, int3
                     errlen);
     initrt::RunOptions options;
     options.threads = threads;
+    options.prefault = true; // the caller's buffers are often new, never touched
 
     // Dims [contiguousFrom, rank) are laid out row-major in buf: each index of the dims before
     // them is one contiguous block, which a kernel writes in place.
@@ -351,7 +352,6 @@ initrt_status initrt_fill_box(const initrt_program *prog, const char *name, int3
       whole.slice = box;
       whole.bytes = uint64_t(elements) * uint64_t(elementBytes);
       whole.out = buf;
-      initrt::adviseHugePages(buf, whole.bytes);
       initrt::runShardJobs({whole}, options);
       return INITRT_OK;
     }

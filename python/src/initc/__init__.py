@@ -1,7 +1,7 @@
 """initc: the initialization of a neural network compiled ahead of time into per-rank programs.
 
     import initc
-    with initc.load("prog/") as prog:          # a directory from `initc compile`
+    with initc.load("prog/") as prog:          # or initc.compile("model.mlir", mesh="dp=2")          # a directory from `initc compile`
         for p in prog.params(rank):            # name, dtype, global shape, the rank's slice
             prog.fill(p.name, buffers[p.name], rank)
 
@@ -10,6 +10,6 @@ loaded); each framework's part is its own module: initc.torch (init_: fill a mod
 plain tensors in place), initc.jax (init: sharded jax.Arrays) and initc.capture need theirs."""
 
 from ._errors import Error
-from ._program import Param, Program, load
+from ._program import Param, Program, compile, load
 
-__all__ = ["Error", "Param", "Program", "load"]
+__all__ = ["Error", "Param", "Program", "compile", "load"]

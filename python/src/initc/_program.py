@@ -1,7 +1,12 @@
 """A compiled program directory (prog/ from `initc compile`), as a training process uses it: the
 parameters a rank holds, and their values written into the process's own buffers."""
 
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
+import weakref
 from dataclasses import dataclass
 
 from ._errors import Error
@@ -48,8 +53,12 @@ class Program:
         self._params = None
 
     def close(self):
-        """Releases the program (its kernels); later calls raise ValueError."""
+        """Releases the program (its kernels); later calls raise ValueError. The directory of an
+        initc.compile with no `out` is removed."""
         self._native.close()
+        directory = getattr(self, "_directory", None)
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
 
     def __enter__(self):
         return self
@@ -126,4 +135,73 @@ def load(prog_dir):
     return Program(prog_dir)
 
 
-__all__ = ["Error", "Param", "Program", "load"]
+def _compiler():
+    """The `initc` compiler binary: $INITC, else bin/initc installed inside the package, else
+    `initc` on PATH."""
+    named = os.environ.get("INITC")
+    if named:
+        if not (os.path.isfile(named) and os.access(named, os.X_OK)):
+            raise Error("INITC=%s is not an executable file: point it at the initc compiler "
+                        "(build/bin/initc) or unset it" % named, "INITRT_NOT_FOUND")
+        return named
+    bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "initc")
+    if os.path.isfile(bundled) and os.access(bundled, os.X_OK):
+        return bundled
+    found = shutil.which("initc")
+    if found:
+        return found
+    raise Error("no initc compiler found: set INITC to its path (build/bin/initc of a build of "
+                "this project), or put it on PATH", "INITRT_NOT_FOUND")
+
+
+def _mesh_text(mesh):
+    if isinstance(mesh, str):
+        return mesh
+    items = mesh.items() if hasattr(mesh, "items") else mesh
+    return ",".join("%s=%d" % (axis, int(size)) for axis, size in items)
+
+
+def compile(model, mesh=None, shard=None, out=None, target_cpu=None):
+    """Compiles init IR (`model`, a .mlir file from `initc import` or initc.capture) into a
+    program directory with the `initc` compiler (found as $INITC, bin/initc inside this package,
+    or on PATH) and opens it: the Program that initc.load returns.
+
+    mesh: "dp=2,tp=2" or {"dp": 2, "tp": 2} (the compiler's default, one device, when None);
+    shard: a preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file; out: the program
+    directory to write (a temporary one, removed when the Program is closed or collected, when
+    None); target_cpu: the compiler's --target-cpu list. A Program fills any box whatever mesh
+    it was compiled for, so the mesh only matters to prog/init and to the rank-based calls.
+    Raises initc.Error with the compiler's message when it fails."""
+    model = os.fspath(model)
+    if not os.path.isfile(model):
+        raise Error("initc.compile: no IR file %s" % model, "INITRT_NOT_FOUND")
+    compiler = _compiler()
+    temporary = out is None
+    out = tempfile.mkdtemp(prefix="initc-prog-") if temporary else os.fspath(out)
+    # The compiler writes the directory itself, and refuses an existing non-program one.
+    target = os.path.join(out, "prog") if temporary else out
+    command = [compiler, "compile", model, "-o", target]
+    if mesh is not None:
+        command += ["--mesh", _mesh_text(mesh)]
+    if shard is not None:
+        command += ["--shard", os.fspath(shard)]
+    if target_cpu is not None:
+        command += ["--target-cpu", target_cpu]
+    try:
+        result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if result.returncode != 0:
+            message = (result.stderr.strip() or result.stdout.strip()
+                       or "exit status %d" % result.returncode)
+            raise Error("initc.compile: %s" % message, "INITRT_INVALID_ARGUMENT")
+        program = Program(target)
+    except BaseException:
+        if temporary:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    if temporary:
+        weakref.finalize(program, shutil.rmtree, out, True)
+        program._directory = out
+    return program
+
+
+__all__ = ["Error", "Param", "Program", "compile", "load"]

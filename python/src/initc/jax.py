@@ -62,6 +62,24 @@ def _sharding_of(name, leaf):
     return sharding
 
 
+def _fitted_sharding(param, name, leaf):
+    """The leaf's sharding, checked against the parameter's shape before anything is computed:
+    a mesh or PartitionSpec that does not fit it is one ValueError naming the parameter."""
+    sharding = _sharding_of(name, leaf)
+    shape = tuple(param.global_shape)
+    spec = getattr(sharding, "spec", None)
+    if spec is not None and len(spec) > len(shape):
+        problem = "its PartitionSpec %s has %d entries for %d dims" % (spec, len(spec), len(shape))
+    else:
+        try:
+            sharding.shard_shape(shape)
+            return sharding
+        except (ValueError, IndexError, TypeError) as e:
+            problem = str(e)
+    raise ValueError("%s: its sharding does not fit the program's shape %s: %s"
+                     % (name, list(shape), problem))
+
+
 def _resolve(program, names):
     """{name: Param} of the program for the given names (aliases included); KeyError naming the
     first unknown one."""
@@ -90,13 +108,16 @@ def init(prog, shardings, threads=0):
     whose shape and dtype are checked): each array has the program's global shape and dtype and
     is laid out as its sharding says; each device's shard is computed on this host, only for
     the devices this process addresses. `prog` is an initc.Program or a program directory.
-    Unknown names are a KeyError before anything is computed."""
+    Unknown names are a KeyError, a shape a ValueError, a dtype a TypeError, a sharding that
+    does not fit a ValueError, all before anything is computed."""
     def body(program):
         params = _resolve(program, shardings)
+        fitted = {}
         for name, leaf in shardings.items():
             _check(params[name], name, leaf)
-        return {name: _array(program, params[name], _sharding_of(name, leaf), threads)
-                for name, leaf in shardings.items()}
+            fitted[name] = _fitted_sharding(params[name], name, leaf)
+        return {name: _array(program, params[name], fitted[name], threads)
+                for name in shardings}
     return _with_program(prog, body)
 
 

@@ -41,7 +41,7 @@ def _runs(indices):
     return runs
 
 
-def _local_boxes(tensor):
+def _local_boxes(name, tensor):
     """The boxes of a DTensor's local tensor in the global one: [(local offset, global offset,
     shape)]. One box for Shard and Replicate placements (compute_local_shape_and_global_offset);
     several when a _StridedShard (FSDP over a dim tensor parallelism shards too) interleaves."""
@@ -53,9 +53,9 @@ def _local_boxes(tensor):
         _StridedShard = ()
     placements = tuple(tensor.placements)
     if any(isinstance(p, Partial) for p in placements):
-        raise ValueError("a DTensor with Partial placements %s holds a part of a sum, not "
-                         "elements of the tensor: redistribute it to Shard or Replicate first"
-                         % (placements,))
+        raise ValueError("%s: a DTensor with Partial placements %s holds a part of a sum, "
+                         "not elements of the tensor: redistribute it to Shard or Replicate "
+                         "first" % (name, placements))
     mesh = tensor.device_mesh
     if not _StridedShard or not any(isinstance(p, _StridedShard) for p in placements):
         shape, offset = compute_local_shape_and_global_offset(tensor.shape, mesh, placements)
@@ -200,11 +200,27 @@ def init_(module, prog, names=None, threads=0):
     return module
 
 
+def _fill_box_layout(tensor):
+    """Whether initrt_fill_box writes `tensor` in place, checked before anything is written:
+    dims in row-major order without overlap, the innermost contiguous (a dim of size 1 may have
+    any stride, as there)."""
+    n, shape = tensor.dim(), tuple(tensor.shape)
+    if tensor.numel() == 0:
+        return True
+    stride = [0] * n
+    for d in reversed(range(n)):
+        contiguous = stride[d + 1] * shape[d + 1] if d + 1 < n else 1
+        stride[d] = tensor.stride(d) if shape[d] > 1 else contiguous
+        if stride[d] < contiguous or (d + 1 == n and stride[d] != 1):
+            return False
+    return True
+
+
 def _locate(ir_name, tensor, DTensor):
     """(the tensor to write, [(local offset, global offset, shape)] of its boxes)."""
     if DTensor is not None and isinstance(tensor, DTensor):
         local = tensor.to_local()
-        boxes = _local_boxes(tensor)
+        boxes = _local_boxes(ir_name, tensor)
         covered = sum(math.prod(shape) for _, _, shape in boxes)
         if covered != local.numel():
             raise ValueError("%s: the DTensor's local tensor has shape %s, but its placements "
@@ -215,6 +231,11 @@ def _locate(ir_name, tensor, DTensor):
     if local.device.type != "cpu":
         raise ValueError("%s is on %s: initc fills CPU memory (fill a CPU tensor and copy it)"
                          % (ir_name, local.device))
+    if not _fill_box_layout(local):
+        raise ValueError("%s: the local tensor's strides %s (shape %s) are not row-major with a "
+                         "contiguous innermost dim, as initc writes: give it a contiguous tensor "
+                         "(e.g. .contiguous()) or fill one and copy"
+                         % (ir_name, list(local.stride()), list(local.shape)))
     return local.detach(), boxes
 
 

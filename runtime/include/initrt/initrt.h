@@ -96,9 +96,12 @@ initrt_status initrt_param_info(const initrt_program *prog, int64_t rank, int64_
  * uses one thread per CPU the process may run on (its affinity mask); processes of one host
  * allowed on the same CPUs (torchrun, mpirun --bind-to none) should divide them through
  * `threads`, as prog/init does. The bytes are the same as those `prog/init` writes for that rank.
- * Transparent huge pages are asked for (MADV_HUGEPAGE) on every whole 2 MiB page of the buffer
- * before it is written, so fresh memory faults in faster; advisory, and pages already present keep
- * their size. */
+ * A buffer of at least 4 MiB is taken to be maybe fresh (never touched, as a new tensor's is):
+ * transparent huge pages are asked for (MADV_HUGEPAGE) on its whole 2 MiB pages, and its pages
+ * are faulted in (MADV_POPULATE_WRITE, where the kernel has it) by the thread that fills them,
+ * and, when the process may run on a CPU the fill leaves idle, by one more thread a few MiB
+ * ahead; no page holding memory outside the buffer is advised, and the contents of the caller's
+ * memory outside the buffer and who owns it are unchanged. This applies to every fill below. */
 initrt_status initrt_fill(const initrt_program *prog, int64_t rank, const char *name, void *buf,
                           size_t buf_bytes, int threads, char *err, size_t errlen);
 

@@ -3,6 +3,8 @@
 
 #include "initrt/base/report.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <sys/mman.h>
@@ -97,6 +99,31 @@ void adviseHugePages(void *data, uint64_t bytes) {
   uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) / Arena::kHugePage * Arena::kHugePage;
   if (end > start) // advisory: fine to fail where THP is off or the memory is not anonymous
     madvise(reinterpret_cast<void *>(start), end - start, MADV_HUGEPAGE);
+}
+
+bool populatePages(const void *data, uint64_t bytes, const void *lo, const void *hi) {
+#ifdef MADV_POPULATE_WRITE
+  static std::atomic<bool> unsupported{false};
+  if (unsupported.load(std::memory_order_relaxed))
+    return false;
+  constexpr uintptr_t kPage = 4096;
+  uintptr_t first = reinterpret_cast<uintptr_t>(data) / kPage * kPage;
+  uintptr_t last = alignUp(reinterpret_cast<uintptr_t>(data) + bytes, kPage);
+  // Never a page that holds memory outside the destination.
+  first = std::max<uintptr_t>(first, alignUp(reinterpret_cast<uintptr_t>(lo), kPage));
+  last = std::min<uintptr_t>(last, reinterpret_cast<uintptr_t>(hi) / kPage * kPage);
+  if (last <= first)
+    return true;
+  if (madvise(reinterpret_cast<void *>(first), last - first, MADV_POPULATE_WRITE) != 0 &&
+      errno == EINVAL) {
+    unsupported.store(true, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+#else
+  (void)data, (void)bytes, (void)lo, (void)hi;
+  return false;
+#endif
 }
 
 uint64_t Arena::payloadBytes() const {

@@ -1,5 +1,6 @@
 // Loading kernels.so and running a rank's kernels on a pool of threads.
 #include "executor/executor.h"
+#include "executor/arena.h"
 #include "initrt/base/checksum.h"
 #include "initrt/base/cpu.h"
 #include "executor/orthogonal.h"
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -44,6 +46,24 @@ using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// How far the thread that faults in pages runs ahead of the workers: 8 MiB, a few huge pages,
+// within the last-level cache.
+constexpr uint64_t kPrefaultLeadChunks = (uint64_t(8) << 20) / kChunkBytes;
+
+// Whether the machine has one NUMA node (or says nothing of its nodes).
+bool singleMemoryNode() {
+  static const bool single = [] {
+    FILE *file = std::fopen("/sys/devices/system/node/online", "r");
+    if (!file)
+      return true;
+    char text[64] = {0};
+    bool one = std::fgets(text, sizeof text, file) && std::strcmp(text, "0\n") == 0;
+    std::fclose(file);
+    return one;
+  }();
+  return single;
 }
 
 } // namespace
@@ -499,6 +519,27 @@ void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &option
   const uint64_t totalChunks = firstChunk.back();
   std::atomic<uint64_t> nextChunk{0};
   std::atomic<uint64_t> bytesDone{transformedBytes};
+  std::vector<char> prefaulted(jobs.size(), 0);
+  if (options.prefault)
+    for (size_t j = 0; j < jobs.size(); ++j)
+      if (jobs[j].bytes >= kPrefaultMinBytes) {
+        prefaulted[j] = 1;
+        adviseHugePages(jobs[j].out, jobs[j].bytes);
+      }
+  // Chunk `chunk` (of job j) as the byte range it writes.
+  auto chunkRange = [&](uint64_t chunk, size_t j) {
+    int64_t elementBytes = dtypeBytes(jobs[j].param->dtype);
+    int64_t elements = jobs[j].slice.numElements();
+    int64_t begin = int64_t(chunk - firstChunk[j]) * chunkElements[j];
+    int64_t end = std::min(elements, begin + chunkElements[j]);
+    return std::make_pair(static_cast<char *>(jobs[j].out) + begin * elementBytes,
+                          uint64_t(end - begin) * uint64_t(elementBytes));
+  };
+  auto populateChunk = [&](uint64_t chunk, size_t j) {
+    auto [data, bytes] = chunkRange(chunk, j);
+    const char *lo = static_cast<const char *>(jobs[j].out);
+    return populatePages(data, bytes, lo, lo + jobs[j].bytes);
+  };
 
   auto work = [&] {
     for (;;) {
@@ -511,6 +552,8 @@ void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &option
       int64_t elements = job.slice.numElements();
       int64_t begin = int64_t(chunk - firstChunk[j]) * chunkElements[j];
       int64_t end = std::min(elements, begin + chunkElements[j]);
+      if (prefaulted[j])
+        populateChunk(chunk, j);
       fillElements(job, job.out, begin, end);
       bytesDone.fetch_add(uint64_t(end - begin) * uint64_t(dtypeBytes(job.param->dtype)),
                           std::memory_order_relaxed);
@@ -521,6 +564,46 @@ void runShardJobs(const std::vector<ShardJob> &allJobs, const RunOptions &option
   std::function<void()> monitor;
   if (options.progress)
     monitor = [&] { options.progress(bytesDone.load(std::memory_order_relaxed), totalBytes); };
+  // The thread that faults in pages ahead of the workers: only on a CPU they leave idle, and on
+  // one memory node (elsewhere a page is best first touched by the thread that fills it).
+  std::atomic<bool> finished{false};
+  std::thread ahead;
+  if (options.prefault && totalChunks > 1 && threads < resolveThreads(0) && singleMemoryNode() &&
+      std::find(prefaulted.begin(), prefaulted.end(), 1) != prefaulted.end()) {
+    try {
+      ahead = std::thread([&] {
+        size_t j = 0;
+        for (uint64_t chunk = 0; chunk < totalChunks && !finished.load(std::memory_order_relaxed);
+             ++chunk) {
+          // Behind the workers: skip to where they are. Far ahead: wait, so that the pages it
+          // cleared are still in the cache when the workers write them.
+          uint64_t next = nextChunk.load(std::memory_order_relaxed);
+          while (chunk > next + kPrefaultLeadChunks && !finished.load(std::memory_order_relaxed)) {
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+            next = nextChunk.load(std::memory_order_relaxed);
+          }
+          chunk = std::max(chunk, next);
+          while (j + 1 < jobs.size() && firstChunk[j + 1] <= chunk)
+            ++j;
+          if (chunk >= totalChunks)
+            break;
+          if (prefaulted[j] && !populateChunk(chunk, j))
+            break;
+        }
+      });
+    } catch (const std::system_error &) {
+      // No thread to spare: the workers fault their own pages.
+    }
+  }
+  struct JoinAhead {
+    std::atomic<bool> &finished;
+    std::thread &ahead;
+    ~JoinAhead() {
+      finished.store(true, std::memory_order_relaxed);
+      if (ahead.joinable())
+        ahead.join();
+    }
+  } joinAhead{finished, ahead};
   runOnThreads(threads, work, monitor, options.progressIntervalSeconds);
   if (options.progress)
     options.progress(totalBytes, totalBytes);

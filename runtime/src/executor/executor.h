@@ -106,7 +106,14 @@ struct RunOptions {
   ProgressFn progress;                   // optional; on the calling thread: bytes computed, total
   double progressIntervalSeconds = 0.1;  // at most this often
   bool checksums = true;                 // computeRank: checksum every shard after computing
+  // The outputs are the caller's memory, maybe never touched (a new tensor): fault in the pages
+  // of each large one before its kernels write them (prefaultDestinations).
+  bool prefault = false;
 };
+
+/// Destinations smaller than this are left to fault page by page: the advice would cost more
+/// than it saves.
+inline constexpr uint64_t kPrefaultMinBytes = uint64_t(4) << 20;
 
 /// Bytes of output per unit of work handed to a thread.
 inline constexpr uint64_t kChunkBytes = uint64_t(256) << 10;
@@ -138,7 +145,12 @@ void runOnThreads(int threads, const std::function<void()> &work,
 /// Computes every job's whole shard. Each shard is cut at element indices into chunks of
 /// kChunkBytes of output (so chunk starts are 64-byte aligned relative to the shard, and no two
 /// threads write one cache line of a 64-byte-aligned shard); workers take chunks from a shared
-/// counter.
+/// counter. With `options.prefault`, each destination of at least kPrefaultMinBytes gets huge
+/// pages advised on its 2 MiB-aligned interior, and each worker faults in a chunk's pages in one
+/// call before writing it (so a page is first touched by the thread that fills it); when the
+/// process may run on more CPUs than it fills with and they share one memory node, one more
+/// thread faults in the chunks ahead of the workers, so that the kernel's zeroing of fresh pages
+/// overlaps the computation instead of adding to it.
 void runShardJobs(const std::vector<ShardJob> &jobs, const RunOptions &options);
 
 /// Receives piece [offset, offset + bytes) of job `job`'s shard; returns false with `error` to

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <fstream>
+#include <sys/mman.h>
 #include <thread>
 
 using namespace initrt;
@@ -625,6 +626,61 @@ TEST(StreamShardJobs, AFailingOrThrowingSinkStopsTheRun) {
       }
       EXPECT_EQ(calls, 3);
     }
+}
+
+TEST(RunShardJobs, PrefaultedFreshDestinationsGetTheirValuesAndNoPageAround) {
+  // Two large destinations in one fresh mapping, neither page aligned, and a small one: with
+  // prefault on, each gets its values, and the pages wholly outside them stay untouched (neither
+  // faulted in nor written), whatever the thread count.
+  const uint64_t page = 4096;
+  const int64_t large = int64_t(kPrefaultMinBytes / 4) + 12345;
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE(testing::Message() << threads << " threads");
+    const uint64_t mapped = 64 << 20;
+    auto *base = static_cast<char *>(
+        mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(base, MAP_FAILED);
+    // Destination j starts 64 bytes into a page, with one untouched page before it.
+    const std::vector<int64_t> sizes = {large, 1000, large * 2};
+    std::vector<char *> starts;
+    uint64_t at = page + 64;
+    for (int64_t size : sizes) {
+      starts.push_back(base + at);
+      at = (at + uint64_t(size) * 4 + page - 1) / page * page + 2 * page + 64;
+    }
+    ASSERT_LT(at, mapped);
+    std::vector<Param> params(sizes.size());
+    std::vector<ShardJob> jobs(sizes.size());
+    for (size_t j = 0; j < sizes.size(); ++j) {
+      params[j].shape = {sizes[j] + 5};
+      jobs[j].param = &params[j];
+      jobs[j].kernel = &writeIndices;
+      jobs[j].slice = Slice{{5}, {sizes[j]}};
+      jobs[j].bytes = uint64_t(sizes[j]) * 4;
+      jobs[j].out = starts[j];
+    }
+    RunOptions options;
+    options.threads = threads;
+    options.prefault = true;
+    runShardJobs(jobs, options);
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const auto *words = reinterpret_cast<const uint32_t *>(starts[j]);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < sizes[j]; ++i)
+        wrong += words[i] != uint32_t(5 + i);
+      EXPECT_EQ(wrong, 0) << "destination " << j;
+    }
+    // Residency of every page, before reading any byte outside the destinations.
+    std::vector<unsigned char> resident(mapped / page);
+    ASSERT_EQ(mincore(base, mapped, resident.data()), 0);
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      uint64_t first = uint64_t(starts[j] - base) / page;
+      uint64_t last = (uint64_t(starts[j] - base) + jobs[j].bytes - 1) / page;
+      EXPECT_FALSE(resident[first - 1] & 1) << "the page before destination " << j;
+      EXPECT_FALSE(resident[last + 1] & 1) << "the page after destination " << j;
+    }
+    munmap(base, mapped);
+  }
 }
 
 TEST(RunOnThreads, TheFirstExceptionOfAnyThreadReachesTheCaller) {
