@@ -132,3 +132,12 @@ def init_tree(prog, shardings, name_of=path_name, threads=0):
 
 
 __all__ = ["init", "init_tree", "path_name"]
+
+
+def __getattr__(name):
+    # The constructor frontend (capture, init_sharded) lives in initc.jax_capture; reached
+    # from here as the user writes it, `import initc.jax as ij; ij.init_sharded(...)`.
+    if name in ("capture", "capture_ir", "init_sharded", "CaptureError"):
+        from . import jax_capture
+        return getattr(jax_capture, name)
+    raise AttributeError("module 'initc.jax' has no attribute %r" % name)
