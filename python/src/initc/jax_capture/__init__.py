@@ -16,7 +16,7 @@ same bits, and so do prog/init and every other initc frontend (ir-spec/capture-j
 import sys
 import tempfile
 
-from .frontend import compile_program, emit, shardings_for, trace
+from .frontend import cached_program, compile_program, emit, shardings_for, trace
 from .nodes import CaptureError
 
 
@@ -41,7 +41,7 @@ def capture(fn, path, seed=0, name="jax"):
             if line.startswith("  init.param ")]
 
 
-def init_sharded(fn, mesh, sharding=None, seed=0, rules=None, threads=0):
+def init_sharded(fn, mesh, sharding=None, seed=0, rules=None, threads=0, cache=True):
     """The pytree `fn(key)` returns (static fields and non-array leaves untouched), every array
     a jax.Array laid out as its sharding says, each process computing only the shards of its
     own devices. `sharding`: a callable (name, jax.ShapeDtypeStruct) -> PartitionSpec,
@@ -49,7 +49,8 @@ def init_sharded(fn, mesh, sharding=None, seed=0, rules=None, threads=0):
     one PartitionSpec or Sharding for every leaf; or None: Flax's with_partitioning names
     (mapped by `rules`, {logical name: mesh axis}, else taken as mesh axes), others
     replicated. A dim that does not divide over its mesh axes is a ValueError naming the leaf
-    before anything is computed."""
+    before anything is computed. The compiled program is kept (cache=True) under
+    $INITC_JAX_CACHE (default ~/.cache/initc/jax), keyed by the IR, the compiler and the host."""
     from .. import jax as initc_jax
     from .._program import load
     traced = trace(fn)
@@ -57,9 +58,13 @@ def init_sharded(fn, mesh, sharding=None, seed=0, rules=None, threads=0):
     text, notes = emit(traced, seed)
     for note in notes:
         print("initc.jax: note: " + note, file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="initc-jax-") as directory:
-        with load(compile_program(text, directory)) as program:
+    if cache:
+        with load(cached_program(text)) as program:
             arrays = initc_jax.init(program, shardings, threads)
+    else:
+        with tempfile.TemporaryDirectory(prefix="initc-jax-") as directory:
+            with load(compile_program(text, directory)) as program:
+                arrays = initc_jax.init(program, shardings, threads)
     return traced.rebuild([arrays[name] for name, _, _, _ in traced.leaves])
 
 

@@ -235,17 +235,54 @@ def initc_binary():
 
 def compile_program(ir_text, directory):
     """`initc compile` of the IR into directory/prog for one device: fill_box computes any box
-    of it, so one program serves every mesh."""
+    of it, so one program serves every mesh. The kernels are compiled for this host's CPU only
+    (each process compiles its own, and the bits never depend on the CPU)."""
     model = os.path.join(directory, "model.mlir")
     with open(model, "w") as f:
         f.write(ir_text)
     prog = os.path.join(directory, "prog")
     result = subprocess.run([initc_binary(), "compile", model, "--mesh", "dp=1", "--shard",
-                             "replicated", "-o", prog], capture_output=True, text=True)
+                             "replicated", "--target-cpu", "native", "-o", prog],
+                            capture_output=True, text=True)
     if result.returncode != 0:
         raise CaptureError("initc compile refused the captured IR (%s):\n%s%s"
                            % (model, result.stdout, result.stderr))
     return prog
+
+
+def cache_directory():
+    """Where compiled programs are kept: $INITC_JAX_CACHE, else ~/.cache/initc/jax."""
+    return os.environ.get("INITC_JAX_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "initc", "jax")
+
+
+def cached_program(ir_text):
+    """The program of `ir_text`, compiled once per IR, compiler and CPU: a program directory is
+    a pure function of them. Made under a temporary name and renamed, so that concurrent
+    processes each find a whole one."""
+    import hashlib
+    import platform
+    binary = initc_binary()
+    stat = os.stat(binary)
+    key = hashlib.sha256("\0".join([ir_text, os.path.realpath(binary), str(stat.st_size),
+                                     str(stat.st_mtime_ns), platform.node()]).encode())
+    root = cache_directory()
+    final = os.path.join(root, key.hexdigest()[:24])
+    if os.path.isfile(os.path.join(final, "prog", "program.json")):
+        return os.path.join(final, "prog")
+    os.makedirs(root, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=root)
+    try:
+        compile_program(ir_text, tmp)
+        try:
+            os.rename(tmp, final)
+        except OSError:  # another process put it there first
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return os.path.join(final, "prog")
 
 
 def _spec_of(sharding, mesh, name, leaf, axes, rules):

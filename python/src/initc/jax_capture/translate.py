@@ -59,8 +59,34 @@ def is_key_dtype(dtype):
     return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
 
 
+def _library_dirs():
+    import os
+    dirs = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # initc
+    for name in ("equinox", "flax"):
+        try:
+            module = __import__(name)
+        except ImportError:
+            continue
+        dirs.append(os.path.dirname(os.path.abspath(module.__file__)))
+    return tuple(d + os.sep for d in dirs)
+
+
+_LIBRARIES = None
+
+
 def where_of(eqn):
-    return source_info_util.summarize(eqn.source_info)
+    """file:line (function) of the constructor's code that made the equation: the innermost
+    frame outside jax, and outside Equinox and Flax when the constructor's own frame is there
+    (an eqx.nn.Linear's draw is reported at the line that builds the Linear)."""
+    global _LIBRARIES
+    if _LIBRARIES is None:
+        _LIBRARIES = _library_dirs()
+    frames = list(source_info_util.user_frames(eqn.source_info.traceback))
+    if not frames:
+        return ""
+    own = [f for f in frames if not f.file_name.startswith(_LIBRARIES)]
+    frame = own[0] if own else frames[0]
+    return "%s:%d (%s)" % (frame.file_name, frame.start_line, frame.function_name)
 
 
 def _np_broadcast_in_dim(x, shape, bdims):
@@ -95,6 +121,9 @@ class Interpreter:
     def __init__(self):
         self._seq = itertools.count()
         self._draws = {}
+        # The enclosing jit calls: an equation of a jit's cached jaxpr may carry no line of
+        # the constructor, its caller's does.
+        self._calls = []
 
     # -- values ----------------------------------------------------------------------------
 
@@ -156,12 +185,23 @@ class Interpreter:
 
     def equation(self, eqn, ins):
         name, params, where = eqn.primitive.name, eqn.params, where_of(eqn)
+        if self._calls:
+            outer, caller = self._calls[0]
+            if not where:
+                where = caller
+            if outer != "<jit>":
+                where = "%s, inside %s" % (where, outer)
         avals = [v.aval for v in eqn.outvars]
         if name in ("pjit", "jit"):
             if params.get("name") in DRAWS and ins and isinstance(ins[0], Keys):
                 return [self.draw(params["name"], ins, avals[0], where)]
             sub = params["jaxpr"]
-            return self.eval(sub.jaxpr, sub.consts, ins)
+            called = params.get("name", "<jit>")
+            self._calls.append((_public_name(called), where))
+            try:
+                return self.eval(sub.jaxpr, sub.consts, ins)
+            finally:
+                self._calls.pop()
         if name in ("custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
                     "closed_call", "core_call", "remat", "checkpoint"):
             sub = next(p for p in params.values()
@@ -578,6 +618,13 @@ class Interpreter:
         if ty is None or kind == "bool":
             return unsupported("iota of %s" % dtype, where, shape, "f32")
         return affine(0.0, {params["dimension"]: 1.0}, shape, ty, kind)
+
+
+def _public_name(jit_name):
+    """jax.random's private draws by their public name (`_exponential`: jax.random.exponential)."""
+    if jit_name.startswith("_") and hasattr(jax.random, jit_name.lstrip("_")):
+        return "jax.random." + jit_name.lstrip("_")
+    return "<jit>"
 
 
 class _Aval:

@@ -1,0 +1,150 @@
+"""initc.jax.capture and init_sharded (ir-spec/capture-jax.md): Equinox and Flax NNX
+constructors captured into init IR; their pytrees built sharded on 1, 2, 4 and 8 host devices and
+on 2 processes, bitwise the checkpoint prog/init writes for the captured IR, distributed as the
+eager constructor's; and the constructors the capture refuses, each with the leaf and the line."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+jax = pytest.importorskip("jax")
+pytest.importorskip("equinox")
+pytest.importorskip("flax")
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import initc  # noqa: E402
+import initc.jax as ij  # noqa: E402
+from conftest import INITC, run  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SEED = 5  # jax_capture_worker.SEED
+
+
+def _env(devices, references):
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=%d" % devices)
+    env["INITC"] = INITC
+    env["INITC_JAX_CACHE"] = str(references / "programs")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(initc.__file__)), HERE] +
+        [p for p in [os.environ.get("PYTHONPATH")] if p])
+    return env
+
+
+@pytest.fixture(scope="module")
+def references(tmp_path_factory):
+    """For each model of jax_models.py: its captured IR compiled for a 2-rank mesh (fsdp: each
+    rank computes half of every tensor) and written by prog/init on 2 MPI ranks, assembled into
+    MODEL.safetensors."""
+    import jax_models
+    from clients import MPI_ENV
+    directory = tmp_path_factory.mktemp("jax-capture")
+    for model, (fn, _) in jax_models.MODELS.items():
+        mlir = directory / (model + ".mlir")
+        names = ij.capture(fn, str(mlir), seed=SEED)
+        assert names and (directory / (model + ".mlir")).exists()
+        prog, ckpt = directory / (model + "-prog"), directory / (model + "-ckpt")
+        run(INITC, "compile", mlir, "--mesh", "dp=2", "--shard", "fsdp", "--target-cpu",
+            "native", "-o", prog)
+        run("mpirun", "--bind-to", "none", "-np", 2, prog / "init", "--threads", 1, "--layout",
+            "ranks", "--out", ckpt, env=dict(os.environ, OMPI_MCA_pml="ob1", **MPI_ENV))
+        run(INITC, "assemble", ckpt, "-o", directory / (model + ".safetensors"))
+    return directory
+
+
+def test_eight_devices_every_mesh_bitwise_and_distributed_as_eager(references):
+    result = subprocess.run([sys.executable, os.path.join(HERE, "jax_capture_worker.py"),
+                             str(references)], capture_output=True, text=True, env=_env(8, references),
+                            timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "shards bitwise equal on 1, 2, 4, 8 devices" in result.stdout, result.stdout
+    assert "jax capture: refusals ok" in result.stdout, result.stdout
+
+
+def test_two_processes_bitwise(references):
+    with socket.socket() as probe:
+        probe.bind(("localhost", 0))
+        port = probe.getsockname()[1]
+    workers = [subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "jax_capture_worker.py"), str(references),
+         "localhost:%d" % port, "2", str(i)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(4, references))
+        for i in range(2)]
+    outputs = []
+    try:
+        for worker in workers:
+            outputs.append(worker.communicate(timeout=900)[0])
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+    for i, (worker, output) in enumerate(zip(workers, outputs)):
+        assert worker.returncode == 0, output
+        assert "jax capture: process %d," % i in output, output
+
+
+def test_streams_follow_the_leaf_not_the_key_order():
+    """Splitting the keys in another order changes no value: a leaf's streams are numbered by
+    its own draws, its name keys them."""
+    def forward(key):
+        k1, k2 = jax.random.split(key)
+        return {"a": jax.random.normal(k1, (8,)), "b": jax.random.uniform(k2, (8,))}
+
+    def backward(key):
+        k1, k2 = jax.random.split(key)
+        return {"a": jax.random.normal(k2, (8,)), "b": jax.random.uniform(k1, (8,))}
+    assert ij.capture_ir(forward)[0] == ij.capture_ir(backward)[0]
+
+
+def test_names_follow_the_pytree_path():
+    text, _ = ij.capture_ir(lambda key: {"layers": [{"w": jnp.ones((2,))}, jnp.zeros((3,))]})
+    assert '@"layers[0].w"' in text and '@"layers[1]"' in text
+
+
+def test_one_draw_read_twice_is_one_stream():
+    def fn(key):
+        w = jax.random.normal(key, (4, 4))
+        return {"w": w * w}
+    text, _ = ij.capture_ir(fn)
+    assert text.count("init.normal") == 1, text
+
+
+def test_a_constructor_that_reads_data(tmp_path):
+    data = tmp_path / "w.npy"
+    np.save(data, np.arange(12, dtype=np.float32).reshape(3, 4))
+
+    def fn(key):
+        return {"w": jnp.asarray(np.load(data)) * 2.0}
+    with pytest.raises(ij.CaptureError, match=r"^w: .*test_jax_capture.py:\d+.*reads data"):
+        ij.capture_ir(fn)
+
+
+def test_paths_that_collide_after_naming():
+    with pytest.raises(ij.CaptureError, match=r"both named 'a\.b'"):
+        ij.capture_ir(lambda key: {"a.b": jnp.ones(2), "a": {"b": jnp.zeros(2)}})
+
+
+def test_a_primitive_the_ir_cannot_express():
+    def fn(key):
+        return {"gate": jnp.tanh(jax.random.normal(key, (8,)))}
+    with pytest.raises(ij.CaptureError,
+                       match=r"^gate: jax primitive tanh has no init IR counterpart "
+                             r"\(at .*test_jax_capture.py:\d+"):
+        ij.capture_ir(fn)
+
+
+def test_a_random_function_the_ir_cannot_express():
+    def fn(key):
+        return {"w": jax.random.exponential(key, (8,))}
+    with pytest.raises(ij.CaptureError, match=r"^w: jax primitive .* \(at .*test_jax_capture"):
+        ij.capture_ir(fn)
+
+
+def test_a_random_value_broadcast_repeats_elements():
+    def fn(key):
+        return {"w": jnp.broadcast_to(jax.random.normal(key, (1, 8)), (4, 8))}
+    with pytest.raises(ij.CaptureError, match=r"^w: broadcasting a random value repeats"):
+        ij.capture_ir(fn)
