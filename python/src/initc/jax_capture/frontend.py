@@ -51,7 +51,12 @@ def trace(fn, seed_key=None):
     box = {}
 
     def dynamic(key):
-        out = fn(key)
+        if nnx is not None:
+            # No mesh while tracing: with_partitioning's sharding is applied by init_sharded.
+            with nnx.use_eager_sharding(False):
+                out = fn(key)
+        else:
+            out = fn(key)
         meta = {}
         if nnx is not None and isinstance(out, nnx.Module):
             graphdef, state = nnx.split(out)
