@@ -148,3 +148,27 @@ def test_a_random_value_broadcast_repeats_elements():
         return {"w": jnp.broadcast_to(jax.random.normal(key, (1, 8)), (4, 8))}
     with pytest.raises(ij.CaptureError, match=r"^w: broadcasting a random value repeats"):
         ij.capture_ir(fn)
+
+
+def test_deterministic_leaves_are_jaxs_own(monkeypatch, tmp_path):
+    """Fills, masks and index arithmetic have no randomness: init_sharded gives JAX's bits
+    (pad, concatenate, eye, triu of ones, iota arithmetic cast to float, where)."""
+    monkeypatch.setenv("INITC", INITC)
+    monkeypatch.setenv("INITC_JAX_CACHE", str(tmp_path))
+
+    def fn(key):
+        rows = jnp.arange(6)[:, None]
+        return {"padded": jnp.pad(jnp.full((3,), 0.5), (1, 2)),
+                "shifted_eye": jnp.concatenate([jnp.zeros((2, 8)), jnp.eye(6, 8)], 0),
+                "causal": jnp.triu(jnp.ones((5, 5), jnp.bfloat16), 1),
+                "positions": (rows * 4 + jnp.arange(4)[None, :] - 3).astype(jnp.float32),
+                "halves": jnp.where(jnp.arange(10) < 4, 2.0, -1.0),
+                "mask": jnp.tril(jnp.ones((4, 4), bool))}
+    mesh = jax.make_mesh((1,), ("dp",))
+    built = ij.init_sharded(fn, mesh)
+    want = fn(jax.random.key(0))
+    assert set(built) == set(want)
+    for name, array in want.items():
+        got = np.asarray(built[name])
+        assert got.dtype == np.asarray(array).dtype, name
+        assert got.tobytes() == np.asarray(array).tobytes(), (name, got, array)

@@ -41,7 +41,8 @@ def capture(fn, path, seed=0, name="jax"):
             if line.startswith("  init.param ")]
 
 
-def init_sharded(fn, mesh, sharding=None, seed=0, rules=None, threads=0, cache=True):
+def init_sharded(fn, mesh, sharding=None, seed=0, rules=None, threads=0, cache=True,
+                 timings=None):
     """The pytree `fn(key)` returns (static fields and non-array leaves untouched), every array
     a jax.Array laid out as its sharding says, each process computing only the shards of its
     own devices. `sharding`: a callable (name, jax.ShapeDtypeStruct) -> PartitionSpec,
@@ -50,21 +51,33 @@ def init_sharded(fn, mesh, sharding=None, seed=0, rules=None, threads=0, cache=T
     (mapped by `rules`, {logical name: mesh axis}, else taken as mesh axes), others
     replicated. A dim that does not divide over its mesh axes is a ValueError naming the leaf
     before anything is computed. The compiled program is kept (cache=True) under
-    $INITC_JAX_CACHE (default ~/.cache/initc/jax), keyed by the IR, the compiler and the host."""
+    $INITC_JAX_CACHE (default ~/.cache/initc/jax), keyed by the IR, the compiler and the host.
+    `timings`, a dict, receives the seconds of each step: capture, compile, fill."""
+    import time
     from .. import jax as initc_jax
     from .._program import load
+    timings = {} if timings is None else timings
+    start = time.perf_counter()
     traced = trace(fn)
     shardings = shardings_for(traced, mesh, sharding, rules)
     text, notes = emit(traced, seed)
     for note in notes:
         print("initc.jax: note: " + note, file=sys.stderr)
-    if cache:
-        with load(cached_program(text)) as program:
+    timings["capture"] = time.perf_counter() - start
+
+    def fill(prog):
+        compiled = time.perf_counter()
+        timings["compile"] = compiled - start - timings["capture"]
+        with load(prog) as program:
             arrays = initc_jax.init(program, shardings, threads)
+        timings["fill"] = time.perf_counter() - compiled
+        return arrays
+
+    if cache:
+        arrays = fill(cached_program(text))
     else:
         with tempfile.TemporaryDirectory(prefix="initc-jax-") as directory:
-            with load(compile_program(text, directory)) as program:
-                arrays = initc_jax.init(program, shardings, threads)
+            arrays = fill(compile_program(text, directory))
     return traced.rebuild([arrays[name] for name, _, _, _ in traced.leaves])
 
 

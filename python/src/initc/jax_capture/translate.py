@@ -215,11 +215,18 @@ class Interpreter:
             return self.keys(eqn, name, params, ins, avals, where)
         symbolic = any(isinstance(x, Node) for x in ins)
         small = all(np.prod(a.shape, dtype=np.int64) <= MAX_CONCRETE for a in avals)
+        handler = getattr(self, "p_" + name, None)
         if not symbolic and name != "iota" and (small or not ins):
             out = eqn.primitive.bind(*[jax.numpy.asarray(x) for x in ins], **params)
-            outs = out if eqn.primitive.multiple_results else [out]
-            return [np.asarray(o) for o in outs]
-        handler = getattr(self, "p_" + name, None)
+            outs = [np.asarray(o) for o in (out if eqn.primitive.multiple_results else [out])]
+            # An array of distinct values made from equal ones (pad, concatenate of fills) has
+            # no IR form as a constant, but has one as the ops that made it.
+            if handler is None or all(_uniform(o) for o in outs):
+                return outs
+            again = handler(ins, params, avals[0], where)
+            if any(n.op == "unsupported" for n in again.walk()):
+                return outs
+            return [again]
         if handler is None:
             return [unsupported("jax primitive %s has no init IR counterpart" % name, where,
                                 a.shape, ir_type(a.dtype) or "f32", numpy_kind(a.dtype))
@@ -618,6 +625,11 @@ class Interpreter:
         if ty is None or kind == "bool":
             return unsupported("iota of %s" % dtype, where, shape, "f32")
         return affine(0.0, {params["dimension"]: 1.0}, shape, ty, kind)
+
+
+def _uniform(x):
+    flat = np.asarray(x).reshape(-1)
+    return flat.size <= 1 or bool(np.all((flat == flat[0]) | (flat != flat)))
 
 
 def _public_name(jit_name):
