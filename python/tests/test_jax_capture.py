@@ -172,3 +172,30 @@ def test_deterministic_leaves_are_jaxs_own(monkeypatch, tmp_path):
         got = np.asarray(built[name])
         assert got.dtype == np.asarray(array).dtype, name
         assert got.tobytes() == np.asarray(array).tobytes(), (name, got, array)
+
+
+def test_one_key_drawn_into_two_leaves_is_noted(tmp_path, capsys):
+    def fn(key):
+        return {"a": jax.random.normal(key, (4,)), "b": jax.random.normal(key, (4,))}
+    ij.capture(fn, str(tmp_path / "m.mlir"))
+    err = capsys.readouterr().err
+    assert "a, b hold the same random values in JAX" in err, err
+
+
+def test_a_bare_array_has_no_name():
+    with pytest.raises(ij.CaptureError, match="bare array"):
+        ij.capture_ir(lambda key: jax.random.normal(key, (4,)))
+
+
+def test_a_sharding_tree(monkeypatch, tmp_path):
+    """The sharding as a pytree of the constructor's structure; non-array leaves kept."""
+    from jax.sharding import PartitionSpec as P
+    monkeypatch.setenv("INITC", INITC)
+    monkeypatch.setenv("INITC_JAX_CACHE", str(tmp_path))
+
+    def fn(key):
+        return {"w": jax.random.normal(key, (4, 2)), "n": 3, "b": jnp.zeros((4,))}
+    mesh = jax.make_mesh((1,), ("dp",))
+    built = ij.init_sharded(fn, mesh, sharding={"w": P("dp", None), "n": None, "b": P()})
+    assert built["n"] == 3 and built["w"].sharding.spec == P("dp", None)
+    assert np.asarray(built["b"]).tobytes() == np.zeros(4, np.float32).tobytes()

@@ -88,6 +88,9 @@ def trace(fn, seed_key=None):
     for i, (index, out_var) in enumerate(zip(box["arrays"], closed.jaxpr.outvars)):
         path, leaf = box["flat"][index]
         name = path_name(path)
+        if not name:
+            raise CaptureError("the constructor returned a bare array: a leaf's name is its "
+                               "pytree path, so return a module or a dict of arrays")
         axes = None
         if "nnx" in box:
             if name.endswith(".value"):
