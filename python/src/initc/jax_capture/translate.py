@@ -33,6 +33,11 @@ MAX_CONCRETE = 1 << 12
 DRAWS = ("_uniform", "_normal", "_truncated_normal", "_bernoulli", "_orthogonal")
 IDENTITY_PRIMITIVES = ("copy", "copy_p", "stop_gradient", "sharding_constraint", "mesh_cast",
                        "reshard", "optimization_barrier", "pvary")
+# Primitives that are one IR op (or one construction) each: primitive -> op.
+BINARY = {"add": "add", "sub": "sub", "mul": "mul"}
+UNARY = {"erf_inv": "erfinv", "exp": "exp", "log": "log", "sqrt": "sqrt"}
+COMPARISONS = {op: op for op in ("lt", "le", "gt", "ge", "eq", "ne")}
+LOGICAL = {op: op for op in ("and", "or", "xor", "not")}
 IR_TYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64",
             "bool": "i1"}
 
@@ -215,7 +220,7 @@ class Interpreter:
             return self.keys(eqn, name, params, ins, avals, where)
         symbolic = any(isinstance(x, Node) for x in ins)
         small = all(np.prod(a.shape, dtype=np.int64) <= MAX_CONCRETE for a in avals)
-        handler = getattr(self, "p_" + name, None)
+        handler = self._handler(name)
         if not symbolic and name != "iota" and (small or not ins):
             out = eqn.primitive.bind(*[jax.numpy.asarray(x) for x in ins], **params)
             outs = [np.asarray(o) for o in (out if eqn.primitive.multiple_results else [out])]
@@ -233,6 +238,15 @@ class Interpreter:
                     for a in avals]
         out = handler(ins, params, avals[0], where)
         return out if isinstance(out, list) else [out]
+
+    def _handler(self, name):
+        """The symbolic form of primitive `name`: (ins, params, aval, where) -> Node."""
+        for table, method in ((BINARY, self._binary), (UNARY, self._unary),
+                              (COMPARISONS, self._compare), (LOGICAL, self._logical)):
+            if name in table:
+                op = table[name]
+                return lambda ins, params, aval, where: method(op, ins, aval, where)
+        return getattr(self, "p_" + name, None)
 
     # -- keys and draws --------------------------------------------------------------------
 
@@ -356,15 +370,6 @@ class Interpreter:
             return unsupported("arithmetic %s on booleans" % op, where, aval.shape, "i1", "bool")
         return Node(op, aval.shape, ir_type(aval.dtype), (a, b), kind=numpy_kind(aval.dtype))
 
-    def p_add(self, ins, params, aval, where):
-        return self._binary("add", ins, aval, where)
-
-    def p_sub(self, ins, params, aval, where):
-        return self._binary("sub", ins, aval, where)
-
-    def p_mul(self, ins, params, aval, where):
-        return self._binary("mul", ins, aval, where)
-
     def p_div(self, ins, params, aval, where):
         if numpy_kind(aval.dtype) != "float":
             return unsupported("integer division", where, aval.shape, "f64", "int")
@@ -380,18 +385,6 @@ class Interpreter:
         if x.kind != "float":
             return unsupported("%s of integers" % op, where, aval.shape, x.dtype, x.kind)
         return Node(op, aval.shape, x.dtype, (x,))
-
-    def p_erf_inv(self, ins, params, aval, where):
-        return self._unary("erfinv", ins, aval, where)
-
-    def p_exp(self, ins, params, aval, where):
-        return self._unary("exp", ins, aval, where)
-
-    def p_log(self, ins, params, aval, where):
-        return self._unary("log", ins, aval, where)
-
-    def p_sqrt(self, ins, params, aval, where):
-        return self._unary("sqrt", ins, aval, where)
 
     def p_rsqrt(self, ins, params, aval, where):
         root = self._unary("sqrt", ins, aval, where)
@@ -452,24 +445,6 @@ class Interpreter:
             a, b = cast(a, "f32", "float"), cast(b, "f32", "float")
         return compare(op, a, b, _compute(a))
 
-    def p_lt(self, ins, params, aval, where):
-        return self._compare("lt", ins, aval, where)
-
-    def p_le(self, ins, params, aval, where):
-        return self._compare("le", ins, aval, where)
-
-    def p_gt(self, ins, params, aval, where):
-        return self._compare("gt", ins, aval, where)
-
-    def p_ge(self, ins, params, aval, where):
-        return self._compare("ge", ins, aval, where)
-
-    def p_eq(self, ins, params, aval, where):
-        return self._compare("eq", ins, aval, where)
-
-    def p_ne(self, ins, params, aval, where):
-        return self._compare("ne", ins, aval, where)
-
     def _logical(self, op, ins, aval, where):
         if numpy_kind(aval.dtype) != "bool":
             return unsupported("bitwise %s of integers" % op, where, aval.shape, "f64", "int")
@@ -481,29 +456,14 @@ class Interpreter:
             value = Node({"and": "mul", "or": "add", "xor": "sub"}[op], shape, "f32", tuple(xs))
         return cast(value, "i1", "bool")
 
-    def p_and(self, ins, params, aval, where):
-        return self._logical("and", ins, aval, where)
-
-    def p_or(self, ins, params, aval, where):
-        return self._logical("or", ins, aval, where)
-
-    def p_xor(self, ins, params, aval, where):
-        return self._logical("xor", ins, aval, where)
-
-    def p_not(self, ins, params, aval, where):
-        return self._logical("not", ins, aval, where)
-
     def p_select_n(self, ins, params, aval, where):
         pred, cases = ins[0], ins[1:]
-        if np.dtype(getattr(pred, "dtype", None) if not isinstance(pred, Node) else "bool") \
-                != np.bool_ and not (isinstance(pred, Node) and pred.kind == "bool"):
-            if len(cases) != 2:
-                return unsupported("select_n of %d cases" % len(cases), where, aval.shape,
-                                   ir_type(aval.dtype), numpy_kind(aval.dtype))
+        boolean = pred.kind == "bool" if isinstance(pred, Node) else \
+            np.asarray(pred).dtype == np.bool_
+        if len(cases) != 2 or not boolean:
+            return unsupported("select_n of %d cases on an integer predicate" % len(cases),
+                               where, aval.shape, ir_type(aval.dtype), numpy_kind(aval.dtype))
         mask = self.node(pred, _Aval(aval.shape, np.bool_), where)
-        if len(cases) != 2:
-            return unsupported("select_n of %d cases" % len(cases), where, aval.shape,
-                               ir_type(aval.dtype), numpy_kind(aval.dtype))
         on_false, on_true = [self.node(c, aval, where) for c in cases]
         return select(mask, on_true, on_false)
 
