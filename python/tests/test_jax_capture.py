@@ -199,3 +199,36 @@ def test_a_sharding_tree(monkeypatch, tmp_path):
     built = ij.init_sharded(fn, mesh, sharding={"w": P("dp", None), "n": None, "b": P()})
     assert built["n"] == 3 and built["w"].sharding.spec == P("dp", None)
     assert np.asarray(built["b"]).tobytes() == np.zeros(4, np.float32).tobytes()
+
+
+def test_more_layers_compile_and_match_eager(monkeypatch, tmp_path):
+    """Other Equinox and Flax layers and jax.nn initializers, in one constructor: the captured IR
+    compiles, every leaf has the eager constructor's shape, dtype and distribution."""
+    import equinox as eqx
+    from flax import nnx
+    from jax_capture_worker import check_distribution, leaves
+    monkeypatch.setenv("INITC", INITC)
+    monkeypatch.setenv("INITC_JAX_CACHE", str(tmp_path))
+
+    def fn(key):
+        k = jax.random.split(key, 9)
+        init = jax.nn.initializers
+        return {"conv2d": eqx.nn.Conv2d(3, 8, 3, key=k[0]),
+                "gru": eqx.nn.GRUCell(4, 8, key=k[1]),
+                "lstm": eqx.nn.LSTMCell(4, 8, key=k[2]),
+                "groupnorm": eqx.nn.GroupNorm(2, 8), "prelu": eqx.nn.PReLU(),
+                "nnx_conv": nnx.split(nnx.Conv(3, 8, (3, 3), rngs=nnx.Rngs(k[3])))[1],
+                "nnx_mha": nnx.split(nnx.MultiHeadAttention(2, 8, decode=False,
+                                                            rngs=nnx.Rngs(k[4])))[1],
+                "orthogonal": init.orthogonal(2.0)(k[5], (64, 32)),
+                "glorot": init.glorot_uniform()(k[6], (64, 32)),
+                "he": init.he_normal()(k[7], (3, 3, 16, 32)),
+                "bernoulli": jax.random.bernoulli(k[8], 0.3, (256,))}
+    built = leaves(ij.init_sharded(fn, jax.make_mesh((1,), ("dp",))))
+    eager = leaves(fn(jax.random.key(0)))
+    assert set(built) == set(eager)
+    for name, array in built.items():
+        assert array.shape == eager[name].shape and array.dtype == eager[name].dtype, name
+    check_distribution("layers", fn, built)
+    q = np.asarray(built["orthogonal"], np.float64)
+    assert np.allclose(q.T @ q, 4.0 * np.eye(32), atol=1e-4)

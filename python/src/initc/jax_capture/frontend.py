@@ -10,7 +10,7 @@ import jax
 import numpy as np
 
 from .nodes import RANDOM_OPS, CaptureError, Node, fill
-from .translate import Interpreter, is_key_dtype, where_of
+from .translate import Interpreter, Literal, is_key_dtype, where_of
 
 
 def _nnx():
@@ -100,7 +100,8 @@ def trace(fn, seed_key=None):
                 meta.get("sharding")
             if names is not None and len(tuple(names)) == len(leaf.shape):
                 axes = tuple(names)
-        where = producers.get(out_var, "?")
+        # A leaf that is a constant of the trace (eqx.nn.PReLU's 0.25) has no equation.
+        where = producers.get(out_var, "?") if not isinstance(out_var, Literal) else "?"
         if name in seen:
             raise CaptureError("the leaves %s and %s are both named %r: their paths collide "
                                "after naming (%s); rename one (a dict key with a dot or "
@@ -142,8 +143,17 @@ def _lower(node, memo):
             out = Node("cast", node.shape, node.dtype, (out,))
         out.kind = node.kind
     elif node.args:
-        out = Node(node.op, node.shape, node.dtype, [_lower(a, memo) for a in node.args],
-                   kind=node.kind, **node.attrs)
+        args = [_lower(a, memo) for a in node.args]
+        out = Node(node.op, node.shape, node.dtype, args, kind=node.kind, **node.attrs)
+        orthogonal = [a for a in args if a.op == "orthogonal"]
+        other = [a for a in args if a.op != "orthogonal"]
+        # init.orthogonal is computed alone (not elementwise): `scale * Q`, as
+        # jax.nn.initializers.orthogonal writes it, is its gain.
+        if node.op == "mul" and len(orthogonal) == 1 and other and other[0].op == "fill":
+            q = orthogonal[0]
+            out = Node("orthogonal", q.shape, q.dtype, kind=q.kind,
+                       gain=q.attrs["gain"] * other[0].attrs["value"])
+            out.draw, out.view = q.draw, q.view
     else:
         out = node
     memo[id(node)] = out
@@ -195,6 +205,12 @@ def emit(traced, seed, model_name="jax"):
             if n.op == "unsupported":
                 raise CaptureError("%s: %s (at %s)" % (name, n.attrs["what"], n.attrs["where"]))
         final = _lower(value, {})
+        for n in final.walk():
+            if n.op == "orthogonal" and n is not final:
+                raise CaptureError(
+                    "%s: an orthogonal matrix (%s, at %s) is used in arithmetic other than a "
+                    "scale: init.orthogonal is computed alone, as the leaf's whole value, with "
+                    "its gain (at %s)" % (name, n.draw.what, n.draw.where, where))
         for n in final.walk():
             if n.draw is not None:
                 shared.setdefault(id(n.draw), (n.draw, set()))[1].add(name)
