@@ -154,6 +154,10 @@ def _lower(node, memo):
             out = Node("orthogonal", q.shape, q.dtype, kind=q.kind,
                        gain=q.attrs["gain"] * other[0].attrs["value"])
             out.draw, out.view = q.draw, q.view
+        elif node.op == "cast" and orthogonal and node.kind == "float":
+            q = orthogonal[0]  # rounded once, from the f64 factorization, to the new type
+            out = Node("orthogonal", q.shape, node.dtype, kind=q.kind, **q.attrs)
+            out.draw, out.view = q.draw, q.view
     else:
         out = node
     memo[id(node)] = out
