@@ -10,7 +10,7 @@ import jax
 import numpy as np
 
 from .nodes import RANDOM_OPS, CaptureError, Node, fill
-from .translate import Interpreter, Literal, is_key_dtype, where_of
+from .translate import IR_TYPES, Interpreter, Keys, Literal, is_key_dtype, where_of
 
 
 def _nnx():
@@ -45,7 +45,7 @@ def path_name(path):
     return "".join(key_name(k) for k in path).lstrip(".")
 
 
-def trace(fn, seed_key=None):
+def trace(fn):
     """Runs `fn(key)` under jax.make_jaxpr and interprets the jaxpr."""
     nnx = _nnx()
     box = {}
@@ -72,12 +72,10 @@ def trace(fn, seed_key=None):
         box.update(treedef=treedef, flat=flat, arrays=arrays, meta=meta)
         return [flat[i][1] for i in arrays]
 
-    key = jax.random.key(0) if seed_key is None else seed_key
-    closed = jax.make_jaxpr(dynamic)(key)
+    closed = jax.make_jaxpr(dynamic)(jax.random.key(0))
     interpreter = Interpreter()
     root = np.empty((), dtype=object)
-    root[()] = ()
-    from .translate import Keys
+    root[()] = ()  # the key fn receives: the root of every derivation path
     values = interpreter.run(closed, [Keys(root)])
     producers = {}
     for eqn in closed.jaxpr.eqns:
@@ -197,8 +195,7 @@ def emit(traced, seed, model_name="jax"):
     shared = {}
     for (name, leaf, axes, where), value in zip(traced.leaves, traced.values):
         dtype = np.dtype(leaf.dtype)
-        ty = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64",
-              "bool": "i1"}.get(dtype.name)
+        ty = IR_TYPES.get(dtype.name)
         if ty is None:
             raise CaptureError("%s: dtype %s has no init IR type (f32, bf16, f16, f64, bool; "
                                "x64 integers are i64 in the IR but JAX's are int32) (at %s)"

@@ -262,7 +262,7 @@ class Interpreter:
         if name == "random_wrap":
             if isinstance(k, Keys):
                 if not k.data:
-                    raise CaptureError("random_wrap of a key at %s" % where)
+                    return self._key_error(name, where, avals)
                 paths = np.empty(k.paths.shape[:-1], dtype=object)
                 for index in np.ndindex(paths.shape):
                     pair = k.paths[index]
