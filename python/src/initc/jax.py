@@ -29,13 +29,23 @@ def _box(index, shape):
     return offset, box
 
 
+def _aligned_empty(shape, dtype, alignment=4096):
+    """An uninitialized array whose data starts on a page: jax's CPU client then takes the
+    buffer as the shard itself instead of copying it (numpy's own allocations are 16-byte
+    aligned)."""
+    size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    raw = np.empty(size + alignment, dtype=np.uint8)
+    start = -raw.ctypes.data % alignment
+    return raw[start:start + size].view(dtype).reshape(shape)
+
+
 def _array(program, param, sharding, threads):
     dtype = _numpy_dtype(param.dtype)
     shape = tuple(param.global_shape)
 
     def callback(index):
         offset, box = _box(index, shape)
-        out = np.empty(box, dtype=dtype)
+        out = _aligned_empty(box, dtype)
         program.fill_box(param.name, offset, out, threads)
         return out
 
@@ -153,3 +163,12 @@ def init_tree(prog, shardings, name_of=path_name, threads=0):
 
 
 __all__ = ["init", "init_tree", "path_name"]
+
+
+def __getattr__(name):
+    # The constructor frontend (capture, init_sharded) lives in initc.jax_capture; reached
+    # from here as the user writes it, `import initc.jax as ij; ij.init_sharded(...)`.
+    if name in ("capture", "capture_ir", "init_sharded", "CaptureError"):
+        from . import jax_capture
+        return getattr(jax_capture, name)
+    raise AttributeError("module 'initc.jax' has no attribute %r" % name)
