@@ -10,6 +10,8 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD_DIR = os.environ.get("INITC_BUILD_DIR", os.path.join(ROOT, "build"))
 INITC = os.path.join(BUILD_DIR, "bin", "initc")
+# initc.compile and the JAX frontend find the compiler as a user's job would: through $INITC.
+os.environ.setdefault("INITC", INITC)
 
 
 def run(*args, **kwargs):

@@ -3,7 +3,6 @@ printing their init IR; building the pytree back with every array sharded (ir-sp
 
 import os
 import shutil
-import subprocess
 import tempfile
 
 import jax
@@ -244,34 +243,20 @@ def _concrete(name, value, leaf, ty, where):
                        "element's index" % (name, len(np.unique(flat)), where))
 
 
-def initc_binary():
-    """The initc compiler: $INITC, else $INITC_BUILD_DIR/bin/initc, else initc on PATH."""
-    candidates = [os.environ.get("INITC")]
-    if os.environ.get("INITC_BUILD_DIR"):
-        candidates.append(os.path.join(os.environ["INITC_BUILD_DIR"], "bin", "initc"))
-    candidates.append(shutil.which("initc"))
-    for path in candidates:
-        if path and os.access(path, os.X_OK):
-            return path
-    raise FileNotFoundError("initc.jax needs the initc compiler: set INITC to its path (or "
-                            "INITC_BUILD_DIR to the build directory holding bin/initc), or put "
-                            "initc on PATH")
-
-
 def compile_program(ir_text, directory):
     """`initc compile` of the IR into directory/prog for one device: fill_box computes any box
     of it, so one program serves every mesh. The kernels are compiled for this host's CPU only
     (each process compiles its own, and the bits never depend on the CPU)."""
+    from .._errors import Error
+    from .._program import compile as compile_ir
     model = os.path.join(directory, "model.mlir")
     with open(model, "w") as f:
         f.write(ir_text)
     prog = os.path.join(directory, "prog")
-    result = subprocess.run([initc_binary(), "compile", model, "--mesh", "dp=1", "--shard",
-                             "replicated", "--target-cpu", "native", "-o", prog],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        raise CaptureError("initc compile refused the captured IR (%s):\n%s%s"
-                           % (model, result.stdout, result.stderr))
+    try:
+        compile_ir(model, mesh="dp=1", shard="replicated", target_cpu="native", out=prog).close()
+    except Error as error:
+        raise CaptureError("initc compile refused the captured IR (%s): %s" % (model, error))
     return prog
 
 
@@ -288,7 +273,8 @@ def cached_program(ir_text):
     processes each find a whole one."""
     import hashlib
     import platform
-    binary = initc_binary()
+    from .._program import _compiler
+    binary = _compiler()
     stat = os.stat(binary)
     key = hashlib.sha256("\0".join([ir_text, os.path.realpath(binary), str(stat.st_size),
                                      str(stat.st_mtime_ns), platform.node()]).encode())
