@@ -118,6 +118,7 @@ bool dcpFileContents(const std::string &path, const Program &program, int64_t ra
   OrderedJson initc = {{"format", kDcpFormat},
                        {"version", kDcpVersion},
                        {"program_id", program.programId},
+                       {"model", program.modelName},
                        {"rank", rank},
                        {"world_size", program.mesh.size()},
                        {"mesh", {{"axes", program.mesh.axisNames}, {"shape", program.mesh.shape}}},
@@ -169,6 +170,7 @@ bool parseDcpMetadata(const SafetensorsMetadata &metadata, const std::string &pa
       return false;
     }
     record.programId = initc.at("program_id").get<std::string>();
+    record.model = initc.value("model", std::string());
     record.rank = initc.at("rank").get<int64_t>();
     record.worldSize = initc.at("world_size").get<int64_t>();
     record.mesh.axisNames = initc.at("mesh").at("axes").get<std::vector<std::string>>();
