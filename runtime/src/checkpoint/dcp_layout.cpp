@@ -108,6 +108,10 @@ bool removeFile(const std::string &path, std::string &error) {
 
 class DcpLayout final : public CheckpointLayout {
 public:
+  // Its file records the new base; the other ranks' files may still be of the old one.
+  std::string afterRebasedRank() const override {
+    return " (then rerun the whole job, so that every rank's file is of the same base)";
+  }
   bool storesReplicas() const override { return false; }
 
   bool prepareDir(const std::string &dir, const Program &program, bool overwrite,
