@@ -1,6 +1,7 @@
 #include "checkpoint/slice_source.h"
 
 #include "checkpoint/dcp_file.h"
+#include "checkpoint/hf_files.h"
 
 #include "checkpoint/records.h"
 
@@ -114,10 +115,8 @@ bool SliceSource::readBox(const StoredBox &box, uint64_t elementBytes, uint64_t 
   return true;
 }
 
-bool SliceSource::boxes(size_t index, std::vector<StoredBox> &stored,
-                        std::vector<StoredBox> &writers, std::string &) {
+bool SliceSource::boxes(size_t index, std::vector<StoredBox> &stored, std::string &) {
   stored = entries[index].boxes;
-  writers = entries[index].boxes;
   return true;
 }
 
@@ -198,8 +197,9 @@ bool layoutReservesName(const std::string &layout, const std::string &name) {
   if ((layout.empty() || layout == "ranks") &&
       (name == kIndexFile || parseShardFileName(name, k, n)))
     return true;
-  if ((layout.empty() || layout == "hf") && (name == kHfRecordFile || name == kHfIndexFile ||
-                                             name == kHfConfigFile || parseHfFileName(name)))
+  if ((layout.empty() || layout == "hf") &&
+      (name == kHfRecordFile || name == kHfIndexFile || name == kHfConfigFile ||
+       name == hf::kSumsDir || parseHfFileName(name)))
     return true;
   // DCP's reader takes every .safetensors file in the directory as part of the checkpoint.
   return (layout.empty() || layout == "dcp") && name.size() >= suffix.size() &&
