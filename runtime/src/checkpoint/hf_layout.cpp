@@ -7,6 +7,7 @@
 #include "checkpoint/checkpoint.h"
 
 #include "checkpoint/hf_files.h"
+#include "checkpoint/records.h"
 #include "initrt/base/atomic_file.h"
 #include "initrt/base/checksum.h"
 #include "initrt/base/files.h"
@@ -55,17 +56,6 @@ bool startsWith(const std::string &text, const char *prefix) {
 bool endsWith(const std::string &text, const char *suffix) {
   const size_t n = std::strlen(suffix);
   return text.size() >= n && text.compare(text.size() - n, n, suffix) == 0;
-}
-
-std::vector<std::string> listDir(const std::string &dir) {
-  std::vector<std::string> names;
-  if (DIR *d = ::opendir(dir.c_str())) {
-    while (dirent *entry = ::readdir(d))
-      names.push_back(entry->d_name);
-    ::closedir(d);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 // The files of the other layouts: initc's own (index.json, rank-K-of-W.safetensors) and dcp's
@@ -383,7 +373,11 @@ public:
       error = "cannot create --out " + dir + ": " + failed.message();
       return false;
     }
-    std::vector<std::string> names = listDir(dir);
+    std::vector<std::string> names;
+    if (!records::listDirectory(dir, names, error)) {
+      error += ": choose another --out";
+      return false;
+    }
     std::vector<std::string> others, ours;
     for (const std::string &name : names) {
       if (otherLayoutFile(name))

@@ -43,12 +43,8 @@ bool parseNumberedName(const std::string &name, const std::string &prefix, int64
 
 std::vector<std::string> directoryNames(const std::string &dir) {
   std::vector<std::string> names;
-  if (DIR *handle = ::opendir(dir.c_str())) {
-    while (dirent *entry = ::readdir(handle))
-      names.push_back(entry->d_name);
-    ::closedir(handle);
-  }
-  std::sort(names.begin(), names.end());
+  std::string ignored; // an unlistable directory shows no layout
+  listDirectory(dir, names, ignored);
   return names;
 }
 
