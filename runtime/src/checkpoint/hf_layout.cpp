@@ -157,7 +157,6 @@ public:
             int64_t rank, const std::vector<ShardTensor> &tensors, std::string &error) {
     this->dir = dir;
     this->program = &program;
-    this->maxShardBytes = maxShardBytes;
     this->rank = rank;
     if (!planHfCheckpoint(program, maxShardBytes, plan, error))
       return false;
@@ -262,6 +261,15 @@ public:
       }
     // The rank's sums file, under its name only once its boxes are on disk: it lets a rerun skip
     // this rank and verify check it. Each rank writes its own, so nothing is gathered.
+    // Verify and a rerun recompute the boxes with writeBoxes: the sums must be in its order.
+    const std::vector<ParamBox> expected = writeBoxes(*program, rank);
+    bool same = expected.size() == boxes.size();
+    for (size_t b = 0; same && b < boxes.size(); ++b)
+      same = expected[b].param == boxes[b].param && expected[b].box == boxes[b].box;
+    if (!same) {
+      error = "internal: rank " + std::to_string(rank) + " wrote other boxes than writeBoxes gives";
+      return false;
+    }
     std::vector<uint64_t> sums(checksums.size());
     for (size_t b = 0; b < checksums.size(); ++b)
       parseChecksumHex(checksums[b], sums[b]);
@@ -341,7 +349,6 @@ private:
 
   std::string dir;
   const Program *program = nullptr;
-  uint64_t maxShardBytes = 0;
   int64_t rank = 0;
   HfPlan plan;
   std::vector<int> fds; // per file, opened when a box needs it
