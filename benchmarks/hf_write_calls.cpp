@@ -1,16 +1,19 @@
 // initc-hf-write-calls PROG [--rank K] [--max-shard-size SIZE]: the write system calls prog/init's
 // hf writer issues for a rank, per GiB it writes (and as many if every box took pwrite alone), counted from the plan and writeBoxes alone (no
 // value computed), for rank K and for the rank that needs the most. Pieces are kPieceBytes, as
-// the executor hands them over.
+// the executor hands them over. Also the size of the checkpoint's record: initc-checkpoint.json
+// and every rank's sums file (ir-spec/checkpoint.md, "Sums files").
 #include "checkpoint/hf_files.h"
 #include "initrt/base/costs.h"
 #include "initrt/base/hf_plan.h"
 #include "initrt/base/program_io.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 using namespace initrt;
 
@@ -70,5 +73,22 @@ int main(int argc, char **argv) {
   }
   line("most per GiB", worst);
   std::printf("files: %zu, total %.3f GB\n", plan.files.size(), double(plan.totalSize) / 1e9);
+  // The record as the writer makes it; the sums files by their size (a checksum per box).
+  const uint64_t recordBytes = hf::recordJson(program, plan, maxShard).size();
+  uint64_t sumsBytes = 0, largest = 0, boxes = 0;
+  for (int64_t r = 0; r < program.mesh.size(); ++r) {
+    const size_t count = writeBoxes(program, r).size();
+    const uint64_t bytes =
+        hf::sumsFileBytes(program.programId, r, program.mesh.size(),
+                          std::vector<uint64_t>(count, 0)).size();
+    sumsBytes += bytes;
+    largest = std::max(largest, bytes);
+    boxes += count;
+  }
+  std::printf("record: initc-checkpoint.json %llu bytes; %lld sums files %llu bytes in all "
+              "(largest %llu) for %llu boxes\n",
+              (unsigned long long)recordBytes, (long long)program.mesh.size(),
+              (unsigned long long)sumsBytes, (unsigned long long)largest,
+              (unsigned long long)boxes);
   return 0;
 }

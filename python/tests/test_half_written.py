@@ -7,6 +7,7 @@ files or none (see test_dcp_load_refuses_missing_rank_file for what DCP itself d
 import json
 import os
 import shutil
+import struct
 
 import pytest
 from safetensors import safe_open
@@ -61,6 +62,24 @@ def test_killed_hf_run_leaves_no_final_data_file(killed):
     # the index, config.json and initc-checkpoint.json.
     assert not [n for n in left if n.endswith(".safetensors")], left
     assert not {"initc-checkpoint.json", "model.safetensors.index.json"} & set(left), left
+
+
+def test_killed_hf_run_leaves_only_complete_sums_files(killed):
+    """A rank's sums file (.initc/rank-0000K.sums) is under its name only once complete: the
+    size its header implies, of this program, rank and world size. A rerun skips those ranks."""
+    prog, get = killed
+    out, _ = get("hf")
+    program_id = json.load(open(prog / "program.json"))["program_id"]
+    sums = out / ".initc"
+    names = sorted(os.listdir(sums)) if sums.is_dir() else []
+    for name in names:
+        assert name.startswith("rank-") and name.endswith(".sums"), names
+        raw = (sums / name).read_bytes()
+        assert raw[:8] == b"INITCSUM", name
+        version, id_len, rank, world, boxes = struct.unpack_from("<IIQQQ", raw, 8)
+        assert (version, world, raw[40:40 + id_len].decode()) == (1, RANKS, program_id), name
+        assert name == "rank-%05d.sums" % rank
+        assert len(raw) == (40 + id_len + 7) // 8 * 8 + 8 * boxes + 8, name
 
 
 def test_killed_dcp_run_leaves_only_complete_rank_files(killed):

@@ -83,13 +83,17 @@ def test_hf_files(checkpoints, dtype, framework):
     assert count > 1
     assert files == ["model-%05d-of-%05d.safetensors" % (k + 1, count) for k in range(count)]
     assert sorted(os.listdir(directory)) == sorted(
-        files + ["model.safetensors.index.json", "initc-checkpoint.json", "config.json"])
+        files + ["model.safetensors.index.json", "initc-checkpoint.json", "config.json", ".initc"])
+    world = mesh_size(MESH)
+    assert sorted(os.listdir(directory / ".initc")) == ["rank-%05d.sums" % r for r in range(world)]
     assert isinstance(read_json(directory / "config.json"), dict)
 
-    assert record["format"] == "initc-hf" and record["version"] == 1
+    assert record["format"] == "initc-hf" and record["version"] == 2
     assert record["program_id"] == program["program_id"] and record["model"] == program["model"]
     assert record["mesh"] == program["mesh"]
     assert record["max_shard_size"] == 100000
+    assert record["write_boxes"] == {"rule": "replicas-split-rows", "min_box_bytes": 1 << 20}
+    assert record["sums"] == {"dir": ".initc", "ranks": world}
     assert record["files"] == [{"name": n, "size": os.path.getsize(directory / n)} for n in files]
     assert list(record["tensors"]) == [p["name"] for p in params] or \
         set(record["tensors"]) == {p["name"] for p in params}
@@ -108,15 +112,35 @@ def test_hf_files(checkpoints, dtype, framework):
             assert entry["offset"] == 8 + size + head[key]["data_offsets"][0]
             assert data == torch_bytes(reference[key]), "%s differs from 1 rank" % key
             total += len(data)
-            for box in entry["slices"]:
-                assert CHECKSUM.match(box["checksum"]), box
-                assert 0 <= box["rank"] < mesh_size(MESH)
-                coverage.add(key, box["offset"], box["shape"])
     assert total == index["metadata"]["total_size"]
-    coverage.check()
     for position, p in enumerate(params):
-        assert record["tensors"][p["name"]]["index"] == position
-        assert record["tensors"][p["name"]]["aliases"] == p["aliases"]
+        entry = record["tensors"][p["name"]]
+        assert entry["index"] == position
+        assert entry["aliases"] == p["aliases"]
+        # The program's sharding, its trailing unsplit dims left out.
+        split = list(p["split_axes"])
+        while split and not split[-1]:
+            split.pop()
+        assert entry["split_axes"] == split, p["name"]
+    # The sums files: rank, world size and program in each header, one checksum per box, and
+    # as many boxes in all as the dcp layout of the same job stores (the same writeBoxes).
+    boxes = 0
+    for rank in range(world):
+        raw = (directory / ".initc" / ("rank-%05d.sums" % rank)).read_bytes()
+        assert raw[:8] == b"INITCSUM"
+        version, id_len, r, w, count = struct.unpack_from("<IIQQQ", raw, 8)
+        assert (version, r, w) == (1, rank, world)
+        assert raw[40:40 + id_len].decode() == program["program_id"]
+        assert len(raw) == (40 + id_len + 7) // 8 * 8 + 8 * count + 8
+        boxes += count
+    dcp = checkpoints.get(CONFIG, "dcp", dtype, MESH, SHARD)
+    stored = 0
+    for rank in range(world):
+        with safe_open(str(dcp / ("shard-%05d-of-%05d.safetensors" % (rank, world))), "np") as f:
+            # Rank 0's file also lists the empty tensors, which no rank writes a box of.
+            stored += sum(1 for key in json.loads(f.metadata()["DCP_SHARDING_INFO"])
+                          if np.prod(f.get_slice(key).get_shape()) > 0)
+    assert boxes == stored
 
 
 @pytest.mark.parametrize("dtype,framework", READS)
@@ -142,6 +166,7 @@ def test_dcp_files(checkpoints, dtype, framework):
         assert set(sharding) == set(tensors) == set(initc["tensors"])
         assert initc["format"] == "initc-dcp" and initc["version"] == 1
         assert initc["program_id"] == program["program_id"] and initc["mesh"] == program["mesh"]
+        assert initc["model"] == program["model"]
         assert initc["rank"] == rank and initc["world_size"] == world
         for key, (data, shape, dtype_name) in tensors.items():
             position, p = by_name[key]

@@ -40,7 +40,7 @@ def main():
         if name != f"model-{k:05d}-of-{len(files):05d}.safetensors":
             raise FormatError(f"{name}: not file {k} of {len(files)}")
     others = set(names) - set(files) - {"model.safetensors.index.json", "initc-checkpoint.json",
-                                        "config.json"}
+                                        "config.json", ".initc"}
     if others:
         raise FormatError(f"unexpected files {sorted(others)}")
 
@@ -76,7 +76,7 @@ def main():
         raise FormatError(f"total_size {index['metadata']['total_size']}, tensors hold {total}")
 
     record = json.load(open(os.path.join(args.dir, "initc-checkpoint.json")))
-    if record["format"] != "initc-hf" or record["version"] != 1:
+    if record["format"] != "initc-hf" or record["version"] != 2:
         raise FormatError("initc-checkpoint.json is not an initc-hf record")
     sizes = {f["name"]: f["size"] for f in record["files"]}
     if sizes != {n: os.path.getsize(os.path.join(args.dir, n)) for n in files}:

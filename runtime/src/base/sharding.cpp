@@ -214,47 +214,50 @@ std::vector<int64_t> replicaRoots(const Mesh &mesh, const Param &param) {
   return roots;
 }
 
-std::vector<ParamBox> writeBoxes(const Program &program, int64_t rank) {
-  const Mesh &mesh = program.mesh;
+bool writeBox(const Mesh &mesh, const Param &param, int64_t rank, Slice &box) {
+  if (!param.persistent)
+    return false;
+  Slice slice = sliceForRank(mesh, param, rank);
+  if (slice.numElements() == 0)
+    return false;
   std::vector<int64_t> coords = meshCoords(mesh, rank);
-  std::vector<ParamBox> boxes;
-  for (size_t p = 0; p < program.params.size(); ++p) {
-    const Param &param = program.params[p];
-    if (!param.persistent)
+  std::vector<bool> used(mesh.shape.size(), false);
+  for (size_t d = 0; d < param.splitAxes.size() && d < param.shape.size(); ++d)
+    for (int axis : param.splitAxes[d])
+      used[size_t(axis)] = true;
+  int64_t replicas = 1, replica = 0;
+  for (size_t axis = 0; axis < mesh.shape.size(); ++axis) {
+    if (used[axis])
       continue;
-    Slice slice = sliceForRank(mesh, param, rank);
-    if (slice.numElements() == 0)
-      continue;
-    std::vector<bool> used(mesh.shape.size(), false);
-    for (size_t d = 0; d < param.splitAxes.size() && d < param.shape.size(); ++d)
-      for (int axis : param.splitAxes[d])
-        used[size_t(axis)] = true;
-    int64_t replicas = 1, replica = 0;
-    for (size_t axis = 0; axis < mesh.shape.size(); ++axis) {
-      if (used[axis])
-        continue;
-      replicas *= mesh.shape[axis];
-      replica = replica * mesh.shape[axis] + coords[axis];
-    }
-    const uint64_t bytes = uint64_t(slice.numElements()) * uint64_t(dtypeBytes(param.dtype));
-    const int64_t rows = slice.shape.empty() ? 1 : slice.shape[0];
-    int64_t parts = std::min<int64_t>(replicas, rows);
-    parts = std::max<int64_t>(1, std::min<int64_t>(parts, int64_t(bytes / kMinWriteBoxBytes)));
-    if (replica >= parts)
-      continue;
-    ParamBox mine;
-    mine.param = p;
-    mine.box = slice;
-    if (!slice.shape.empty()) {
-      int64_t begin, length;
-      chunkRange(rows, parts, replica, begin, length);
-      if (length == 0)
-        continue;
-      mine.box.offset[0] += begin;
-      mine.box.shape[0] = length;
-    }
-    boxes.push_back(std::move(mine));
+    replicas *= mesh.shape[axis];
+    replica = replica * mesh.shape[axis] + coords[axis];
   }
+  const uint64_t bytes = uint64_t(slice.numElements()) * uint64_t(dtypeBytes(param.dtype));
+  const int64_t rows = slice.shape.empty() ? 1 : slice.shape[0];
+  int64_t parts = std::min<int64_t>(replicas, rows);
+  parts = std::max<int64_t>(1, std::min<int64_t>(parts, int64_t(bytes / kMinWriteBoxBytes)));
+  if (replica >= parts)
+    return false;
+  if (!slice.shape.empty()) {
+    int64_t begin, length;
+    chunkRange(rows, parts, replica, begin, length);
+    if (length == 0)
+      return false;
+    slice.offset[0] += begin;
+    slice.shape[0] = length;
+  }
+  box = std::move(slice);
+  return true;
+}
+
+std::vector<ParamBox> writeBoxes(const Program &program, int64_t rank) {
+  std::vector<ParamBox> boxes;
+  ParamBox mine;
+  for (size_t p = 0; p < program.params.size(); ++p)
+    if (writeBox(program.mesh, program.params[p], rank, mine.box)) {
+      mine.param = p;
+      boxes.push_back(mine);
+    }
   return boxes;
 }
 

@@ -1,5 +1,6 @@
 #include "checkpoint/assemble.h"
 
+#include "checkpoint/hf_files.h"
 #include "checkpoint/records.h"
 #include "checkpoint/slice_source.h"
 #include "initrt/base/atomic_file.h"
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <filesystem>
 #include <fcntl.h>
 #include <functional>
 #include <memory>
@@ -136,7 +138,7 @@ struct Reading {
   int64_t lo = 0, hi = 0;
 };
 
-/// A box of the output's record (a writer rank's), hashed in its own row-major order as the
+/// A box of the output's record, hashed in its own row-major order as the
 /// tensor's bytes go out in the global order (a box's elements keep their order in it).
 struct Hashing {
   std::vector<int64_t> offset, shape;
@@ -150,13 +152,13 @@ std::vector<int64_t> orOne(const std::vector<int64_t> &shape, int64_t value) {
 /// Writes one tensor to `out` in the global row-major order, straight from its stored boxes: a
 /// band of its global rows (at most `bandBytes`) is read from the boxes that cross it, then
 /// written by runs out of their parts. Memory stays at one band, whatever the model's size.
-/// `sums` gets the checksum of each of the tensor's writer boxes (SliceSource::boxes).
+/// `sums` gets the checksum of the whole tensor's bytes.
 bool assembleTensor(SliceSource &source, size_t index, uint64_t bandBytes, RunWriter &out,
                     std::vector<char> &band, std::vector<std::string> &sums, std::string &error,
                     const std::function<void(uint64_t)> &bandDone) {
   const Param &param = source.tensors()[index].param;
-  std::vector<StoredBox> stored, writers;
-  if (!source.boxes(index, stored, writers, error))
+  std::vector<StoredBox> stored;
+  if (!source.boxes(index, stored, error))
     return false;
   const uint64_t elementBytes = uint64_t(dtypeBytes(param.dtype));
   // A scalar is a tensor of one element here.
@@ -174,12 +176,11 @@ bool assembleTensor(SliceSource &source, size_t index, uint64_t bandBytes, RunWr
     part->bytes = elementCount(part->shape) * elementBytes;
     slices.push_back(std::move(part));
   }
+  // The output's record holds one checksum of the whole tensor (one box, written by one rank).
   std::vector<std::unique_ptr<Hashing>> hashing;
-  for (const StoredBox &box : writers) {
-    hashing.push_back(std::make_unique<Hashing>());
-    hashing.back()->offset = orOne(box.offset, 0);
-    hashing.back()->shape = orOne(box.shape, 1);
-  }
+  hashing.push_back(std::make_unique<Hashing>());
+  hashing.back()->offset.assign(rank, 0);
+  hashing.back()->shape = global;
 
   // Bands: the outermost dim `k` whose rows (one index of it, every index of the dims after it)
   // fit `bandBytes`, `perBand` of its indices at a time, under each index of the dims before it.
@@ -350,10 +351,10 @@ bool assembleTensor(SliceSource &source, size_t index, uint64_t bandBytes, RunWr
 bool checkEveryBox(SliceSource &source, std::string &error,
                    const std::function<void(uint64_t)> &read) {
   std::vector<char> chunk;
-  std::vector<StoredBox> stored, writers;
+  std::vector<StoredBox> stored;
   for (size_t index = 0; index < source.tensors().size(); ++index) {
     const uint64_t elementBytes = uint64_t(dtypeBytes(source.tensors()[index].param.dtype));
-    if (!source.boxes(index, stored, writers, error))
+    if (!source.boxes(index, stored, error))
       return false;
     for (const StoredBox &box : stored) {
       const uint64_t bytes = elementCount(orOne(box.shape, 1)) * elementBytes;
@@ -435,7 +436,7 @@ bool oneFile(SliceSource &source, const std::string &outPath, std::string &error
 // The files an hf output directory may hold: those assemble writes, and their temporaries.
 bool hfOutputName(const std::string &name) {
   return parseHfFileName(name) || name == kHfIndexFile || name == kHfConfigFile ||
-         name == kHfRecordFile;
+         name == kHfRecordFile || name == hf::kSumsDir;
 }
 bool hfOutputTemporary(const std::string &name) {
   size_t tmp = name.rfind(".tmp-");
@@ -453,65 +454,40 @@ bool syncDirectory(const std::string &dir, std::string &error) {
   return ok;
 }
 
-/// initc-checkpoint.json of the output: what the hf layout's writer records (ir-spec/
-/// checkpoint.md, "The hf layout"), so that `initc verify` reads the output as it reads
-/// prog/init's.
-bool hfRecord(SliceSource &source, const HfPlan &plan, uint64_t maxShardBytes,
-              const std::vector<std::vector<std::string>> &sums, std::string &text,
-              std::string &error) {
+/// The record of the output: what the hf layout's writer records (ir-spec/checkpoint.md, "The
+/// hf layout"), as if one rank had written every tensor whole, so that `initc verify` reads the
+/// output as it reads prog/init's: initc-checkpoint.json and that rank's sums file.
+bool writeHfRecord(SliceSource &source, const HfPlan &plan, uint64_t maxShardBytes,
+                   const std::vector<std::vector<std::string>> &sums, const std::string &outDir,
+                   std::string &error) {
   const Program &program = source.program();
-  OrderedJson record = OrderedJson::object();
-  record["format"] = kHfRecordFormat;
-  record["version"] = kHfRecordVersion;
-  record["program_id"] = program.programId;
-  record["model"] = program.modelName;
-  record["mesh"] = {{"axes", program.mesh.axisNames}, {"shape", program.mesh.shape}};
-  record["max_shard_size"] = maxShardBytes;
-  OrderedJson files = OrderedJson::array();
-  for (const HfFile &file : plan.files)
-    files.push_back({{"name", file.name}, {"size", file.size}});
-  record["files"] = files;
-  OrderedJson tensors = OrderedJson::object();
+  const std::string record = hf::wholeTensorRecordJson(program, plan, maxShardBytes);
+  // The boxes verify recomputes from the record: one per tensor with elements, in its order.
+  std::vector<uint64_t> boxSums;
   for (size_t i = 0; i < program.params.size(); ++i) {
-    const Param &param = program.params[i];
-    const HfPlace &place = plan.places[i];
-    if (place.file < 0)
+    if (plan.places[i].file < 0 || program.params[i].numElements() == 0)
       continue;
-    std::vector<StoredBox> stored, writers;
-    if (!source.boxes(i, stored, writers, error))
-      return false;
-    if (writers.size() != sums[i].size()) {
-      error = param.name + ": " + std::to_string(sums[i].size()) + " checksums for " +
-              std::to_string(writers.size()) + " boxes (internal error; run again)";
+    uint64_t value = 0;
+    if (sums[i].size() != 1 || !parseChecksumHex(sums[i][0], value)) {
+      error = program.params[i].name + ": no checksum of the whole tensor (internal error; run "
+              "again)";
       return false;
     }
-    std::vector<const StoredBox *> boxes;
-    for (const StoredBox &box : writers)
-      boxes.push_back(&box);
-    std::vector<size_t> order(boxes.size());
-    for (size_t b = 0; b < order.size(); ++b)
-      order[b] = b;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t x, size_t y) { return boxes[x]->rank < boxes[y]->rank; });
-    OrderedJson slices = OrderedJson::array();
-    for (size_t b : order)
-      slices.push_back({{"offset", boxes[b]->offset},
-                        {"shape", boxes[b]->shape},
-                        {"checksum", sums[i][b]},
-                        {"rank", boxes[b]->rank}});
-    OrderedJson entry = OrderedJson::object();
-    entry["index"] = i;
-    entry["file"] = plan.files[size_t(place.file)].name;
-    entry["dtype"] = dtypeName(param.dtype);
-    entry["shape"] = param.shape;
-    entry["aliases"] = param.aliases;
-    entry["offset"] = place.offset;
-    entry["slices"] = slices;
-    tensors[param.name] = entry;
+    boxSums.push_back(value);
   }
-  record["tensors"] = tensors;
-  text = record.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-  return true;
+  std::error_code failed;
+  std::filesystem::create_directories(hf::sumsDir(outDir), failed);
+  if (failed) {
+    error = "cannot create " + hf::sumsDir(outDir) + ": " + failed.message();
+    return false;
+  }
+  // Sums of an earlier output's other ranks vouch for nothing here.
+  for (const std::string &name : directoryNames(hf::sumsDir(outDir)))
+    if (name != "." && name != ".." && joinPath(hf::sumsDir(outDir), name) != hf::sumsPath(outDir, 0))
+      std::filesystem::remove_all(joinPath(hf::sumsDir(outDir), name), failed);
+  return writeFileAtomically(hf::sumsPath(outDir, 0),
+                             hf::sumsFileBytes(program.programId, 0, 1, boxSums), error) &&
+         writeFileAtomically(joinPath(outDir, kHfRecordFile), record, error);
 }
 
 /// Refuses a directory output that is the checkpoint or inside it, is not a directory, or holds
@@ -558,6 +534,7 @@ bool hfDirectory(SliceSource &source, const std::string &outDir, std::string &er
                            ".initc-checkpoint.json."})
     prefixes.push_back(name);
   removeAbandonedTemporaries(outDir, prefixes);
+  removeAbandonedTemporaries(hf::sumsDir(outDir), {".rank-"});
   // From here on the directory is not a complete checkpoint: its record goes first.
   const std::string recordPath = joinPath(outDir, kHfRecordFile);
   if (::unlink(recordPath.c_str()) != 0 && errno != ENOENT) {
@@ -632,10 +609,7 @@ bool hfDirectory(SliceSource &source, const std::string &outDir, std::string &er
     return failed();
   written.push_back(kHfIndexFile);
   // Last: its presence means the directory is complete.
-  std::string record;
-  return (hfRecord(source, plan, options.maxShardBytes, sums, record, error) &&
-          writeFileAtomically(recordPath, record, error)) ||
-         failed();
+  return writeHfRecord(source, plan, options.maxShardBytes, sums, outDir, error) || failed();
 }
 
 } // namespace

@@ -79,6 +79,9 @@ public:
                                                int64_t rank, const std::vector<ShardTensor> &tensors,
                                                std::string &error,
                                                const std::string &baseStamps) const = 0;
+  /// What is left to do after a lone --rank run computed its part again because the base
+  /// checkpoint it loads changed: a note for its message, "" when nothing is.
+  virtual std::string afterRebasedRank() const { return ""; }
   /// Rank 0, once every rank is done, from every rank's report: what the whole checkpoint needs.
   virtual bool finishJob(const std::string &dir, const Program &program,
                          const std::vector<RankReport> &reports, std::string &error) const = 0;

@@ -14,29 +14,11 @@ namespace initrt {
 using namespace records;
 
 std::string dcpFileName(int64_t rank, int64_t worldSize) {
-  char name[96];
-  std::snprintf(name, sizeof(name), "shard-%05lld-of-%05lld.safetensors", (long long)rank,
-                (long long)worldSize);
-  return name;
+  return rankFileName("shard-", rank, worldSize);
 }
 
 bool parseDcpFileName(const std::string &name, int64_t &rank, int64_t &worldSize) {
-  auto digitsAt = [&](size_t &pos, int64_t &value) {
-    size_t start = pos;
-    value = 0;
-    while (pos < name.size() && name[pos] >= '0' && name[pos] <= '9' && pos - start < 18)
-      value = value * 10 + (name[pos++] - '0');
-    return pos - start >= 5;
-  };
-  if (name.compare(0, 6, "shard-") != 0)
-    return false;
-  size_t pos = 6;
-  if (!digitsAt(pos, rank) || name.compare(pos, 4, "-of-") != 0)
-    return false;
-  pos += 4;
-  if (!digitsAt(pos, worldSize))
-    return false;
-  return name.compare(pos, std::string::npos, ".safetensors") == 0 && rank < worldSize;
+  return parseRankFileName(name, "shard-", rank, worldSize) && rank < worldSize;
 }
 
 std::string dcpShardingInfoText(const std::vector<DcpBoxOffset> &boxes) {
@@ -118,6 +100,7 @@ bool dcpFileContents(const std::string &path, const Program &program, int64_t ra
   OrderedJson initc = {{"format", kDcpFormat},
                        {"version", kDcpVersion},
                        {"program_id", program.programId},
+                       {"model", program.modelName},
                        {"rank", rank},
                        {"world_size", program.mesh.size()},
                        {"mesh", {{"axes", program.mesh.axisNames}, {"shape", program.mesh.shape}}},
@@ -169,6 +152,7 @@ bool parseDcpMetadata(const SafetensorsMetadata &metadata, const std::string &pa
       return false;
     }
     record.programId = initc.at("program_id").get<std::string>();
+    record.model = initc.value("model", std::string());
     record.rank = initc.at("rank").get<int64_t>();
     record.worldSize = initc.at("world_size").get<int64_t>();
     record.mesh.axisNames = initc.at("mesh").at("axes").get<std::vector<std::string>>();
@@ -253,10 +237,7 @@ ShardState dcpFileState(const std::string &dir, const Program &program, int64_t 
   }
   // Before reading any bytes: a file of another version of the base is rewritten anyway.
   if (baseStamps) {
-    const std::string *recorded = reader.metadataValue(kBaseStampsKey);
-    std::string difference = baseStamps->empty() && !recorded
-                                 ? ""
-                                 : baseDifference(recorded, *baseStamps, someBasesMissing);
+    std::string difference = fileBaseDifference(reader, *baseStamps, someBasesMissing);
     if (!difference.empty()) {
       reason = reader.path() + ": " + difference;
       return ShardState::BaseChanged;
@@ -265,24 +246,12 @@ ShardState dcpFileState(const std::string &dir, const Program &program, int64_t 
   std::vector<ParamBox> boxes = dcpBoxes(program, rank);
   for (const ParamBox &box : boxes) {
     const Param &param = program.params[box.param];
-    const SafetensorsEntry *entry = reader.find(param.name);
     auto tensor = record.tensors.find(param.name);
-    if (!entry || tensor == record.tensors.end()) {
-      reason = reader.path() + ": " + param.name + " is missing";
-      return ShardState::Incomplete;
-    }
-    if (entry->dtype != dtypeName(param.dtype) || entry->shape != box.box.shape ||
-        tensor->second.offset != box.box.offset || tensor->second.globalShape != param.shape) {
-      reason = reader.path() + ": " + param.name + " has another dtype, shape or offset";
-      return ShardState::Incomplete;
-    }
     std::string actual;
-    if (!reader.checksum(*entry, actual, reason))
+    if (!storedBoxMatches(reader, param, box.box, reader.find(param.name),
+                          tensor == record.tensors.end() ? nullptr : &tensor->second, actual,
+                          reason))
       return ShardState::Incomplete;
-    if (actual != tensor->second.checksum) {
-      reason = reader.path() + ": " + param.name + ": checksum mismatch";
-      return ShardState::Incomplete;
-    }
     checksums[box.param] = actual;
   }
   if (reader.tensors().size() != boxes.size() || record.tensors.size() != boxes.size()) {

@@ -56,7 +56,7 @@ struct DcpTensorRecord {
 
 /// A dcp file's metadata read back.
 struct DcpFileRecord {
-  std::string programId;
+  std::string programId, model;
   int64_t rank = -1, worldSize = 0;
   Mesh mesh;
   std::map<std::string, DcpTensorRecord> tensors;

@@ -108,22 +108,21 @@ bool removeFile(const std::string &path, std::string &error) {
 
 class DcpLayout final : public CheckpointLayout {
 public:
+  // Its file records the new base; the other ranks' files may still be of the old one.
+  std::string afterRebasedRank() const override {
+    return " (then rerun the whole job, so that every rank's file is of the same base)";
+  }
   bool storesReplicas() const override { return false; }
 
   bool prepareDir(const std::string &dir, const Program &program, bool overwrite,
                   std::string &error) const override {
     if (!makeDirectories(dir, error))
       return false;
-    DIR *listing = ::opendir(dir.c_str());
-    if (!listing) {
-      error = "cannot list " + dir + ": " + std::strerror(errno) + ": choose another --out";
+    std::vector<std::string> names;
+    if (!listDirectory(dir, names, error)) {
+      error += ": choose another --out";
       return false;
     }
-    std::vector<std::string> names;
-    while (dirent *entry = ::readdir(listing))
-      names.emplace_back(entry->d_name);
-    ::closedir(listing);
-    std::sort(names.begin(), names.end());
     std::vector<std::string> foreign;
     std::string firstReason;
     for (const std::string &name : names) {
@@ -165,17 +164,10 @@ public:
     std::string path = joinPath(dir, dcpFileName(rank, worldSize));
     // A symbolic link is followed (AtomicFile): one to another rank's file would have two ranks
     // write one file.
-    std::string target = writtenPath(path);
-    if (target != path) {
-      size_t slash = target.rfind('/');
-      std::string targetDir = slash == std::string::npos ? "." : target.substr(0, slash + 1);
-      std::string targetName = slash == std::string::npos ? target : target.substr(slash + 1);
-      char *here = ::realpath(dir.c_str(), nullptr), *there = ::realpath(targetDir.c_str(), nullptr);
-      bool sameDir = here && there && std::strcmp(here, there) == 0;
-      std::free(here);
-      std::free(there);
+    const std::string targetName = linkTargetInDir(dir, path);
+    if (!targetName.empty()) {
       int64_t otherRank, otherWorld;
-      if (sameDir && parseDcpFileName(targetName, otherRank, otherWorld) && otherRank != rank &&
+      if (parseDcpFileName(targetName, otherRank, otherWorld) && otherRank != rank &&
           otherWorld == worldSize) {
         error = path + " is a symbolic link to " + targetName + ", rank " +
                 std::to_string(otherRank) + "'s file, so two ranks would write one file: "

@@ -91,6 +91,7 @@ public:
         std::string id = meta.at("program_id").get<std::string>();
         if (rank == 0) {
           description.programId = id;
+          description.modelName = meta.value("model", std::string());
           description.mesh.axisNames = meta.at("mesh").at("axes").get<std::vector<std::string>>();
           description.mesh.shape = meta.at("mesh").at("shape").get<std::vector<int64_t>>();
         } else if (id != description.programId) {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <memory>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace initrt::hf {
@@ -23,10 +24,6 @@ using Json = nlohmann::json;
 
 // Bounded scratch for reading boxes back.
 constexpr uint64_t kReadChunk = 8ull << 20;
-
-OrderedJson sliceJson(const Slice &box) {
-  return OrderedJson{{"offset", box.offset}, {"shape", box.shape}};
-}
 
 bool readJsonFile(const std::string &path, Json &json, std::string &error) {
   std::string text, why;
@@ -53,11 +50,70 @@ template <class T> bool getTo(const Json &json, const char *key, T &out) {
   return true;
 }
 
-bool readSlice(const Json &json, SliceRecord &slice) {
-  return json.is_object() && getTo(json, "offset", slice.box.offset) &&
-         getTo(json, "shape", slice.box.shape) &&
-         slice.box.offset.size() == slice.box.shape.size() &&
-         getTo(json, "checksum", slice.checksum) && getTo(json, "rank", slice.rank);
+uint64_t hashOf(const void *data, size_t bytes) {
+  StreamingChecksum sum;
+  sum.update(data, bytes);
+  return sum.value();
+}
+
+void putU64(std::string &out, uint64_t value) {
+  for (int i = 0; i < 8; ++i)
+    out.push_back(char((value >> (8 * i)) & 0xff));
+}
+uint64_t getU64(const char *in) {
+  uint64_t value = 0;
+  for (int i = 8; i-- > 0;)
+    value = value << 8 | uint64_t(static_cast<unsigned char>(in[i]));
+  return value;
+}
+
+// A sums file's fixed header: magic, version, program id length, rank, world size, box count.
+constexpr char kSumsMagic[8] = {'I', 'N', 'I', 'T', 'C', 'S', 'U', 'M'};
+constexpr uint32_t kSumsVersion = 1;
+constexpr uint64_t kSumsFixedBytes = 40;
+constexpr size_t kMaxProgramIdBytes = 1024;
+
+OrderedJson tensorJson(const Param &param, const HfPlan &plan, size_t p, int64_t index,
+                       bool whole) {
+  const HfPlace &place = plan.places[p];
+  OrderedJson tensor;
+  tensor["index"] = index;
+  tensor["file"] = place.file >= 0 ? plan.files[size_t(place.file)].name : "";
+  tensor["dtype"] = dtypeName(param.dtype);
+  tensor["shape"] = param.shape;
+  tensor["aliases"] = param.aliases;
+  tensor["offset"] = place.offset;
+  // Only the dims split by a mesh axis, so that an unsplit tensor's entry stays short.
+  std::vector<std::vector<int>> split = whole ? std::vector<std::vector<int>>() : param.splitAxes;
+  while (!split.empty() && split.back().empty())
+    split.pop_back();
+  tensor["split_axes"] = split;
+  return tensor;
+}
+
+std::string recordText(const Program &program, const HfPlan &plan, uint64_t maxShardBytes,
+                       bool whole) {
+  OrderedJson json;
+  json["format"] = kRecordFormat;
+  json["version"] = kRecordVersion;
+  json["program_id"] = program.programId;
+  json["model"] = program.modelName;
+  json["mesh"] = whole ? OrderedJson{{"axes", OrderedJson::array()}, {"shape", OrderedJson::array()}}
+                       : OrderedJson{{"axes", program.mesh.axisNames}, {"shape", program.mesh.shape}};
+  json["max_shard_size"] = maxShardBytes;
+  json["write_boxes"] = OrderedJson{{"rule", kWriteBoxRule}, {"min_box_bytes", kMinWriteBoxBytes}};
+  json["sums"] = OrderedJson{{"dir", kSumsDir}, {"ranks", whole ? 1 : program.mesh.size()}};
+  OrderedJson files = OrderedJson::array();
+  for (const HfFile &file : plan.files)
+    files.push_back(OrderedJson{{"name", file.name}, {"size", file.size}});
+  json["files"] = std::move(files);
+  OrderedJson tensors = OrderedJson::object();
+  int64_t index = 0;
+  for (size_t p = 0; p < program.params.size(); ++p)
+    if (program.params[p].persistent)
+      tensors[program.params[p].name] = tensorJson(program.params[p], plan, p, index++, whole);
+  json["tensors"] = std::move(tensors);
+  return json.dump(1) + "\n";
 }
 
 } // namespace
@@ -74,10 +130,11 @@ std::string partialStatePath(const std::string &dir) {
 std::string partialDataPath(const std::string &dir, const std::string &file) {
   return joinPath(partialDir(dir), file + kPartialSuffix);
 }
-std::string rankRecordPath(const std::string &dir, int64_t rank) {
+std::string sumsDir(const std::string &dir) { return joinPath(dir, kSumsDir); }
+std::string sumsPath(const std::string &dir, int64_t rank) {
   char name[32];
-  std::snprintf(name, sizeof name, "rank-%05lld.json", (long long)rank);
-  return joinPath(partialDir(dir), name);
+  std::snprintf(name, sizeof name, "rank-%05lld.sums", (long long)rank);
+  return joinPath(sumsDir(dir), name);
 }
 
 BoxRuns::BoxRuns(const std::vector<int64_t> &globalShape, const Slice &box,
@@ -190,47 +247,30 @@ bool checksumBox(int fd, const BoxRuns &runs, std::string &hex, std::string &err
   return true;
 }
 
-std::string recordJson(const Program &program, const HfPlan &plan, uint64_t maxShardBytes,
-                       const std::vector<std::vector<std::string>> &checksums) {
-  OrderedJson json;
-  json["format"] = kRecordFormat;
-  json["version"] = kRecordVersion;
-  json["program_id"] = program.programId;
-  json["model"] = program.modelName;
-  json["mesh"] = OrderedJson{{"axes", program.mesh.axisNames}, {"shape", program.mesh.shape}};
-  json["max_shard_size"] = maxShardBytes;
-  OrderedJson files = OrderedJson::array();
-  for (const HfFile &file : plan.files)
-    files.push_back(OrderedJson{{"name", file.name}, {"size", file.size}});
-  json["files"] = std::move(files);
-  // Every rank's boxes, gathered per parameter.
-  std::vector<OrderedJson> slices(program.params.size(), OrderedJson::array());
-  for (size_t r = 0; r < checksums.size(); ++r)
-    for (const ParamBox &box : writeBoxes(program, int64_t(r))) {
-      OrderedJson slice = sliceJson(box.box);
-      slice["checksum"] = checksums[r][box.param];
-      slice["rank"] = r;
-      slices[box.param].push_back(std::move(slice));
-    }
-  OrderedJson tensors = OrderedJson::object();
-  int64_t index = 0;
-  for (size_t p = 0; p < program.params.size(); ++p) {
-    const Param &param = program.params[p];
-    if (!param.persistent)
-      continue;
-    const HfPlace &place = plan.places[p];
-    OrderedJson tensor;
-    tensor["index"] = index++;
-    tensor["file"] = place.file >= 0 ? plan.files[size_t(place.file)].name : "";
-    tensor["dtype"] = dtypeName(param.dtype);
-    tensor["shape"] = param.shape;
-    tensor["aliases"] = param.aliases;
-    tensor["offset"] = place.offset;
-    tensor["slices"] = std::move(slices[p]);
-    tensors[param.name] = std::move(tensor);
+std::string recordJson(const Program &program, const HfPlan &plan, uint64_t maxShardBytes) {
+  return recordText(program, plan, maxShardBytes, false);
+}
+std::string wholeTensorRecordJson(const Program &program, const HfPlan &plan,
+                                  uint64_t maxShardBytes) {
+  return recordText(program, plan, maxShardBytes, true);
+}
+
+Program Record::program() const {
+  Program out;
+  out.programId = programId;
+  out.modelName = model;
+  out.mesh.axisNames = meshAxes;
+  out.mesh.shape = meshShape;
+  out.params.resize(tensors.size());
+  for (const auto &[name, tensor] : tensors) {
+    Param &param = out.params[size_t(tensor.index)];
+    param.name = name;
+    param.aliases = tensor.aliases;
+    parseDType(tensor.dtype, param.dtype);
+    param.shape = tensor.shape;
+    param.splitAxes = tensor.splitAxes;
   }
-  json["tensors"] = std::move(tensors);
-  return json.dump(1) + "\n";
+  return out;
 }
 
 bool readRecord(const std::string &dir, Record &record, std::string &error) {
@@ -246,7 +286,8 @@ bool readRecord(const std::string &dir, Record &record, std::string &error) {
   }
   if (version != kRecordVersion) {
     error = path + " has version " + std::to_string(version) + ", this initc reads version " +
-            std::to_string(kRecordVersion);
+            std::to_string(kRecordVersion) + ": verify it with the initc that wrote it, or " +
+            "rerun the job with --overwrite";
     return false;
   }
   auto bad = [&](const std::string &what) {
@@ -258,10 +299,37 @@ bool readRecord(const std::string &dir, Record &record, std::string &error) {
   getTo(json, "model", record.model);
   auto mesh = json.find("mesh");
   if (mesh == json.end() || !mesh->is_object() || !getTo(*mesh, "axes", record.meshAxes) ||
-      !getTo(*mesh, "shape", record.meshShape))
+      !getTo(*mesh, "shape", record.meshShape) ||
+      record.meshAxes.size() != record.meshShape.size())
     return bad("\"mesh\"");
+  int64_t world = 1;
+  for (int64_t size : record.meshShape) {
+    if (size < 1 || size > (int64_t(1) << 24) || world * size > (int64_t(1) << 24))
+      return bad("\"mesh\"");
+    world *= size;
+  }
   if (!getTo(json, "max_shard_size", record.maxShardSize))
     return bad("\"max_shard_size\"");
+  // The boxes are recomputed with this initc's writeBoxes: only from a record of the same rule.
+  auto rule = json.find("write_boxes");
+  std::string ruleName;
+  uint64_t minBoxBytes = 0;
+  if (rule == json.end() || !rule->is_object() || !getTo(*rule, "rule", ruleName) ||
+      !getTo(*rule, "min_box_bytes", minBoxBytes))
+    return bad("\"write_boxes\"");
+  if (ruleName != kWriteBoxRule || minBoxBytes != kMinWriteBoxBytes) {
+    error = path + " divides the tensors into boxes by rule " + ruleName + " with boxes of at " +
+            "least " + std::to_string(minBoxBytes) + " bytes; this initc's rule is " +
+            kWriteBoxRule + " with " + std::to_string(kMinWriteBoxBytes) +
+            ": verify it with the initc that wrote it";
+    return false;
+  }
+  auto sums = json.find("sums");
+  std::string sumsDirName;
+  int64_t ranks = 0;
+  if (sums == json.end() || !sums->is_object() || !getTo(*sums, "dir", sumsDirName) ||
+      sumsDirName != kSumsDir || !getTo(*sums, "ranks", ranks) || ranks != world)
+    return bad("\"sums\"");
   auto files = json.find("files");
   if (files == json.end() || !files->is_array())
     return bad("\"files\"");
@@ -274,69 +342,132 @@ bool readRecord(const std::string &dir, Record &record, std::string &error) {
   auto tensors = json.find("tensors");
   if (tensors == json.end() || !tensors->is_object())
     return bad("\"tensors\"");
+  std::vector<bool> indexSeen(tensors->size(), false);
   for (auto it = tensors->begin(); it != tensors->end(); ++it) {
     const Json &value = it.value();
     TensorRecord tensor;
-    auto slices = value.find("slices");
+    DType dtype;
     if (!value.is_object() || !getTo(value, "index", tensor.index) ||
         !getTo(value, "file", tensor.file) || !getTo(value, "dtype", tensor.dtype) ||
         !getTo(value, "shape", tensor.shape) || !getTo(value, "offset", tensor.offset) ||
-        slices == value.end() || !slices->is_array())
+        !getTo(value, "split_axes", tensor.splitAxes) || !parseDType(tensor.dtype, dtype) ||
+        tensor.index < 0 || size_t(tensor.index) >= indexSeen.size() ||
+        indexSeen[size_t(tensor.index)] || tensor.splitAxes.size() > tensor.shape.size())
       return bad("tensor \"" + it.key() + "\"");
+    indexSeen[size_t(tensor.index)] = true;
+    for (int64_t dim : tensor.shape)
+      if (dim < 0)
+        return bad("tensor \"" + it.key() + "\"");
+    // Each mesh axis splits at most one dim, once: what sliceForRank assumes.
+    std::vector<bool> used(record.meshShape.size(), false);
+    for (const std::vector<int> &axes : tensor.splitAxes)
+      for (int axis : axes) {
+        if (axis < 0 || size_t(axis) >= used.size() || used[size_t(axis)])
+          return bad("tensor \"" + it.key() + "\"'s \"split_axes\"");
+        used[size_t(axis)] = true;
+      }
     getTo(value, "aliases", tensor.aliases);
-    for (const Json &slice : *slices) {
-      SliceRecord entry;
-      if (!readSlice(slice, entry) || entry.box.shape.size() != tensor.shape.size())
-        return bad("a slice of tensor \"" + it.key() + "\"");
-      tensor.slices.push_back(std::move(entry));
-    }
     record.tensors[it.key()] = std::move(tensor);
   }
   return true;
 }
 
-std::string rankRecordJson(const Program &program, uint64_t maxShardBytes, int64_t rank,
-                           const std::vector<ParamBox> &boxes,
-                           const std::vector<std::string> &checksums) {
+std::string partialStateJson(const std::string &programId, uint64_t maxShardBytes) {
   OrderedJson json;
   json["format"] = kPartialFormat;
-  json["program_id"] = program.programId;
+  json["program_id"] = programId;
   json["max_shard_size"] = maxShardBytes;
-  json["rank"] = rank;
-  OrderedJson list = OrderedJson::array();
-  for (size_t b = 0; b < boxes.size(); ++b) {
-    OrderedJson entry = sliceJson(boxes[b].box);
-    entry["param"] = boxes[b].param;
-    entry["checksum"] = checksums[b];
-    entry["rank"] = rank;
-    list.push_back(std::move(entry));
-  }
-  json["boxes"] = std::move(list);
   return json.dump() + "\n";
 }
 
-bool readRankRecord(const std::string &path, RankRecord &record, std::string &error) {
+bool readPartialState(const std::string &dir, std::string &programId, uint64_t &maxShardBytes) {
   Json json;
-  if (!readJsonFile(path, json, error))
-    return false;
-  std::string format;
-  auto boxes = json.find("boxes");
-  if (!getTo(json, "format", format) || format != kPartialFormat ||
-      !getTo(json, "program_id", record.programId) ||
-      !getTo(json, "max_shard_size", record.maxShardSize) || boxes == json.end() ||
-      !boxes->is_array()) {
-    error = path + " is not an initc rank record";
+  std::string error, format;
+  return readJsonFile(partialStatePath(dir), json, error) && getTo(json, "format", format) &&
+         format == kPartialFormat && getTo(json, "program_id", programId) &&
+         getTo(json, "max_shard_size", maxShardBytes);
+}
+
+std::string sumsFileBytes(const std::string &programId, int64_t rank, int64_t worldSize,
+                          const std::vector<uint64_t> &sums) {
+  std::string out(kSumsMagic, sizeof kSumsMagic);
+  const uint64_t idBytes = programId.size();
+  putU64(out, uint64_t(kSumsVersion) | idBytes << 32); // two u32s, little-endian
+  putU64(out, uint64_t(rank));
+  putU64(out, uint64_t(worldSize));
+  putU64(out, sums.size());
+  out += programId;
+  out.append((8 - out.size() % 8) % 8, '\0');
+  for (uint64_t sum : sums)
+    putU64(out, sum);
+  putU64(out, hashOf(out.data(), out.size()));
+  return out;
+}
+
+bool readSumsFile(const std::string &path, const std::string &programId, int64_t rank,
+                  int64_t worldSize, uint64_t boxes, std::vector<uint64_t> &sums,
+                  std::string &error) {
+  // Its size follows from what it must hold: a longer or shorter file is not this rank's.
+  const uint64_t headerBytes = (kSumsFixedBytes + programId.size() + 7) / 8 * 8;
+  const uint64_t size = headerBytes + 8 * boxes + 8;
+  std::string bytes, why;
+  struct stat info;
+  if (::lstat(path.c_str(), &info) != 0) {
+    error = path + " is missing";
     return false;
   }
-  for (const Json &box : *boxes) {
-    SliceRecord slice;
-    size_t param = 0;
-    if (!readSlice(box, slice) || !getTo(box, "param", param)) {
-      error = path + " is not an initc rank record";
-      return false;
-    }
-    record.boxes[param] = std::move(slice);
+  switch (readRegularFile(path, size, bytes, why)) {
+  case ReadFileStatus::Ok:
+    break;
+  case ReadFileStatus::TooLarge:
+    error = path + " is " + std::to_string(info.st_size) + " bytes, not " + std::to_string(size) +
+            " (changed)";
+    return false;
+  default:
+    error = path + ": " + why;
+    return false;
   }
+  if (bytes.size() < kSumsFixedBytes || std::memcmp(bytes.data(), kSumsMagic, 8) != 0) {
+    error = path + " is not an initc sums file";
+    return false;
+  }
+  const uint64_t versionAndId = getU64(bytes.data() + 8);
+  if (uint32_t(versionAndId) != kSumsVersion) {
+    error = path + " has version " + std::to_string(uint32_t(versionAndId)) +
+            ", this initc reads version " + std::to_string(kSumsVersion);
+    return false;
+  }
+  const uint64_t idBytes = versionAndId >> 32;
+  const uint64_t fileRank = getU64(bytes.data() + 16), fileWorld = getU64(bytes.data() + 24),
+                 fileBoxes = getU64(bytes.data() + 32);
+  if (idBytes != programId.size() || idBytes > kMaxProgramIdBytes ||
+      bytes.size() < kSumsFixedBytes + idBytes ||
+      bytes.compare(kSumsFixedBytes, idBytes, programId) != 0) {
+    error = path + " is another program's (its program id is not " + programId + ")";
+    return false;
+  }
+  if (fileRank != uint64_t(rank) || fileWorld != uint64_t(worldSize)) {
+    error = path + " is rank " + std::to_string(fileRank) + " of " + std::to_string(fileWorld) +
+            "'s, not rank " + std::to_string(rank) + " of " + std::to_string(worldSize) + "'s";
+    return false;
+  }
+  if (fileBoxes != boxes) {
+    error = path + " lists " + std::to_string(fileBoxes) + " boxes, not the " +
+            std::to_string(boxes) + " the rank writes";
+    return false;
+  }
+  if (bytes.size() != size) {
+    error = path + " is " + std::to_string(bytes.size()) + " bytes, not " + std::to_string(size) +
+            " (" + (bytes.size() < size ? "truncated" : "changed") + ")";
+    return false;
+  }
+  if (getU64(bytes.data() + size - 8) != hashOf(bytes.data(), size - 8)) {
+    error = path + " does not match its own checksum (changed after it was written)";
+    return false;
+  }
+  sums.resize(boxes);
+  for (uint64_t b = 0; b < boxes; ++b)
+    sums[b] = getU64(bytes.data() + headerBytes + 8 * b);
   return true;
 }
 

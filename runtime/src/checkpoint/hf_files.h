@@ -18,11 +18,12 @@ namespace initrt::hf {
 
 inline constexpr const char *kRecordFile = "initc-checkpoint.json";
 inline constexpr const char *kRecordFormat = "initc-hf";
-inline constexpr int kRecordVersion = 1;
+inline constexpr int kRecordVersion = 2;
+/// The rule initc-checkpoint.json names for the boxes each rank writes (writeBoxes).
+inline constexpr const char *kWriteBoxRule = "replicas-split-rows";
 inline constexpr const char *kIndexFile = "model.safetensors.index.json";
 inline constexpr const char *kConfigFile = "config.json";
-// The data files while the job writes them, the rank records that let a rerun skip finished
-// ranks, and state.json (what rank 0 created): one hidden directory inside DIR, so that nothing
+// The data files while the job writes them and state.json (what rank 0 created): one hidden directory inside DIR, so that nothing
 // there ends in .safetensors and a finished job leaves nothing but the checkpoint.
 inline constexpr const char *kPartialDir = ".initc-hf-partial";
 inline constexpr const char *kPartialFormat = "initc-hf-partial";
@@ -32,8 +33,6 @@ std::string joinPath(const std::string &dir, const std::string &name);
 std::string partialDir(const std::string &dir);
 std::string partialStatePath(const std::string &dir);
 std::string partialDataPath(const std::string &dir, const std::string &file);
-// rank-00003.json: the boxes rank 3 wrote and fdatasync'ed, with their checksums.
-std::string rankRecordPath(const std::string &dir, int64_t rank);
 
 /// Where a box of a row-major tensor lies in its file: `count` runs of `runBytes` contiguous
 /// bytes each, in the box's own row-major order. A box whole in every dim after its first split
@@ -80,25 +79,21 @@ bool readBox(int fd, const BoxRuns &runs, const std::function<void(const void *,
 /// XXH3-64 of the box's bytes as 16 hex digits, read from `fd`.
 bool checksumBox(int fd, const BoxRuns &runs, std::string &hex, std::string &error);
 
-/// One box of initc-checkpoint.json's "slices".
-struct SliceRecord {
-  Slice box;
-  std::string checksum;
-  int64_t rank = 0;
-};
 struct TensorRecord {
   int64_t index = 0;
   std::string file, dtype;
   std::vector<int64_t> shape;
   std::vector<std::string> aliases;
   uint64_t offset = 0;
-  std::vector<SliceRecord> slices;
+  std::vector<std::vector<int>> splitAxes; // the program's: which mesh axes split each dim
 };
 struct FileRecord {
   std::string name;
   uint64_t size = 0;
 };
-/// initc-checkpoint.json, read back.
+/// initc-checkpoint.json, read back. The boxes each rank wrote are not listed: they follow from
+/// the mesh and each tensor's split axes by writeBoxes (initrt/base/sharding.h), and their
+/// checksums are in the ranks' sums files.
 struct Record {
   std::string programId, model;
   std::vector<std::string> meshAxes;
@@ -106,26 +101,38 @@ struct Record {
   uint64_t maxShardSize = 0;
   std::vector<FileRecord> files;
   std::map<std::string, TensorRecord> tensors;
+  /// The tensors as a program without kernels, in their "index" order: what writeBoxes needs.
+  Program program() const;
 };
 
-/// initc-checkpoint.json's text for `program` written as `plan` with `maxShardBytes`;
-/// `checksums[rank][param]` holds the checksum of the box writeBoxes(program, rank) gives that
-/// rank of that parameter (empty where it has none).
-std::string recordJson(const Program &program, const HfPlan &plan, uint64_t maxShardBytes,
-                       const std::vector<std::vector<std::string>> &checksums);
+/// initc-checkpoint.json's text for `program` written as `plan` with `maxShardBytes`.
+std::string recordJson(const Program &program, const HfPlan &plan, uint64_t maxShardBytes);
+/// The same for `program` stored on one rank that wrote each tensor whole (initc assemble's
+/// output, whatever mesh its source was written on).
+std::string wholeTensorRecordJson(const Program &program, const HfPlan &plan,
+                                  uint64_t maxShardBytes);
 /// Reads dir/initc-checkpoint.json. False with `error` when it is missing or not one.
 bool readRecord(const std::string &dir, Record &record, std::string &error);
 
-/// The boxes of rank `rank` in a rank record (rankRecordPath): param index -> box and checksum.
-struct RankRecord {
-  std::string programId;
-  uint64_t maxShardSize = 0;
-  std::map<size_t, SliceRecord> boxes;
-};
-std::string rankRecordJson(const Program &program, uint64_t maxShardBytes, int64_t rank,
-                           const std::vector<ParamBox> &boxes,
-                           const std::vector<std::string> &checksums);
-bool readRankRecord(const std::string &path, RankRecord &record, std::string &error);
+/// state.json in the directory of temporaries: the program and --max-shard-size of the files
+/// rank 0 created there.
+std::string partialStateJson(const std::string &programId, uint64_t maxShardBytes);
+bool readPartialState(const std::string &dir, std::string &programId, uint64_t &maxShardBytes);
+
+// The ranks' sums files (ir-spec/checkpoint.md, "Sums files"): .initc/rank-0000K.sums, kept
+// with the checkpoint, each written by its rank alone once its boxes are on disk.
+inline constexpr const char *kSumsDir = ".initc";
+std::string sumsDir(const std::string &dir);
+std::string sumsPath(const std::string &dir, int64_t rank);
+/// The bytes of rank `rank`'s sums file: one XXH3-64 per box of writeBoxes(program, rank).
+std::string sumsFileBytes(const std::string &programId, int64_t rank, int64_t worldSize,
+                          const std::vector<uint64_t> &sums);
+/// Reads a sums file and checks it whole: its own checksum, and that it is rank `rank`'s of a
+/// `worldSize`-rank checkpoint of `programId` with `boxes` boxes. False with `error` saying
+/// what is wrong (missing, truncated, another checkpoint's).
+bool readSumsFile(const std::string &path, const std::string &programId, int64_t rank,
+                  int64_t worldSize, uint64_t boxes, std::vector<uint64_t> &sums,
+                  std::string &error);
 
 /// fsync of a directory, so that renames and creations in it survive a crash.
 bool syncDirectory(const std::string &dir, std::string &error);

@@ -1,11 +1,13 @@
 // The hf checkpoint layout (ir-spec/checkpoint.md, "The hf layout"): whole tensors in Hugging
 // Face's sharded safetensors files, which every rank writes its boxes into at their offsets, in
 // parallel. Rank 0 creates the files (sized and headed) in a hidden directory of temporaries;
-// each rank writes, fdatasyncs and records its boxes' checksums there; rank 0 then renames the
-// files into place and writes the index, config.json and initc-checkpoint.json, last.
+// each rank writes and fdatasyncs its boxes, then writes their checksums in its own sums file
+// (.initc/rank-0000K.sums, kept with the checkpoint: nothing is gathered); rank 0 then renames
+// the files into place and writes the index, config.json and initc-checkpoint.json, last.
 #include "checkpoint/checkpoint.h"
 
 #include "checkpoint/hf_files.h"
+#include "checkpoint/records.h"
 #include "initrt/base/atomic_file.h"
 #include "initrt/base/checksum.h"
 #include "initrt/base/files.h"
@@ -56,17 +58,6 @@ bool endsWith(const std::string &text, const char *suffix) {
   return text.size() >= n && text.compare(text.size() - n, n, suffix) == 0;
 }
 
-std::vector<std::string> listDir(const std::string &dir) {
-  std::vector<std::string> names;
-  if (DIR *d = ::opendir(dir.c_str())) {
-    while (dirent *entry = ::readdir(d))
-      names.push_back(entry->d_name);
-    ::closedir(d);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // The files of the other layouts: initc's own (index.json, rank-K-of-W.safetensors) and dcp's
 // (shard-K-of-W.safetensors). HF tools would read them as part of this checkpoint.
 bool otherLayoutFile(const std::string &name) {
@@ -75,7 +66,7 @@ bool otherLayoutFile(const std::string &name) {
 }
 // What this layout writes (and --overwrite removes).
 bool hfFile(const std::string &name) {
-  return name == kRecordFile || name == kIndexFile || name == kConfigFile ||
+  return name == kRecordFile || name == kIndexFile || name == kConfigFile || name == kSumsDir ||
          (startsWith(name, "model-") && endsWith(name, ".safetensors"));
 }
 
@@ -98,7 +89,7 @@ std::string dataPath(const std::string &dir, const std::string &file) {
 // The checksum of each of `boxes`, re-read from the data files; false with `reason` at the first
 // box whose bytes are not `expected`'s.
 bool boxesMatch(const std::string &dir, const Program &program, const HfPlan &plan,
-                const std::vector<ParamBox> &boxes, const std::vector<std::string> &expected,
+                const std::vector<ParamBox> &boxes, const std::vector<uint64_t> &expected,
                 std::string &reason) {
   std::map<int64_t, int> fds;
   bool ok = true;
@@ -117,7 +108,7 @@ bool boxesMatch(const std::string &dir, const Program &program, const HfPlan &pl
     } else if (!checksumBox(it->second, runs, hex, why)) {
       reason = name + ": " + why;
       ok = false;
-    } else if (hex != expected[b]) {
+    } else if (hex != checksumToHex(expected[b])) {
       reason = "the bytes of " + param.name + " in " + name + " are not those recorded";
       ok = false;
     }
@@ -166,7 +157,6 @@ public:
             int64_t rank, const std::vector<ShardTensor> &tensors, std::string &error) {
     this->dir = dir;
     this->program = &program;
-    this->maxShardBytes = maxShardBytes;
     this->rank = rank;
     if (!planHfCheckpoint(program, maxShardBytes, plan, error))
       return false;
@@ -175,7 +165,7 @@ public:
     const char *how = std::getenv("INITRT_HF_WRITE");
     windows = !(how && std::strcmp(how, "pwrite") == 0);
     // A record of this rank's boxes must not outlive the bytes it vouches for.
-    const std::string record = rankRecordPath(dir, rank);
+    const std::string record = sumsPath(dir, rank);
     if (::unlink(record.c_str()) != 0 && errno != ENOENT) {
       error = "cannot remove " + record + ": " + std::strerror(errno);
       return false;
@@ -269,11 +259,28 @@ public:
         error = "cannot sync " + plan.files[f].name + " in " + dir + ": " + std::strerror(errno);
         return false;
       }
-    // In a job (the temporaries there), the record lets a rerun skip this rank; a repair of a
-    // complete checkpoint writes the same bytes, which initc-checkpoint.json already records.
-    if (exists(partialDir(dir)) &&
-        !writeFileAtomically(rankRecordPath(dir, rank),
-                             rankRecordJson(*program, maxShardBytes, rank, boxes, checksums),
+    // The rank's sums file, under its name only once its boxes are on disk: it lets a rerun skip
+    // this rank and verify check it. Each rank writes its own, so nothing is gathered.
+    // Verify and a rerun recompute the boxes with writeBoxes: the sums must be in its order.
+    const std::vector<ParamBox> expected = writeBoxes(*program, rank);
+    bool same = expected.size() == boxes.size();
+    for (size_t b = 0; same && b < boxes.size(); ++b)
+      same = expected[b].param == boxes[b].param && expected[b].box == boxes[b].box;
+    if (!same) {
+      error = "internal: rank " + std::to_string(rank) + " wrote other boxes than writeBoxes gives";
+      return false;
+    }
+    std::vector<uint64_t> sums(checksums.size());
+    for (size_t b = 0; b < checksums.size(); ++b)
+      parseChecksumHex(checksums[b], sums[b]);
+    std::error_code failed;
+    std::filesystem::create_directories(sumsDir(dir), failed);
+    if (failed) {
+      error = "cannot create " + sumsDir(dir) + ": " + failed.message();
+      return false;
+    }
+    if (!writeFileAtomically(sumsPath(dir, rank),
+                             sumsFileBytes(program->programId, rank, program->mesh.size(), sums),
                              error))
       return false;
     out = checksums;
@@ -342,7 +349,6 @@ private:
 
   std::string dir;
   const Program *program = nullptr;
-  uint64_t maxShardBytes = 0;
   int64_t rank = 0;
   HfPlan plan;
   std::vector<int> fds; // per file, opened when a box needs it
@@ -365,7 +371,6 @@ public:
   }
   bool storesReplicas() const override { return false; }
   bool sharesFiles() const override { return true; }
-  bool gathersChecksums() const override { return true; }
 
   bool prepareDir(const std::string &dir, const Program &program, bool overwrite,
                   std::string &error) const override {
@@ -375,7 +380,11 @@ public:
       error = "cannot create --out " + dir + ": " + failed.message();
       return false;
     }
-    std::vector<std::string> names = listDir(dir);
+    std::vector<std::string> names;
+    if (!records::listDirectory(dir, names, error)) {
+      error += ": choose another --out";
+      return false;
+    }
     std::vector<std::string> others, ours;
     for (const std::string &name : names) {
       if (otherLayoutFile(name))
@@ -403,6 +412,9 @@ public:
       else if (record.maxShardSize != maxShardBytes)
         why = "holds this program's hf checkpoint written with --max-shard-size " +
               std::to_string(record.maxShardSize) + ", not " + std::to_string(maxShardBytes);
+      else if (!recordIsOurs(dir, program))
+        why = "holds this program's hf checkpoint written by other ranks (initc assemble's " +
+              std::string("output, or another mesh)");
       else
         mine = true;
       if (!mine && !overwrite)
@@ -447,9 +459,12 @@ public:
                              int64_t rank) const override {
     // The data temporaries are what a rerun resumes from; only the small files written
     // atomically leave temporaries of their own.
-    int removed = removeAbandonedTemporariesOf(rankRecordPath(dir, rank < 0 ? 0 : rank));
+    int removed = 0;
+    if (rank >= 0)
+      removed += removeAbandonedTemporariesOf(sumsPath(dir, rank));
     if (rank < 0) {
-      removed += removeAbandonedTemporaries(partialDir(dir), {".rank-", ".state.json"});
+      removed += removeAbandonedTemporaries(sumsDir(dir), {".rank-"});
+      removed += removeAbandonedTemporaries(partialDir(dir), {".state.json"});
       for (const char *name : {kRecordFile, kIndexFile, kConfigFile})
         removed += removeAbandonedTemporariesOf(joinPath(dir, name));
     }
@@ -492,59 +507,25 @@ public:
     HfPlan plan;
     if (!planHfCheckpoint(program, maxShardBytes, plan, reason))
       return ShardState::Incomplete;
+    // This rank's part is done when its sums file is complete and its boxes' bytes match it.
     const std::vector<ParamBox> boxes = writeBoxes(program, rank);
-    std::vector<std::string> expected(boxes.size());
-    Record record;
-    std::string why;
-    if (readRecord(dir, record, why)) {
-      if (record.programId != program.programId || record.maxShardSize != maxShardBytes) {
-        reason = std::string(kRecordFile) + " is another checkpoint's";
-        return ShardState::Incomplete;
-      }
-      for (size_t b = 0; b < boxes.size(); ++b) {
-        const Param &param = program.params[boxes[b].param];
-        auto tensor = record.tensors.find(param.name);
-        if (tensor != record.tensors.end())
-          for (const SliceRecord &slice : tensor->second.slices)
-            if (slice.rank == rank && slice.box == boxes[b].box)
-              expected[b] = slice.checksum;
-        if (expected[b].empty()) {
-          reason = std::string(kRecordFile) + " lists no slice of " + param.name + " for rank " +
-                   std::to_string(rank);
-          return ShardState::Incomplete;
-        }
-      }
-    } else {
-      RankRecord mine;
-      if (!exists(rankRecordPath(dir, rank))) {
-        reason = "its boxes are not written yet";
-        return ShardState::Incomplete;
-      }
-      if (!readRankRecord(rankRecordPath(dir, rank), mine, reason))
-        return ShardState::Incomplete;
-      if (mine.programId != program.programId || mine.maxShardSize != maxShardBytes ||
-          mine.boxes.size() != boxes.size()) {
-        reason = "its record is another checkpoint's";
-        return ShardState::Incomplete;
-      }
-      for (size_t b = 0; b < boxes.size(); ++b) {
-        auto it = mine.boxes.find(boxes[b].param);
-        if (it == mine.boxes.end() || !(it->second.box == boxes[b].box)) {
-          reason = "its record lists other boxes";
-          return ShardState::Incomplete;
-        }
-        expected[b] = it->second.checksum;
-      }
+    std::vector<uint64_t> expected;
+    if (!exists(sumsPath(dir, rank))) {
+      reason = "its boxes are not written yet";
+      return ShardState::Incomplete;
     }
+    if (!readSumsFile(sumsPath(dir, rank), program.programId, rank, program.mesh.size(),
+                      boxes.size(), expected, reason))
+      return ShardState::Incomplete;
     if (!boxesMatch(dir, program, plan, boxes, expected, reason))
       return ShardState::Incomplete;
     for (size_t b = 0; b < boxes.size(); ++b)
-      checksums[boxes[b].param] = expected[b];
+      checksums[boxes[b].param] = checksumToHex(expected[b]);
     return ShardState::Complete;
   }
 
   bool rankOutputExists(const std::string &dir, const Program &, int64_t rank) const override {
-    return exists(joinPath(dir, kRecordFile)) || exists(rankRecordPath(dir, rank));
+    return exists(joinPath(dir, kRecordFile)) || exists(sumsPath(dir, rank));
   }
 
   std::unique_ptr<RankWriter> openRank(const std::string &dir, const Program &program,
@@ -556,27 +537,30 @@ public:
     return writer;
   }
 
-  bool finishJob(const std::string &dir, const Program &program,
-                 const std::vector<RankReport> &reports, std::string &error) const override {
+  bool finishJob(const std::string &dir, const Program &program, const std::vector<RankReport> &,
+                 std::string &error) const override {
     HfPlan plan;
     if (!planHfCheckpoint(program, maxShardBytes, plan, error))
       return false;
-    std::vector<std::vector<std::string>> checksums(reports.size());
-    for (size_t r = 0; r < reports.size(); ++r) {
-      checksums[r].assign(program.params.size(), std::string());
-      for (const ParamBox &box : writeBoxes(program, int64_t(r)))
-        checksums[r][box.param] = checksumToHex(reports[r].checksums.at(box.param));
-    }
-    const std::string record = recordJson(program, plan, maxShardBytes, checksums);
+    // Every rank wrote its sums file before it reported; the record vouches for all of them.
+    for (int64_t rank = 0; rank < program.mesh.size(); ++rank)
+      if (!exists(sumsPath(dir, rank))) {
+        error = sumsPath(dir, rank) + " is missing although rank " + std::to_string(rank) +
+                " finished: --out is not one directory every rank sees the same; rerun the job";
+        return false;
+      }
+    const std::string record = recordJson(program, plan, maxShardBytes);
     std::string existing, why;
     const bool recorded =
         readRegularFile(joinPath(dir, kRecordFile), kMaxJsonFileBytes, existing, why) ==
         ReadFileStatus::Ok;
     if (recorded && existing != record) {
-      // Every rank verified or rewrote its boxes against the record: they cannot differ.
-      error = "internal: the checksums this job computed differ from " + joinPath(dir, kRecordFile);
+      // prepareDir kept the directory only for this program's own record.
+      error = "internal: " + joinPath(dir, kRecordFile) + " is not the record this job writes";
       return false;
     }
+    if (!syncDirectory(sumsDir(dir), error))
+      return false;
     // Into place, then what describes them, the record last: its presence means complete.
     for (const HfFile &file : plan.files) {
       const std::string partial = partialDataPath(dir, file.name);
@@ -595,14 +579,14 @@ public:
   }
 
 private:
-  static bool readPartialState(const std::string &dir, std::string &programId, uint64_t &size) {
-    RankRecord state; // state.json has a rank record's header and no boxes
-    std::string why;
-    if (!readRankRecord(partialStatePath(dir), state, why))
-      return false;
-    programId = state.programId;
-    size = state.maxShardSize;
-    return true;
+  // Whether DIR's record is the one this job writes (same mesh and sharding, not assemble's).
+  bool recordIsOurs(const std::string &dir, const Program &program) const {
+    HfPlan plan;
+    std::string existing, why;
+    return planHfCheckpoint(program, maxShardBytes, plan, why) &&
+           readRegularFile(joinPath(dir, kRecordFile), kMaxJsonFileBytes, existing, why) ==
+               ReadFileStatus::Ok &&
+           existing == recordJson(program, plan, maxShardBytes);
   }
 
   // The data files under their temporary names, each its full size (a full disk is refused here,
@@ -624,6 +608,9 @@ private:
     struct statvfs fs;
     if (::statvfs(dir.c_str(), &fs) == 0 && uint64_t(fs.f_bavail) * fs.f_frsize < total)
       return noSpace();
+    // Sums of files about to be created anew vouch for nothing.
+    if (!removeTree(sumsDir(dir), error))
+      return false;
     if (::mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
       error = "cannot create " + partial + ": " + std::strerror(errno);
       return false;
@@ -650,7 +637,7 @@ private:
       }
     }
     return writeFileAtomically(partialStatePath(dir),
-                               rankRecordJson(program, maxShardBytes, -1, {}, {}), error) &&
+                               partialStateJson(program.programId, maxShardBytes), error) &&
            syncDirectory(partial, error) && syncDirectory(dir, error);
   }
 

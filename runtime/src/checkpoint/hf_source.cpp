@@ -1,14 +1,12 @@
 // The hf layout as a SliceSource: whole tensors in model-0000k-of-0000n.safetensors, and
-// initc-checkpoint.json recording, for each tensor, its file and offset and the boxes its writer
-// ranks wrote with their checksums. A box is read out of the whole tensor, row by row.
+// initc-checkpoint.json recording, for each tensor, its file, offset and split axes. The boxes
+// the ranks wrote follow from those by writeBoxes; their checksums are the ranks' sums files. A
+// box is read out of the whole tensor, row by row.
+#include "checkpoint/hf_files.h"
 #include "checkpoint/records.h"
 #include "checkpoint/slice_source.h"
 #include "initrt/base/checksum.h"
-#include "initrt/base/json_text.h"
 
-#include <algorithm>
-#include <map>
-#include <stdexcept>
 #include <sys/stat.h>
 
 namespace initrt {
@@ -27,99 +25,27 @@ public:
   explicit HfSource(std::string dir) : dir(std::move(dir)), pool(paths) {}
 
   bool open(std::string &error) {
-    const std::string path = joinPath(dir, kHfRecordFile);
     const std::string rerunJob = "rerun the whole job (`mpirun -np N prog/init --layout hf --out " +
                                  dir + "`) to write it again";
-    std::string text, why;
-    OrderedJson json;
-    if (!readTextFile(path, text, error))
-      return false;
-    if (!parseJsonText(text, json, why)) {
-      error = path + " is malformed (" + why + "): " + rerunJob;
+    hf::Record record;
+    if (!hf::readRecord(dir, record, error)) {
+      error += ": " + rerunJob;
       return false;
     }
-    struct Listed {
-      std::string name;
-      size_t file;
-      uint64_t offset;
-      int64_t index;
-      std::vector<StoredBox> boxes;
-      Param param;
-    };
-    std::vector<Listed> listed;
+    description = record.program();
+    std::map<std::string, size_t> fileIndex;
     std::vector<uint64_t> sizes;
-    try {
-      if (json.at("format").get<std::string>() != kHfRecordFormat)
-        throw std::runtime_error("its format is not " + std::string(kHfRecordFormat));
-      if (json.at("version").get<int>() != kHfRecordVersion)
-        throw std::runtime_error("version " + json.at("version").dump() +
-                                 ", this initc reads version " +
-                                 std::to_string(kHfRecordVersion));
-      description.programId = json.at("program_id").get<std::string>();
-      if (json.contains("model"))
-        description.modelName = json.at("model").get<std::string>();
-      description.mesh.axisNames = json.at("mesh").at("axes").get<std::vector<std::string>>();
-      description.mesh.shape = json.at("mesh").at("shape").get<std::vector<int64_t>>();
-      std::map<std::string, size_t> fileIndex;
-      for (const auto &file : json.at("files")) {
-        std::string name = file.at("name").get<std::string>();
-        if (!parseHfFileName(name) || fileIndex.count(name))
-          throw std::runtime_error("file name " + name + " is not one an hf checkpoint has");
-        fileIndex[name] = paths.size();
-        paths.push_back(joinPath(dir, name));
-        sizes.push_back(file.at("size").get<uint64_t>());
-      }
-      for (const auto &[name, entry] : json.at("tensors").items()) {
-        Listed item;
-        item.name = name;
-        item.param.name = name;
-        item.param.aliases = entry.at("aliases").get<std::vector<std::string>>();
-        std::string dtype = entry.at("dtype").get<std::string>();
-        if (!parseDType(dtype, item.param.dtype))
-          throw std::runtime_error(name + ": dtype " + dtype + " is not one initc writes");
-        item.param.shape = entry.at("shape").get<std::vector<int64_t>>();
-        for (int64_t dim : item.param.shape)
-          if (dim < 0)
-            throw std::runtime_error(name + ": negative dimension");
-        auto file = fileIndex.find(entry.at("file").get<std::string>());
-        if (file == fileIndex.end())
-          throw std::runtime_error(name + ": its file is not among \"files\"");
-        item.file = file->second;
-        item.offset = entry.at("offset").get<uint64_t>();
-        item.index = entry.at("index").get<int64_t>();
-        for (const auto &slice : entry.at("slices")) {
-          StoredBox box;
-          box.rank = slice.at("rank").get<int64_t>();
-          box.offset = slice.at("offset").get<std::vector<int64_t>>();
-          box.shape = slice.at("shape").get<std::vector<int64_t>>();
-          box.checksum = slice.at("checksum").get<std::string>();
-          uint64_t ignored;
-          if (!parseChecksumHex(box.checksum, ignored))
-            throw std::runtime_error(name + ": checksum " + box.checksum +
-                                     " is not 16 hex digits");
-          box.file = item.file;
-          box.storedShape = item.param.shape;
-          box.storedOffset = box.offset;
-          box.where = name + " box at " + shapeText(box.offset) + " by rank " +
-                      std::to_string(box.rank) + " (" + file->first + ")";
-          box.hint = rerunRank(dir, box.rank);
-          item.boxes.push_back(std::move(box));
-        }
-        listed.push_back(std::move(item));
-      }
-    } catch (const std::exception &e) {
-      error = path + " is malformed (" + e.what() + "): " + rerunJob;
-      return false;
-    }
-    std::sort(listed.begin(), listed.end(),
-              [](const Listed &a, const Listed &b) { return a.index < b.index; });
-    for (size_t i = 0; i < listed.size(); ++i)
-      if (listed[i].index != int64_t(i)) {
-        error = path + " is malformed (the tensors' \"index\" is not 0 .. " +
-                std::to_string(listed.size() - 1) + "): " + rerunJob;
+    for (const hf::FileRecord &file : record.files) {
+      if (!parseHfFileName(file.name) || fileIndex.count(file.name)) {
+        error = joinPath(dir, kHfRecordFile) + " is malformed (file name " + file.name +
+                " is not one an hf checkpoint has): " + rerunJob;
         return false;
       }
-
+      fileIndex[file.name] = paths.size();
+      paths.push_back(joinPath(dir, file.name));
+      names.push_back(file.name);
+      sizes.push_back(file.size);
+    }
     // The files: complete (the size recorded) and holding each tensor where the record says.
     for (size_t file = 0; file < paths.size(); ++file) {
       SafetensorsReader *reader = pool.get(file, error);
@@ -133,35 +59,81 @@ public:
         return false;
       }
     }
-    for (Listed &item : listed) {
-      SafetensorsReader *reader = pool.get(item.file, error);
-      if (!reader)
-        return false;
-      const SafetensorsEntry *entry = reader->find(item.name);
-      if (!entry || entry->dtype != dtypeName(item.param.dtype) ||
-          entry->shape != item.param.shape || reader->dataStart() + entry->begin != item.offset) {
-        error = paths[item.file] + " does not hold " + item.name + " as " + kHfRecordFile +
-                " records it (" + dtypeName(item.param.dtype) + " " +
-                shapeText(item.param.shape) + " at byte " + std::to_string(item.offset) +
-                "): " + rerunJob;
+    places.resize(description.params.size());
+    for (const auto &[name, tensor] : record.tensors) {
+      const Param &param = description.params[size_t(tensor.index)];
+      auto file = fileIndex.find(tensor.file);
+      if (file == fileIndex.end()) {
+        error = joinPath(dir, kHfRecordFile) + " is malformed (" + name +
+                ": its file is not among \"files\"): " + rerunJob;
         return false;
       }
+      SafetensorsReader *reader = pool.get(file->second, error);
+      if (!reader)
+        return false;
+      const SafetensorsEntry *entry = reader->find(name);
+      if (!entry || entry->dtype != dtypeName(param.dtype) || entry->shape != param.shape ||
+          reader->dataStart() + entry->begin != tensor.offset) {
+        error = paths[file->second] + " does not hold " + name + " as " + kHfRecordFile +
+                " records it (" + dtypeName(param.dtype) + " " + shapeText(param.shape) +
+                " at byte " + std::to_string(tensor.offset) + "): " + rerunJob;
+        return false;
+      }
+      places[size_t(tensor.index)] = {file->second, entry->begin};
+    }
+    for (const Param &param : description.params) {
       SourceTensor tensor;
-      tensor.param = item.param;
-      tensor.boxes = std::move(item.boxes);
-      for (StoredBox &box : tensor.boxes)
-        box.begin = entry->begin;
-      description.params.push_back(tensor.param);
+      tensor.param = param;
       entries.push_back(std::move(tensor));
     }
-    std::string config;
+    // Every rank's sums, read one file at a time and kept per tensor in rank order: 8 bytes per
+    // box (the boxes themselves are recomputed when a tensor is assembled).
+    sums.resize(description.params.size());
+    const int64_t world = description.mesh.size();
+    for (int64_t rank = 0; rank < world; ++rank) {
+      const std::vector<ParamBox> boxes = writeBoxes(description, rank);
+      std::vector<uint64_t> mine;
+      if (!hf::readSumsFile(hf::sumsPath(dir, rank), description.programId, rank, world,
+                            boxes.size(), mine, error)) {
+        error += ": " + rerunRank(dir, rank);
+        return false;
+      }
+      for (size_t b = 0; b < boxes.size(); ++b)
+        sums[boxes[b].param].push_back(mine[b]);
+    }
     struct stat info;
     if (::stat(joinPath(dir, kHfConfigFile).c_str(), &info) == 0) {
+      std::string config;
       if (!readTextFile(joinPath(dir, kHfConfigFile), config, error))
         return false;
       description.hfConfig = config;
     }
-    return checkTiling(error);
+    return true; // the boxes tile each tensor: writeBoxes makes them so
+  }
+
+  bool boxes(size_t index, std::vector<StoredBox> &stored, std::string &) override {
+    const Param &param = description.params[index];
+    stored.clear();
+    Slice slice;
+    size_t next = 0;
+    for (int64_t rank = 0; rank < description.mesh.size(); ++rank) {
+      if (!writeBox(description.mesh, param, rank, slice))
+        continue;
+      StoredBox box;
+      box.rank = rank;
+      box.offset = slice.offset;
+      box.shape = slice.shape;
+      box.checksum = checksumToHex(sums[index][next++]);
+      box.file = places[index].file;
+      box.begin = places[index].begin;
+      box.storedShape = param.shape;
+      box.storedOffset = box.offset;
+      box.where = param.name + " box at " + shapeText(box.offset) + " by rank " +
+                  std::to_string(rank) + " (" + names[box.file] + ")";
+      box.hint = rerunRank(dir, rank);
+      stored.push_back(std::move(box));
+    }
+    return true;
   }
 
   bool readFile(size_t file, uint64_t offset, void *out, uint64_t bytes,
@@ -170,10 +142,16 @@ public:
     return reader && reader->read(offset, out, bytes, error);
   }
 
-
 private:
+  struct Place {
+    size_t file = 0;
+    uint64_t begin = 0; // in the file's data section
+  };
   std::string dir;
   ReaderPool pool;
+  std::vector<std::string> names;          // of the files, as the record lists them
+  std::vector<Place> places;               // per tensor
+  std::vector<std::vector<uint64_t>> sums; // per tensor, its boxes' checksums in rank order
 };
 
 } // namespace

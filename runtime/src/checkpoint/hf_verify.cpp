@@ -1,8 +1,10 @@
-// `initc verify` of an hf checkpoint: initc-checkpoint.json and the data files alone (no program):
-// every file's size and header against the record, every slice's checksum.
+// `initc verify` of an hf checkpoint: initc-checkpoint.json, the ranks' sums files and the data
+// files alone (no program): every file's size and header against the record, then rank by rank
+// its sums file and each of its boxes (writeBoxes of the record's mesh and split axes) against it.
 #include "checkpoint/verify.h"
 
 #include "checkpoint/hf_files.h"
+#include "initrt/base/checksum.h"
 #include "initrt/base/safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -96,61 +98,77 @@ bool verifyHfCheckpoint(const std::string &dir, std::vector<std::string> &proble
   for (const FileRecord &file : record.files)
     fileOk[file.name] = checkFile(dir, record, file, problems);
 
-  // Every slice, in tensor order; workers take them in turn, one open file per data file each.
-  struct Task {
-    const std::string *name;
-    const TensorRecord *tensor;
-    const SliceRecord *slice;
-  };
-  std::vector<Task> tasks;
+  // The tensors as a program: what writeBoxes recomputes every rank's boxes from.
+  const Program program = record.program();
+  std::vector<const TensorRecord *> byIndex(program.params.size());
+  for (const auto &entry : record.tensors)
+    byIndex[size_t(entry.second.index)] = &entry.second;
+  std::vector<bool> usable(program.params.size(), true);
   uint64_t total = 0;
-  for (const auto &entry : record.tensors) {
-    const int bits = safetensorsDTypeBits(entry.second.dtype);
+  for (size_t p = 0; p < program.params.size(); ++p) {
+    const Param &param = program.params[p];
+    const TensorRecord &tensor = *byIndex[p];
+    const int bits = safetensorsDTypeBits(tensor.dtype);
     if (bits <= 0 || bits % 8 != 0) {
-      problems.push_back(entry.first + ": the record's dtype " + entry.second.dtype +
+      problems.push_back(param.name + ": the record's dtype " + tensor.dtype +
                          " is not one initc writes");
-      continue;
-    }
-    if (!fileOk.count(entry.second.file)) {
-      problems.push_back(entry.first + ": the record places it in " + entry.second.file +
+      usable[p] = false;
+    } else if (!fileOk.count(tensor.file)) {
+      problems.push_back(param.name + ": the record places it in " + tensor.file +
                          ", which it does not list");
-      continue;
-    }
-    for (const SliceRecord &slice : entry.second.slices) {
-      tasks.push_back({&entry.first, &entry.second, &slice});
-      total += uint64_t(slice.box.numElements()) * uint64_t(bits / 8);
+      usable[p] = false;
+    } else {
+      total += uint64_t(param.numElements()) * uint64_t(bits / 8);
     }
   }
-  std::vector<std::string> found(tasks.size());
-  std::atomic<size_t> next{0};
+
+  // Rank by rank: workers take ranks in turn, so that at most one rank's boxes and sums per
+  // worker are held, however many ranks wrote the checkpoint.
+  const int64_t world = program.mesh.size();
+  std::vector<std::vector<std::string>> found(static_cast<size_t>(world));
+  std::atomic<int64_t> next{0};
   std::mutex progressLock;
   uint64_t done = 0;
   auto work = [&] {
     std::map<std::string, int> fds;
-    for (size_t t; (t = next++) < tasks.size();) {
-      const Task &task = tasks[t];
-      const TensorRecord &tensor = *task.tensor;
-      if (!fileOk[tensor.file])
-        continue; // said once, for the file
-      int &fd = fds[tensor.file];
-      if (fd == 0)
-        fd = ::open(joinPath(dir, tensor.file).c_str(), O_RDONLY | O_CLOEXEC);
-      const uint64_t elementBytes = uint64_t(safetensorsDTypeBits(tensor.dtype) / 8);
-      BoxRuns runs(tensor.shape, task.slice->box, elementBytes, tensor.offset);
-      std::string hex, why;
-      std::string where = *task.name + " (" + tensor.file + ") slice " +
-                          sliceText(task.slice->box) + " written by rank " +
-                          std::to_string(task.slice->rank);
-      if (fd < 0)
-        found[t] = where + ": cannot open the file: " + std::strerror(errno);
-      else if (!checksumBox(fd, runs, hex, why))
-        found[t] = where + ": " + why + ": " + repairHint(dir, task.slice->rank);
-      else if (hex != task.slice->checksum)
-        found[t] = where + ": checksum " + hex + " is not the recorded " + task.slice->checksum +
-                   ": " + repairHint(dir, task.slice->rank);
+    for (int64_t rank; (rank = next++) < world;) {
+      std::vector<std::string> &mine = found[size_t(rank)];
+      const std::vector<ParamBox> boxes = writeBoxes(program, rank);
+      std::vector<uint64_t> sums;
+      std::string why;
+      if (!readSumsFile(sumsPath(dir, rank), record.programId, rank, world, boxes.size(), sums,
+                        why)) {
+        mine.push_back("rank " + std::to_string(rank) + "'s checksums: " + why + ": " +
+                       repairHint(dir, rank));
+        continue;
+      }
+      uint64_t bytes = 0;
+      for (size_t b = 0; b < boxes.size(); ++b) {
+        const Param &param = program.params[boxes[b].param];
+        const TensorRecord &tensor = *byIndex[boxes[b].param];
+        if (!usable[boxes[b].param] || !fileOk[tensor.file])
+          continue; // said once, for the tensor or the file
+        int &fd = fds[tensor.file];
+        if (fd == 0)
+          fd = ::open(joinPath(dir, tensor.file).c_str(), O_RDONLY | O_CLOEXEC);
+        const uint64_t elementBytes = uint64_t(safetensorsDTypeBits(tensor.dtype) / 8);
+        BoxRuns runs(tensor.shape, boxes[b].box, elementBytes, tensor.offset);
+        std::string hex;
+        const std::string recorded = checksumToHex(sums[b]);
+        std::string where = param.name + " (" + tensor.file + ") slice " +
+                            sliceText(boxes[b].box) + " written by rank " + std::to_string(rank);
+        if (fd < 0)
+          mine.push_back(where + ": cannot open the file: " + std::strerror(errno));
+        else if (!checksumBox(fd, runs, hex, why))
+          mine.push_back(where + ": " + why + ": " + repairHint(dir, rank));
+        else if (hex != recorded)
+          mine.push_back(where + ": checksum " + hex + " is not the recorded " + recorded + ": " +
+                         repairHint(dir, rank));
+        bytes += runs.count() * runs.runBytes();
+      }
       if (progress) {
         std::lock_guard<std::mutex> hold(progressLock);
-        done += runs.count() * runs.runBytes();
+        done += bytes;
         progress(done, total);
       }
     }
@@ -159,15 +177,15 @@ bool verifyHfCheckpoint(const std::string &dir, std::vector<std::string> &proble
         ::close(entry.second);
   };
   unsigned workers = threads > 0 ? unsigned(threads) : std::max(1u, std::thread::hardware_concurrency());
-  workers = std::min<unsigned>(workers, std::max<size_t>(1, tasks.size()));
+  workers = unsigned(std::min<int64_t>(workers, std::max<int64_t>(1, world)));
   std::vector<std::thread> pool;
   for (unsigned w = 1; w < workers; ++w)
     pool.emplace_back(work);
   work();
   for (std::thread &thread : pool)
     thread.join();
-  for (std::string &problem : found)
-    if (!problem.empty())
+  for (std::vector<std::string> &rankProblems : found)
+    for (std::string &problem : rankProblems)
       problems.push_back(std::move(problem));
   return problems.empty();
 }

@@ -87,16 +87,11 @@ bool checkOutputDir(const std::string &dir, const Program &program, bool overwri
   // Shard files of another mesh size are another program's by their names alone. Those of this
   // size are each checked by the rank that owns the name (checkOwnShard), so that no process
   // reads thousands of headers.
-  DIR *listing = ::opendir(dir.c_str());
-  if (!listing) {
-    error = "cannot list " + dir + ": " + std::strerror(errno) + ": choose another --out";
+  std::vector<std::string> names;
+  if (!listDirectory(dir, names, error)) {
+    error += ": choose another --out";
     return false;
   }
-  std::vector<std::string> names;
-  while (dirent *entry = ::readdir(listing))
-    names.emplace_back(entry->d_name);
-  ::closedir(listing);
-  std::sort(names.begin(), names.end());
   for (const std::string &name : names) {
     int64_t rank, world;
     if (!parseShardFileName(name, rank, world) || world == worldSize)
@@ -124,19 +119,12 @@ bool checkOwnShard(const std::string &dir, const Program &program, int64_t rank,
   std::string path = joinPath(dir, name);
   // A symbolic link is followed (AtomicFile), so one to another file of this checkpoint would
   // have two ranks write one file, or a rank write the index.
-  std::string target = writtenPath(path);
-  if (target != path) {
-    size_t slash = target.rfind('/');
-    std::string targetDir = slash == std::string::npos ? "." : target.substr(0, slash + 1);
-    std::string targetName = slash == std::string::npos ? target : target.substr(slash + 1);
-    char *here = ::realpath(dir.c_str(), nullptr), *there = ::realpath(targetDir.c_str(), nullptr);
-    bool sameDir = here && there && std::strcmp(here, there) == 0;
-    std::free(here);
-    std::free(there);
+  const std::string targetName = linkTargetInDir(dir, path);
+  if (!targetName.empty()) {
     std::string whose;
-    if (sameDir && targetName == kIndexFile)
+    if (targetName == kIndexFile)
       whose = "the checkpoint's index";
-    for (int64_t other = 0; sameDir && whose.empty() && other < worldSize; ++other)
+    for (int64_t other = 0; whose.empty() && other < worldSize; ++other)
       if (other != rank && targetName == shardFileName(other, worldSize))
         whose = "rank " + std::to_string(other) + "'s shard";
     if (!whose.empty()) {

@@ -32,6 +32,9 @@ private:
 
 class RanksLayout final : public CheckpointLayout {
 public:
+  std::string afterRebasedRank() const override {
+    return " (then rerun the whole job, so that index.json records it)";
+  }
   bool storesReplicas() const override { return true; }
   bool prepareDir(const std::string &dir, const Program &program, bool overwrite,
                   std::string &error) const override {

@@ -107,7 +107,7 @@ public:
 
   // Each distinct slice from its owner's file; the slices follow from the sharding, so they tile
   // the tensor.
-  bool boxes(size_t which, std::vector<StoredBox> &stored, std::vector<StoredBox> &writers,
+  bool boxes(size_t which, std::vector<StoredBox> &stored,
              std::string &error) override {
     const IndexParam &item = index.params[which];
     stored.clear();
@@ -136,20 +136,6 @@ public:
       box.checksum = shard->records.at(item.param.name).checksum;
       stored.push_back(std::move(box));
     }
-    // An hf checkpoint of the same job records each rank's writeBoxes: parts of these slices.
-    // They depend on this parameter alone.
-    Program alone;
-    alone.mesh = description.mesh;
-    alone.params.push_back(description.params[which]);
-    writers.clear();
-    for (int64_t rank = 0; rank < index.worldSize; ++rank)
-      for (const ParamBox &part : writeBoxes(alone, rank)) {
-        StoredBox box;
-        box.rank = rank;
-        box.offset = part.box.offset;
-        box.shape = part.box.shape;
-        writers.push_back(std::move(box));
-      }
     return true;
   }
 

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <stdexcept>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,8 +37,8 @@ std::string rerunJobHint(const std::string &dir, bool overwrite) {
          "`): ranks already complete are skipped and index.json is written again";
 }
 
-/// Parses "rank-00003-of-00004.safetensors" (5 or more digits each).
-bool parseShardFileName(const std::string &name, int64_t &rank, int64_t &worldSize) {
+bool parseRankFileName(const std::string &name, const std::string &prefix, int64_t &rank,
+                       int64_t &worldSize) {
   auto digitsAt = [&](size_t &pos, int64_t &value) {
     size_t start = pos;
     value = 0;
@@ -44,16 +46,55 @@ bool parseShardFileName(const std::string &name, int64_t &rank, int64_t &worldSi
       value = value * 10 + (name[pos++] - '0');
     return pos - start >= 5;
   };
-  size_t pos = 0;
-  if (name.compare(0, 5, "rank-") != 0)
+  if (name.compare(0, prefix.size(), prefix) != 0)
     return false;
-  pos = 5;
+  size_t pos = prefix.size();
   if (!digitsAt(pos, rank) || name.compare(pos, 4, "-of-") != 0)
     return false;
   pos += 4;
   if (!digitsAt(pos, worldSize))
     return false;
   return name.compare(pos, std::string::npos, ".safetensors") == 0;
+}
+
+/// Parses "rank-00003-of-00004.safetensors" (5 or more digits each).
+bool parseShardFileName(const std::string &name, int64_t &rank, int64_t &worldSize) {
+  return parseRankFileName(name, "rank-", rank, worldSize);
+}
+
+std::string rankFileName(const std::string &prefix, int64_t rank, int64_t worldSize) {
+  char digits[64];
+  std::snprintf(digits, sizeof(digits), "%05lld-of-%05lld.safetensors", (long long)rank,
+                (long long)worldSize);
+  return prefix + digits;
+}
+
+std::string linkTargetInDir(const std::string &dir, const std::string &path) {
+  std::string target = writtenPath(path);
+  if (target == path)
+    return "";
+  size_t slash = target.rfind('/');
+  std::string targetDir = slash == std::string::npos ? "." : target.substr(0, slash + 1);
+  std::string targetName = slash == std::string::npos ? target : target.substr(slash + 1);
+  char *here = ::realpath(dir.c_str(), nullptr), *there = ::realpath(targetDir.c_str(), nullptr);
+  bool sameDir = here && there && std::strcmp(here, there) == 0;
+  std::free(here);
+  std::free(there);
+  return sameDir ? targetName : "";
+}
+
+bool listDirectory(const std::string &dir, std::vector<std::string> &names, std::string &error) {
+  names.clear();
+  DIR *listing = ::opendir(dir.c_str());
+  if (!listing) {
+    error = "cannot list " + dir + ": " + std::strerror(errno);
+    return false;
+  }
+  while (dirent *entry = ::readdir(listing))
+    names.emplace_back(entry->d_name);
+  ::closedir(listing);
+  std::sort(names.begin(), names.end());
+  return true;
 }
 
 bool parseShardTensors(const SafetensorsReader &reader,

@@ -43,6 +43,19 @@ std::string rerunJobHint(const std::string &dir, bool overwrite);
 
 /// Parses "rank-00003-of-00004.safetensors" (5 or more digits each).
 bool parseShardFileName(const std::string &name, int64_t &rank, int64_t &worldSize);
+/// Parses "<prefix>00003-of-00004.safetensors" (5 or more digits each): the name of one rank's
+/// file, rank-... (ranks layout) or shard-... (dcp).
+bool parseRankFileName(const std::string &name, const std::string &prefix, int64_t &rank,
+                       int64_t &worldSize);
+/// "<prefix>00003-of-00004.safetensors".
+std::string rankFileName(const std::string &prefix, int64_t rank, int64_t worldSize);
+/// When `path` (a file in `dir`) is a symbolic link to another file in `dir`, that file's name;
+/// else "". A rank's file is written through links (AtomicFile), so one to another file of the
+/// checkpoint would have two writers share it.
+std::string linkTargetInDir(const std::string &dir, const std::string &path);
+/// The names in `dir` ("." and ".." among them), sorted; false with `error` when it cannot be
+/// listed.
+bool listDirectory(const std::string &dir, std::vector<std::string> &names, std::string &error);
 
 /// What a shard file's "initc.tensors" metadata says about one tensor.
 struct ShardTensorRecord {

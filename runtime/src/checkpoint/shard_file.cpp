@@ -28,10 +28,7 @@ namespace initrt {
 
 using namespace records;
 std::string shardFileName(int64_t rank, int64_t worldSize) {
-  char name[96];
-  std::snprintf(name, sizeof(name), "rank-%05lld-of-%05lld.safetensors", (long long)rank,
-                (long long)worldSize);
-  return name;
+  return rankFileName("rank-", rank, worldSize);
 }
 
 //===----------------------------------------------------------------------===//
@@ -257,6 +254,13 @@ std::string baseDifference(const std::string *recorded, const std::string &now, 
   return "";
 }
 
+std::string fileBaseDifference(const SafetensorsReader &reader, const std::string &now,
+                               bool someMissing) {
+  const std::string *recorded = reader.metadataValue(kBaseStampsKey);
+  // A program that loads nothing records nothing.
+  return now.empty() && !recorded ? "" : baseDifference(recorded, now, someMissing);
+}
+
 ShardState shardState(const std::string &dir, const Program &program, int64_t rank,
                       std::vector<std::string> &checksums, std::string &reason,
                       const std::string *baseStamps, bool someBasesMissing) {
@@ -272,11 +276,7 @@ ShardState shardState(const std::string &dir, const Program &program, int64_t ra
   }
   // Before reading any bytes: a shard of another version of the base is rewritten anyway.
   if (baseStamps) {
-    const std::string *recorded = reader.metadataValue(kBaseStampsKey);
-    // A program that loads nothing records nothing.
-    std::string difference = baseStamps->empty() && !recorded
-                                 ? ""
-                                 : baseDifference(recorded, *baseStamps, someBasesMissing);
+    std::string difference = fileBaseDifference(reader, *baseStamps, someBasesMissing);
     if (!difference.empty()) {
       reason = reader.path() + ": " + difference;
       return ShardState::BaseChanged;
@@ -292,24 +292,11 @@ ShardState shardState(const std::string &dir, const Program &program, int64_t ra
       continue;
     ++expected;
     Slice slice = sliceForRank(program.mesh, param, rank);
-    const SafetensorsEntry *entry = reader.find(param.name);
     auto record = records.find(param.name);
-    if (!entry || record == records.end()) {
-      reason = reader.path() + ": " + param.name + " is missing";
-      return ShardState::Incomplete;
-    }
-    if (entry->dtype != dtypeName(param.dtype) || entry->shape != slice.shape ||
-        record->second.globalShape != param.shape || record->second.offset != slice.offset) {
-      reason = reader.path() + ": " + param.name + " has another dtype, shape or offset";
-      return ShardState::Incomplete;
-    }
     std::string actual;
-    if (!reader.checksum(*entry, actual, reason))
+    if (!storedBoxMatches(reader, param, slice, reader.find(param.name),
+                          record == records.end() ? nullptr : &record->second, actual, reason))
       return ShardState::Incomplete;
-    if (actual != record->second.checksum) {
-      reason = reader.path() + ": " + param.name + ": checksum mismatch";
-      return ShardState::Incomplete;
-    }
     checksums[i] = actual;
   }
   if (reader.tensors().size() != expected || records.size() != expected) {

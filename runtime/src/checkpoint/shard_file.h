@@ -120,4 +120,34 @@ ShardState shardState(const std::string &dir, const Program &program, int64_t ra
 /// `someMissing`, files absent now are not compared: only those there must be as recorded.
 std::string baseDifference(const std::string *recorded, const std::string &now, bool someMissing);
 
+/// baseDifference of a rank's file (its kBaseStampsKey metadata) against `now`; "" also for a
+/// program that loads nothing and a file that records nothing.
+std::string fileBaseDifference(const SafetensorsReader &reader, const std::string &now,
+                               bool someMissing);
+
+/// Whether a tensor of a rank's file (ranks, dcp layouts) is the box `box` of `param` the program
+/// puts there: listed (`entry`, `record`), of its dtype, shape, offset and global shape, its
+/// bytes matching the recorded checksum (`actual` gets theirs). False with `reason`.
+template <class Record>
+bool storedBoxMatches(SafetensorsReader &reader, const Param &param, const Slice &box,
+                      const SafetensorsEntry *entry, const Record *record, std::string &actual,
+                      std::string &reason) {
+  if (!entry || !record) {
+    reason = reader.path() + ": " + param.name + " is missing";
+    return false;
+  }
+  if (entry->dtype != dtypeName(param.dtype) || entry->shape != box.shape ||
+      record->globalShape != param.shape || record->offset != box.offset) {
+    reason = reader.path() + ": " + param.name + " has another dtype, shape or offset";
+    return false;
+  }
+  if (!reader.checksum(*entry, actual, reason))
+    return false;
+  if (actual != record->checksum) {
+    reason = reader.path() + ": " + param.name + ": checksum mismatch";
+    return false;
+  }
+  return true;
+}
+
 } // namespace initrt

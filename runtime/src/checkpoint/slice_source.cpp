@@ -1,6 +1,7 @@
 #include "checkpoint/slice_source.h"
 
 #include "checkpoint/dcp_file.h"
+#include "checkpoint/hf_files.h"
 
 #include "checkpoint/records.h"
 
@@ -42,12 +43,8 @@ bool parseNumberedName(const std::string &name, const std::string &prefix, int64
 
 std::vector<std::string> directoryNames(const std::string &dir) {
   std::vector<std::string> names;
-  if (DIR *handle = ::opendir(dir.c_str())) {
-    while (dirent *entry = ::readdir(handle))
-      names.push_back(entry->d_name);
-    ::closedir(handle);
-  }
-  std::sort(names.begin(), names.end());
+  std::string ignored; // an unlistable directory shows no layout
+  listDirectory(dir, names, ignored);
   return names;
 }
 
@@ -114,10 +111,8 @@ bool SliceSource::readBox(const StoredBox &box, uint64_t elementBytes, uint64_t 
   return true;
 }
 
-bool SliceSource::boxes(size_t index, std::vector<StoredBox> &stored,
-                        std::vector<StoredBox> &writers, std::string &) {
+bool SliceSource::boxes(size_t index, std::vector<StoredBox> &stored, std::string &) {
   stored = entries[index].boxes;
-  writers = entries[index].boxes;
   return true;
 }
 
@@ -198,8 +193,9 @@ bool layoutReservesName(const std::string &layout, const std::string &name) {
   if ((layout.empty() || layout == "ranks") &&
       (name == kIndexFile || parseShardFileName(name, k, n)))
     return true;
-  if ((layout.empty() || layout == "hf") && (name == kHfRecordFile || name == kHfIndexFile ||
-                                             name == kHfConfigFile || parseHfFileName(name)))
+  if ((layout.empty() || layout == "hf") &&
+      (name == kHfRecordFile || name == kHfIndexFile || name == kHfConfigFile ||
+       name == hf::kSumsDir || parseHfFileName(name)))
     return true;
   // DCP's reader takes every .safetensors file in the directory as part of the checkpoint.
   return (layout.empty() || layout == "dcp") && name.size() >= suffix.size() &&

@@ -19,10 +19,8 @@ namespace initrt {
 
 // The hf layout's record (ir-spec/checkpoint.md, "The hf layout").
 inline constexpr const char *kHfRecordFile = "initc-checkpoint.json";
-inline constexpr const char *kHfRecordFormat = "initc-hf";
 inline constexpr const char *kHfIndexFile = "model.safetensors.index.json";
 inline constexpr const char *kHfConfigFile = "config.json";
-inline constexpr int kHfRecordVersion = 1;
 
 /// One box of a tensor as the checkpoint stores it. Its bytes, in the box's own row-major order,
 /// are read out of an array of `storedShape` (the box itself, or the whole tensor) that starts
@@ -41,7 +39,7 @@ struct StoredBox {
 /// One global tensor of the checkpoint, in the program's order.
 struct SourceTensor {
   Param param; // name, aliases, dtype, shape (splitAxes only where the source records them)
-  /// Where the layout's records list them (hf, dcp): the stored boxes, which tile the tensor.
+  /// Where the layout's records list them (dcp): the stored boxes, which tile the tensor.
   std::vector<StoredBox> boxes;
 };
 
@@ -56,12 +54,10 @@ public:
   /// parameters in order.
   const Program &program() const { return description; }
   const std::vector<SourceTensor> &tensors() const { return entries; }
-  /// Tensor `index`'s stored boxes, and the boxes an hf checkpoint of it records (each element
-  /// once, by its writer rank: writeBoxes of every rank). By default those read at open, which
-  /// are both; a layout whose boxes follow from the sharding (ranks) computes them when asked, one
-  /// tensor at a time, so that a job of many ranks is never held whole.
-  virtual bool boxes(size_t index, std::vector<StoredBox> &stored, std::vector<StoredBox> &writers,
-                     std::string &error);
+  /// Tensor `index`'s stored boxes. By default those read at open; a layout whose boxes follow
+  /// from the sharding (ranks, hf) computes them when asked, one tensor at a time, so that a job
+  /// of many ranks is never held whole.
+  virtual bool boxes(size_t index, std::vector<StoredBox> &stored, std::string &error);
 
   /// Bytes [from, from + bytes) of `box` in its own row-major order.
   bool readBox(const StoredBox &box, uint64_t elementBytes, uint64_t from, char *out,

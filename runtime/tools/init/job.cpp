@@ -407,7 +407,7 @@ int run(World &world, const Options &options, int64_t myRank, const std::string 
   if ((stats.rebased || stats.damaged) && !options.quiet && singleRank)
     std::fprintf(stderr, "%s: rank %lld: %s: computing it again%s\n", programName.c_str(),
                  (long long)myRank, notComplete.c_str(),
-                 stats.rebased ? " (then rerun the whole job, so that index.json records it)" : "");
+                 stats.rebased ? output.afterRebasedRank().c_str() : "");
   if (complete) {
     stats.skipped = 1;
     // A job's summary counts the complete ranks; a lone --rank run says it here.

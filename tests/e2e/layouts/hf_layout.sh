@@ -36,10 +36,12 @@ same_tensors() {
 verifies() {
   "$INITC" verify "$1" >"$WORK/verify.txt" 2>&1 || fail "verify $1 failed: $(head -c 800 "$WORK/verify.txt")"
 }
-# Only the checkpoint: no temporaries, no other safetensors file, no job token.
+# Only the checkpoint: no temporaries, no other safetensors file, no job token; in .initc only
+# the ranks' sums files.
 only_checkpoint() {
   local extra
-  extra=$(cd "$1" && ls -A | grep -vE '^(model-[0-9]{5}-of-[0-9]{5}\.safetensors|model\.safetensors\.index\.json|config\.json|initc-checkpoint\.json)$' || true)
+  extra=$(cd "$1" && ls -A | grep -vE '^(model-[0-9]{5}-of-[0-9]{5}\.safetensors|model\.safetensors\.index\.json|config\.json|initc-checkpoint\.json|\.initc)$' || true)
+  extra+=$(cd "$1/.initc" && ls -A | grep -vE '^rank-[0-9]{5}\.sums$' || true)
   [[ -z $extra ]] || fail "$1 holds more than the checkpoint: $extra"
 }
 
@@ -67,20 +69,32 @@ for dtype in bf16 f32; do
 done
 ONE="$WORK/one-bf16.hf"
 $PYTHON - "$WORK/four-bf16.hf" <<'EOF' || fail "the 4-rank record is not as specified"
-import json, sys
+import json, struct, sys
 d = sys.argv[1]
 rec = json.load(open(f"{d}/initc-checkpoint.json"))
 index = json.load(open(f"{d}/model.safetensors.index.json"))
-assert rec["format"] == "initc-hf" and rec["version"] == 1, rec["format"]
+assert rec["format"] == "initc-hf" and rec["version"] == 2, rec["format"]
 assert rec["mesh"] == {"axes": ["dp", "tp"], "shape": [2, 2]}, rec["mesh"]
+assert rec["write_boxes"] == {"rule": "replicas-split-rows", "min_box_bytes": 1 << 20}
+assert rec["sums"] == {"dir": ".initc", "ranks": 4}, rec["sums"]
 assert [f["name"] for f in rec["files"]] == ["model-00001-of-00001.safetensors"]
 assert set(index["weight_map"]) >= set(rec["tensors"])
-for name, t in rec["tensors"].items():
-    n = 1
-    for s in t["shape"]:
-        n *= s
-    assert sum(eval("*".join(map(str, s["shape"])) or "1") for s in t["slices"]) == n, name
-    assert all(len(s["checksum"]) == 16 for s in t["slices"]), name
+# tp splits the projections: some tensor lists a split axis, every axis index is a mesh axis.
+assert any(t["split_axes"] for t in rec["tensors"].values())
+assert all(a in (0, 1) for t in rec["tensors"].values() for axes in t["split_axes"] for a in axes)
+# Each rank's sums file: header, one XXH3-64 per box, its own checksum (verify checks it). A
+# rank may write nothing: dp replicas of a small tensor leave it to the first.
+total = 0
+for rank in range(4):
+    raw = open(f"{d}/.initc/rank-{rank:05d}.sums", "rb").read()
+    assert raw[:8] == b"INITCSUM", raw[:8]
+    version, id_len, r, world, boxes = struct.unpack_from("<IIQQQ", raw, 8)
+    assert (version, r, world) == (1, rank, 4), (version, r, world)
+    assert raw[40:40 + id_len].decode() == rec["program_id"]
+    header = (40 + id_len + 7) // 8 * 8
+    assert len(raw) == header + 8 * boxes + 8, (len(raw), boxes)
+    total += boxes
+assert total >= len(rec["tensors"]), total
 EOF
 
 # Replicas split their writing: dp=4 holds four copies of every tensor, and those of 8 MiB or
@@ -99,9 +113,11 @@ verifies "$WORK/big-four.hf"
 same_tensors "$WORK/big-four.hf" "$WORK/big-one.hf" "dp=4 vs 1 rank"
 $PYTHON - "$WORK/big-four.hf" <<'EOF' || fail "dp=4 did not split the replicated embedding"
 import json, sys
-rec = json.load(open(sys.argv[1] + "/initc-checkpoint.json"))
-ranks = {s["rank"] for s in rec["tensors"]["model.embed_tokens.weight"]["slices"]}
-assert ranks == {0, 1, 2, 3}, ranks
+import struct
+# Every tensor is whole on every rank; only those of 4 MiB or more give rank 3 a part.
+boxes = [struct.unpack_from("<Q", open(f"{sys.argv[1]}/.initc/rank-{r:05d}.sums", "rb").read(), 32)[0]
+         for r in range(4)]
+assert boxes[0] > boxes[3] > 0, boxes
 EOF
 
 # --max-shard-size: several files, the same tensors.
@@ -154,7 +170,8 @@ rm -rf "$WORK/killed.hf" "$WORK/huge-one.hf"
 # An unfinished checkpoint where some ranks are done (here rank 2, alone with --rank): the job
 # skips them, verified, and computes the others.
 "$WORK/four-bf16/init" --rank 2 --out "$WORK/part.hf" --quiet || fail "--rank 2 into a new --out"
-[[ -e $WORK/part.hf/.initc-hf-partial/rank-00002.json && ! -e $WORK/part.hf/initc-checkpoint.json ]] ||
+[[ -e $WORK/part.hf/.initc/rank-00002.sums && ! -e $WORK/part.hf/.initc/rank-00001.sums &&
+  ! -e $WORK/part.hf/initc-checkpoint.json ]] ||
   fail "--rank 2 alone did not leave an unfinished checkpoint: $(ls -A "$WORK/part.hf")"
 job four-bf16 4 --out "$WORK/part.hf" 2>"$WORK/part.txt" || fail "finishing the job failed"
 grep -q "1 already complete (2)" "$WORK/part.txt" || fail "rank 2 was not skipped: $(cat "$WORK/part.txt")"
@@ -165,22 +182,22 @@ same_tensors "$WORK/part.hf" "$ONE" "finished after --rank 2"
 # A corrupted byte: verify names the tensor, the slice and the rank that repairs it; --rank K
 # rewrites it in place.
 CK="$WORK/four-bf16.hf"
-read -r victim rank offset < <($PYTHON - "$CK" <<'EOF'
+victim=model.layers.1.mlp.down_proj.weight
+offset=$($PYTHON - "$CK" "$victim" <<'EOF'
 import json, sys
-rec = json.load(open(sys.argv[1] + "/initc-checkpoint.json"))
-name = "model.layers.1.mlp.down_proj.weight"
-t = rec["tensors"][name]
-s = t["slices"][-1]
-# The first byte of the slice: its offset in the tensor, row-major.
-shape, off = t["shape"], s["offset"]
-linear = 0
-for d in range(len(shape)):
-    linear = linear * shape[d] + off[d]
-print(name, s["rank"], t["offset"] + linear * (2 if t["dtype"] == "BF16" else 4))
+t = json.load(open(sys.argv[1] + "/initc-checkpoint.json"))["tensors"][sys.argv[2]]
+n = 1
+for s in t["shape"]:
+    n *= s
+print(t["offset"] + n * (2 if t["dtype"] == "BF16" else 4) - 1) # its last byte
 EOF
 )
 printf '\x5a' | dd of="$CK/model-00001-of-00001.safetensors" bs=1 seek="$offset" conv=notrunc status=none
-fails_cleanly "verify after corruption" "$victim .*slice offset .*rank $rank.*--rank $rank" "$INITC" verify "$CK"
+"$INITC" verify "$CK" >"$WORK/verify.txt" 2>&1 && fail "verify passed a changed byte"
+rank=$(grep -oE "$victim \(model-00001-of-00001\.safetensors\) slice offset \[[0-9,]+\] shape \[[0-9,]+\] written by rank [0-9]+" "$WORK/verify.txt" | grep -oE '[0-9]+$') ||
+  fail "verify did not name the tensor, slice and rank: $(head -c 800 "$WORK/verify.txt")"
+grep -q -- "--rank $rank --out" "$WORK/verify.txt" || fail "verify gave no repair: $(head -c 800 "$WORK/verify.txt")"
+[[ $(grep -c "is not the recorded" "$WORK/verify.txt") == 1 ]] || fail "verify named more than the changed slice: $(cat "$WORK/verify.txt")"
 "$WORK/four-bf16/init" --rank "$rank" --out "$CK" 2>"$WORK/repair.txt" ||
   fail "--rank $rank repair failed: $(cat "$WORK/repair.txt")"
 verifies "$CK"
@@ -192,6 +209,15 @@ cp -r "$CK" "$WORK/truncated.hf"
 truncate -s -100 "$WORK/truncated.hf/model-00001-of-00001.safetensors"
 fails_cleanly "verify a truncated file" "model-00001-of-00001.safetensors is [0-9]+ bytes, not the [0-9]+ recorded \(truncated\)" \
   "$INITC" verify "$WORK/truncated.hf"
+
+# A changed byte of a sums file: verify names the file and the rank that repairs it.
+cp -r "$CK" "$WORK/sums.hf"
+sums_size=$(stat -c %s "$WORK/sums.hf/.initc/rank-00001.sums")
+# A byte of its last box's checksum.
+printf '\x01' | dd of="$WORK/sums.hf/.initc/rank-00001.sums" bs=1 seek=$((sums_size - 9)) conv=notrunc status=none
+fails_cleanly "verify a changed sums file" "rank 1's checksums: .*rank-00001.sums does not match its own checksum.*--rank 1" \
+  "$INITC" verify "$WORK/sums.hf"
+rm -rf "$WORK/sums.hf" "$WORK/truncated.hf"
 
 # Another layout in --out, another program's checkpoint: refused, nothing renamed.
 fails_cleanly "ranks layout in --out" "another layout .*--overwrite" \

@@ -60,4 +60,7 @@ inline constexpr uint64_t kMinWriteBoxBytes = uint64_t(1) << 20;
 /// out.
 std::vector<ParamBox> writeBoxes(const Program &program, int64_t rank);
 
+/// writeBoxes for one parameter: false when `rank` writes none of `param`, else its box.
+bool writeBox(const Mesh &mesh, const Param &param, int64_t rank, Slice &box);
+
 } // namespace initrt

@@ -98,7 +98,28 @@ protected:
     return boxes;
   }
 
-  /// An hf checkpoint as prog/init --layout hf writes it.
+  /// A sums file as ir-spec/checkpoint.md lays it out ("Sums files").
+  static std::string sumsFile(const std::string &programId, int64_t rank, int64_t world,
+                              const std::vector<std::string> &checksums) {
+    std::string out = "INITCSUM";
+    auto u64 = [&](uint64_t value) {
+      for (int i = 0; i < 8; ++i)
+        out.push_back(char(value >> (8 * i)));
+    };
+    u64(1 | uint64_t(programId.size()) << 32);
+    u64(uint64_t(rank));
+    u64(uint64_t(world));
+    u64(checksums.size());
+    out += programId;
+    while (out.size() % 8)
+      out.push_back('\0');
+    for (const std::string &hex : checksums)
+      u64(std::stoull(hex, nullptr, 16));
+    u64(std::stoull(checksumHex(out.data(), out.size()), nullptr, 16));
+    return out;
+  }
+
+  /// An hf checkpoint as prog/init --layout hf writes it: its record and every rank's sums.
   void writeHfInput(const std::string &out, const Program &program, uint64_t maxShard,
                     const std::vector<std::vector<char>> &globals) {
     ASSERT_EQ(mkdir(out.c_str(), 0755), 0);
@@ -109,40 +130,56 @@ protected:
       writeText(out + "/" + name, bytes);
     writeText(out + "/model.safetensors.index.json", hfIndexJson(program, plan));
     writeText(out + "/config.json", program.hfConfig);
+    ASSERT_EQ(mkdir((out + "/.initc").c_str(), 0755), 0);
+    std::vector<std::vector<std::string>> sums(size_t(program.mesh.size()));
+    for (const std::vector<WrittenBox> &boxes : writtenBoxes(program, globals))
+      for (const WrittenBox &box : boxes) // param order within each rank: writeBoxes order
+        sums[size_t(box.rank)].push_back(box.checksum);
+    for (int64_t rank = 0; rank < program.mesh.size(); ++rank)
+      writeText(out + "/.initc/" + sumsName(rank),
+                sumsFile(program.programId, rank, program.mesh.size(), sums[size_t(rank)]));
     writeText(out + "/initc-checkpoint.json",
-              expectedRecord(program, plan, maxShard, globals).dump(1));
+              expectedRecord(program, plan, maxShard, false).dump(1));
   }
 
+  static std::string sumsName(int64_t rank) {
+    char name[32];
+    std::snprintf(name, sizeof name, "rank-%05lld.sums", (long long)rank);
+    return name;
+  }
+
+  /// initc-checkpoint.json of `program`: as prog/init writes it, or with `whole`, as assemble
+  /// does (one rank that wrote every tensor whole).
   static nlohmann::ordered_json expectedRecord(const Program &program, const HfPlan &plan,
-                                               uint64_t maxShard,
-                                               const std::vector<std::vector<char>> &globals) {
+                                               uint64_t maxShard, bool whole) {
     nlohmann::ordered_json record;
     record["format"] = "initc-hf";
-    record["version"] = 1;
+    record["version"] = 2;
     record["program_id"] = program.programId;
     record["model"] = program.modelName;
-    record["mesh"] = {{"axes", program.mesh.axisNames}, {"shape", program.mesh.shape}};
+    record["mesh"] = whole ? nlohmann::ordered_json{{"axes", nlohmann::ordered_json::array()},
+                                                   {"shape", nlohmann::ordered_json::array()}}
+                           : nlohmann::ordered_json{{"axes", program.mesh.axisNames},
+                                                   {"shape", program.mesh.shape}};
     record["max_shard_size"] = maxShard;
+    record["write_boxes"] = {{"rule", "replicas-split-rows"}, {"min_box_bytes", 1 << 20}};
+    record["sums"] = {{"dir", ".initc"}, {"ranks", whole ? 1 : program.mesh.size()}};
     record["files"] = nlohmann::ordered_json::array();
     for (const HfFile &file : plan.files)
       record["files"].push_back({{"name", file.name}, {"size", file.size}});
-    std::vector<std::vector<WrittenBox>> boxes = writtenBoxes(program, globals);
     record["tensors"] = nlohmann::ordered_json::object();
     for (size_t i = 0; i < program.params.size(); ++i) {
-      nlohmann::ordered_json slices = nlohmann::ordered_json::array();
-      for (const WrittenBox &box : boxes[i])
-        slices.push_back({{"offset", box.box.offset},
-                          {"shape", box.box.shape},
-                          {"checksum", box.checksum},
-                          {"rank", box.rank}});
       const Param &param = program.params[i];
+      std::vector<std::vector<int>> split = whole ? std::vector<std::vector<int>>() : param.splitAxes;
+      while (!split.empty() && split.back().empty())
+        split.pop_back();
       record["tensors"][param.name] = {{"index", i},
                                        {"file", plan.files[size_t(plan.places[i].file)].name},
                                        {"dtype", dtypeName(param.dtype)},
                                        {"shape", param.shape},
                                        {"aliases", param.aliases},
                                        {"offset", plan.places[i].offset},
-                                       {"slices", slices}};
+                                       {"split_axes", split}};
     }
     return record;
   }
@@ -196,6 +233,7 @@ protected:
     std::vector<std::string> names;
     for (const auto &[name, bytes] : files)
       names.push_back(name);
+    names.push_back(".initc");
     names.push_back("initc-checkpoint.json");
     names.push_back("model.safetensors.index.json");
     if (config)
@@ -211,7 +249,15 @@ protected:
     if (config)
       EXPECT_EQ(readAll(out + "/config.json"), program.hfConfig);
     EXPECT_EQ(nlohmann::ordered_json::parse(readAll(out + "/initc-checkpoint.json")),
-              expectedRecord(program, plan, maxShard, globals));
+              expectedRecord(program, plan, maxShard, true));
+    // One rank wrote every tensor whole: the checksum of each (with elements), in order.
+    std::vector<std::string> sums;
+    for (const std::vector<char> &bytes : globals)
+      if (!bytes.empty())
+        sums.push_back(checksumHex(bytes.data(), bytes.size()));
+    EXPECT_EQ(listDir(out + "/.initc"), std::vector<std::string>{sumsName(0)});
+    EXPECT_TRUE(readAll(out + "/.initc/" + sumsName(0)) ==
+                sumsFile(program.programId, 0, 1, sums));
   }
 };
 

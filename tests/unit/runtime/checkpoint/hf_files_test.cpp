@@ -1,5 +1,6 @@
 // The hf layout's pieces that stand alone: where a box lies in its file (BoxRuns, against a
-// brute-force walk of the tensor), how many writes a rank issues, and the record read back.
+// brute-force walk of the tensor), how many writes a rank issues, the record and the sums files
+// read back.
 #include "checkpoint_fixture.h"
 
 #include "checkpoint/hf_files.h"
@@ -91,39 +92,138 @@ TEST(HfWindow, StartsOnAPageAndCoversTheRun) {
   EXPECT_EQ(end, 4096 + kWindowBytes + 7);
 }
 
+// The record lists no box: read back, it is a program whose writeBoxes are the writer's.
 TEST_F(CheckpointTest, RecordReadsBack) {
+  for (Program program : {tinyProgram(), gridProgram()}) {
+    HfPlan plan;
+    std::string error;
+    ASSERT_TRUE(planHfCheckpoint(program, kDefaultMaxShardBytes, plan, error)) << error;
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/" + kRecordFile) << recordJson(program, plan, 123);
+    Record record;
+    ASSERT_TRUE(readRecord(dir, record, error)) << error;
+    EXPECT_EQ(record.programId, program.programId);
+    EXPECT_EQ(record.model, program.modelName);
+    EXPECT_EQ(record.maxShardSize, 123u);
+    ASSERT_EQ(record.files.size(), plan.files.size());
+    EXPECT_EQ(record.files[0].size, plan.files[0].size);
+    EXPECT_EQ(record.tensors.count("rope"), 0u); // not persistent
+    const Program read = record.program();
+    EXPECT_EQ(read.mesh.shape, program.mesh.shape);
+    for (int64_t rank = 0; rank < program.mesh.size(); ++rank) {
+      std::vector<ParamBox> written = writeBoxes(program, rank), recomputed = writeBoxes(read, rank);
+      ASSERT_EQ(written.size(), recomputed.size()) << rank;
+      for (size_t b = 0; b < written.size(); ++b) {
+        EXPECT_EQ(program.params[written[b].param].name, read.params[recomputed[b].param].name);
+        EXPECT_EQ(written[b].box, recomputed[b].box);
+      }
+    }
+  }
+  const TensorRecord w = [&] {
+    Record record;
+    std::string error;
+    readRecord(dir, record, error);
+    return record.tensors.at("cube");
+  }();
+  EXPECT_EQ(w.shape, (std::vector<int64_t>{5, 4, 7}));
+  EXPECT_EQ(w.splitAxes, (std::vector<std::vector<int>>{{0}, {}, {1}}));
+
+  std::string error;
+  Record record;
+  std::ofstream(dir + "/" + kRecordFile) << "{\"format\": \"initc-hf\", \"version\": 9}";
+  EXPECT_FALSE(readRecord(dir, record, error));
+  EXPECT_NE(error.find("version 9"), std::string::npos) << error;
+}
+
+// Another rule (or minimum box size) would give other boxes: the record is refused, not misread.
+TEST_F(CheckpointTest, RecordOfAnotherBoxRuleIsRefused) {
   Program program = tinyProgram();
   HfPlan plan;
   std::string error;
   ASSERT_TRUE(planHfCheckpoint(program, kDefaultMaxShardBytes, plan, error)) << error;
-  std::vector<std::vector<std::string>> sums(size_t(program.mesh.size()));
-  for (size_t r = 0; r < sums.size(); ++r) {
-    sums[r].assign(program.params.size(), "");
-    for (const ParamBox &box : writeBoxes(program, int64_t(r)))
-      sums[r][box.param] = "00000000000000" + std::to_string(10 + r);
-  }
+  std::string text = recordJson(program, plan, 123);
+  const std::string size = "\"min_box_bytes\": " + std::to_string(kMinWriteBoxBytes);
+  ASSERT_NE(text.find(size), std::string::npos) << text;
+  text.replace(text.find(size), size.size(), "\"min_box_bytes\": 4096");
   std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/" + kRecordFile) << recordJson(program, plan, 123, sums);
+  std::ofstream(dir + "/" + kRecordFile) << text;
   Record record;
-  ASSERT_TRUE(readRecord(dir, record, error)) << error;
-  EXPECT_EQ(record.programId, program.programId);
-  EXPECT_EQ(record.maxShardSize, 123u);
-  ASSERT_EQ(record.files.size(), plan.files.size());
-  EXPECT_EQ(record.files[0].size, plan.files[0].size);
-  const TensorRecord &w = record.tensors.at("w");
-  EXPECT_EQ(w.shape, (std::vector<int64_t>{5, 3}));
-  EXPECT_EQ(w.offset, plan.places[0].offset);
-  int64_t elements = 0;
-  for (const SliceRecord &slice : w.slices) {
-    elements += slice.box.numElements();
-    EXPECT_EQ(slice.checksum, "00000000000000" + std::to_string(10 + slice.rank));
-  }
-  EXPECT_EQ(elements, 15); // each element once
-  EXPECT_EQ(record.tensors.count("rope"), 0u); // not persistent
-
-  std::ofstream(dir + "/" + kRecordFile) << "{\"format\": \"initc-hf\", \"version\": 9}";
   EXPECT_FALSE(readRecord(dir, record, error));
-  EXPECT_NE(error.find("version 9"), std::string::npos) << error;
+  EXPECT_NE(error.find("at least 4096 bytes"), std::string::npos) << error;
+}
+
+// A sums file reads back only whole and as the file of this rank of this checkpoint.
+TEST_F(CheckpointTest, SumsFileReadsBackAndRefusesDamage) {
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/rank-00001.sums";
+  const std::vector<uint64_t> sums = {1, 0xfedcba9876543210ull, 42};
+  const std::string bytes = sumsFileBytes("prog-id", 1, 4, sums);
+  // 40 fixed bytes, the id padded to 48, three sums, its own checksum.
+  ASSERT_EQ(bytes.size(), 48u + 3 * 8 + 8);
+  EXPECT_EQ(bytes.compare(0, 8, "INITCSUM"), 0);
+  auto write = [&](const std::string &contents) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << contents;
+  };
+  auto refused = [&](const std::string &id, int64_t rank, int64_t world, uint64_t boxes) {
+    std::vector<uint64_t> read;
+    std::string error;
+    EXPECT_FALSE(readSumsFile(path, id, rank, world, boxes, read, error));
+    return error;
+  };
+  write(bytes);
+  std::vector<uint64_t> read;
+  std::string error;
+  ASSERT_TRUE(readSumsFile(path, "prog-id", 1, 4, 3, read, error)) << error;
+  EXPECT_EQ(read, sums);
+  EXPECT_NE(refused("prog-ie", 1, 4, 3).find("another program's"), std::string::npos);
+  EXPECT_NE(refused("prog-id", 2, 4, 3).find("is rank 1 of 4's, not rank 2 of 4's"),
+            std::string::npos);
+  EXPECT_NE(refused("prog-id", 1, 4, 4).find("lists 3 boxes, not the 4"), std::string::npos);
+  write(bytes.substr(0, bytes.size() - 1));
+  EXPECT_NE(refused("prog-id", 1, 4, 3).find("(truncated)"), std::string::npos);
+  write(bytes + "x");
+  EXPECT_NE(refused("prog-id", 1, 4, 3).find("(changed)"), std::string::npos);
+  for (size_t at : {size_t(50), bytes.size() - 1}) { // a checksum, then its own
+    std::string changed = bytes;
+    changed[at] ^= 1;
+    write(changed);
+    EXPECT_NE(refused("prog-id", 1, 4, 3).find("does not match its own checksum"),
+              std::string::npos);
+  }
+  ::unlink(path.c_str());
+  EXPECT_NE(refused("prog-id", 1, 4, 3).find("is missing"), std::string::npos);
+}
+
+// The record's size depends on the tensors, not on the ranks: the same program on 16,384 ranks
+// (dp=512,tp=32, as Llama-3.1-405B's) records no more than on 4, and each rank's sums file
+// holds 8 bytes per box it writes.
+TEST_F(CheckpointTest, RecordSizeDoesNotGrowWithTheMesh) {
+  auto program = [](int64_t dp, int64_t tp) {
+    Program out;
+    out.programId = "id";
+    out.mesh.axisNames = {"dp", "tp"};
+    out.mesh.shape = {dp, tp};
+    for (int layer = 0; layer < 4; ++layer) {
+      out.params.push_back(makeParam("l" + std::to_string(layer) + ".w", DType::BF16,
+                                     {16384, 16384}, {{0}, {1}}));
+      out.params.push_back(makeParam("l" + std::to_string(layer) + ".norm", DType::BF16, {16384},
+                                     {}));
+    }
+    return out;
+  };
+  const Program small = program(2, 2), large = program(512, 32);
+  HfPlan plan;
+  std::string error;
+  ASSERT_TRUE(planHfCheckpoint(small, kDefaultMaxShardBytes, plan, error)) << error;
+  const size_t smallBytes = recordJson(small, plan, kDefaultMaxShardBytes).size();
+  ASSERT_TRUE(planHfCheckpoint(large, kDefaultMaxShardBytes, plan, error)) << error;
+  const size_t largeBytes = recordJson(large, plan, kDefaultMaxShardBytes).size();
+  EXPECT_LE(largeBytes, smallBytes + 16) << "only the mesh's numbers are longer";
+  // Rank 0 writes a box of each of the 8 tensors (the norms' 32 KiB stay with one replica).
+  const std::vector<ParamBox> boxes = writeBoxes(large, 0);
+  EXPECT_EQ(boxes.size(), 8u);
+  EXPECT_EQ(sumsFileBytes("id", 0, 16384, std::vector<uint64_t>(boxes.size())).size(),
+            40u + 8 + 8 * boxes.size() + 8);
 }
 
 } // namespace
