@@ -136,6 +136,11 @@ std::string sumsPath(const std::string &dir, int64_t rank) {
   std::snprintf(name, sizeof name, "rank-%05lld.sums", (long long)rank);
   return joinPath(sumsDir(dir), name);
 }
+std::string basePath(const std::string &dir, int64_t rank) {
+  char name[32];
+  std::snprintf(name, sizeof name, "rank-%05lld.base", (long long)rank);
+  return joinPath(sumsDir(dir), name);
+}
 
 BoxRuns::BoxRuns(const std::vector<int64_t> &globalShape, const Slice &box,
                  uint64_t elementBytes, uint64_t tensorOffset) {

@@ -124,6 +124,9 @@ bool readPartialState(const std::string &dir, std::string &programId, uint64_t &
 inline constexpr const char *kSumsDir = ".initc";
 std::string sumsDir(const std::string &dir);
 std::string sumsPath(const std::string &dir, int64_t rank);
+/// .initc/rank-0000K.base: the versions of the base checkpoints rank K's boxes were computed
+/// from (BaseCheckpoints::stamps()), beside its sums file; absent when the program loads none.
+std::string basePath(const std::string &dir, int64_t rank);
 /// The bytes of rank `rank`'s sums file: one XXH3-64 per box of writeBoxes(program, rank).
 std::string sumsFileBytes(const std::string &programId, int64_t rank, int64_t worldSize,
                           const std::vector<uint64_t> &sums);

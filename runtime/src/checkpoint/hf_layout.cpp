@@ -8,6 +8,7 @@
 
 #include "checkpoint/hf_files.h"
 #include "checkpoint/records.h"
+#include "checkpoint/shard_file.h"
 #include "initrt/base/atomic_file.h"
 #include "initrt/base/checksum.h"
 #include "initrt/base/files.h"
@@ -154,10 +155,12 @@ public:
   }
 
   bool open(const std::string &dir, const Program &program, uint64_t maxShardBytes,
-            int64_t rank, const std::vector<ShardTensor> &tensors, std::string &error) {
+            int64_t rank, const std::vector<ShardTensor> &tensors, const std::string &baseStamps,
+            std::string &error) {
     this->dir = dir;
     this->program = &program;
     this->rank = rank;
+    this->baseStamps = baseStamps;
     if (!planHfCheckpoint(program, maxShardBytes, plan, error))
       return false;
     fds.assign(plan.files.size(), -1);
@@ -279,6 +282,14 @@ public:
       error = "cannot create " + sumsDir(dir) + ": " + failed.message();
       return false;
     }
+    // The base versions first: a sums file under its name always has the right ones beside it.
+    const std::string base = basePath(dir, rank);
+    if (!baseStamps.empty() ? !writeFileAtomically(base, baseStamps, error)
+                            : ::unlink(base.c_str()) != 0 && errno != ENOENT) {
+      if (baseStamps.empty())
+        error = "cannot remove " + base + ": " + std::strerror(errno);
+      return false;
+    }
     if (!writeFileAtomically(sumsPath(dir, rank),
                              sumsFileBytes(program->programId, rank, program->mesh.size(), sums),
                              error))
@@ -350,6 +361,7 @@ private:
   std::string dir;
   const Program *program = nullptr;
   int64_t rank = 0;
+  std::string baseStamps;
   HfPlan plan;
   std::vector<int> fds; // per file, opened when a box needs it
   std::vector<Box> entries;
@@ -461,7 +473,8 @@ public:
     // atomically leave temporaries of their own.
     int removed = 0;
     if (rank >= 0)
-      removed += removeAbandonedTemporariesOf(sumsPath(dir, rank));
+      removed += removeAbandonedTemporariesOf(sumsPath(dir, rank)) +
+                 removeAbandonedTemporariesOf(basePath(dir, rank));
     if (rank < 0) {
       removed += removeAbandonedTemporaries(sumsDir(dir), {".rank-"});
       removed += removeAbandonedTemporaries(partialDir(dir), {".state.json"});
@@ -502,7 +515,7 @@ public:
 
   ShardState rankState(const std::string &dir, const Program &program, int64_t rank,
                        std::vector<std::string> &checksums, std::string &reason,
-                       const std::string *, bool) const override {
+                       const std::string *baseStamps, bool someBasesMissing) const override {
     checksums.assign(program.params.size(), std::string());
     HfPlan plan;
     if (!planHfCheckpoint(program, maxShardBytes, plan, reason))
@@ -517,11 +530,35 @@ public:
     if (!readSumsFile(sumsPath(dir, rank), program.programId, rank, program.mesh.size(),
                       boxes.size(), expected, reason))
       return ShardState::Incomplete;
+    // Before reading any data: boxes of another version of the base are written again anyway.
+    if (baseStamps) {
+      std::string recorded, why;
+      const std::string base = basePath(dir, rank);
+      const bool hasBase = exists(base);
+      if (hasBase && readRegularFile(base, kMaxJsonFileBytes, recorded, why) !=
+                         ReadFileStatus::Ok) {
+        reason = base + ": " + why;
+        return ShardState::Incomplete;
+      }
+      // A program that loads nothing records nothing.
+      const std::string difference =
+          baseStamps->empty() && !hasBase
+              ? ""
+              : baseDifference(hasBase ? &recorded : nullptr, *baseStamps, someBasesMissing);
+      if (!difference.empty()) {
+        reason = sumsPath(dir, rank) + ": " + difference;
+        return ShardState::BaseChanged;
+      }
+    }
     if (!boxesMatch(dir, program, plan, boxes, expected, reason))
       return ShardState::Incomplete;
     for (size_t b = 0; b < boxes.size(); ++b)
       checksums[boxes[b].param] = checksumToHex(expected[b]);
     return ShardState::Complete;
+  }
+
+  std::string afterRebasedRank() const override {
+    return " (then rerun the whole job, so that every rank's boxes are of the same base)";
   }
 
   bool rankOutputExists(const std::string &dir, const Program &, int64_t rank) const override {
@@ -530,9 +567,10 @@ public:
 
   std::unique_ptr<RankWriter> openRank(const std::string &dir, const Program &program,
                                        int64_t rank, const std::vector<ShardTensor> &tensors,
-                                       std::string &error, const std::string &) const override {
+                                       std::string &error,
+                                       const std::string &baseStamps) const override {
     auto writer = std::make_unique<HfRankWriter>();
-    if (!writer->open(dir, program, maxShardBytes, rank, tensors, error))
+    if (!writer->open(dir, program, maxShardBytes, rank, tensors, baseStamps, error))
       return nullptr;
     return writer;
   }

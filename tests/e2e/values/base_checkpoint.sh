@@ -344,6 +344,13 @@ grep -q "ranks *6, 6 computed again, their base checkpoint changed (0-5)$" moved
   fail "rerun, base unchanged: $(cat same.txt)"
 grep -q "ranks *6, 6 already complete (0-5)$" same.txt ||
   fail "a rerun with the same base did not keep every shard: $(cat same.txt)"
+# The hf layout records the base's versions beside each rank's sums, and keeps or computes again
+# the same way.
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --quiet --layout hf --out h-dp_2_tp_3 || fail "hf run"
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --layout hf --out h-dp_2_tp_3 2>hsame.txt ||
+  fail "hf rerun, base unchanged: $(cat hsame.txt)"
+grep -q "ranks *6, 6 already complete (0-5)$" hsame.txt ||
+  fail "an hf rerun with the same base did not keep every rank: $(cat hsame.txt)"
 cp -p base.safetensors base.before
 "$PYTHON" - base.before base.safetensors <<'EOF' || fail "write a fine-tuned base"
 import sys
@@ -362,6 +369,15 @@ grep -q "ranks *6, 6 computed again, their base checkpoint changed (0-5)$" chang
 "${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --quiet --layout ranks --out c-new-base || fail "run from the new base"
 "$INITC" assemble c-new-base -o fresh.safetensors >/dev/null || fail "assemble the fresh run"
 cmp rebased.safetensors fresh.safetensors || fail "the rerun differs from a fresh run from the new base"
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --layout hf --out h-dp_2_tp_3 2>hchanged.txt ||
+  fail "hf rerun, base changed: $(cat hchanged.txt)"
+grep -q "ranks *6, 6 computed again, their base checkpoint changed (0-5)$" hchanged.txt ||
+  fail "the hf rerun kept boxes of the old base: $(cat hchanged.txt)"
+"$INITC" verify h-dp_2_tp_3 >/dev/null || fail "verify the hf checkpoint after the base changed"
+"${MPIRUN[@]}" -np 6 p-dp_2_tp_3/init --quiet --layout hf --out h-new-base || fail "hf run from the new base"
+for f in h-new-base/*.safetensors; do
+  cmp "$f" "h-dp_2_tp_3/${f##*/}" || fail "the hf rerun differs from a fresh hf run from the new base: ${f##*/}"
+done
 "$PYTHON" - base.safetensors rebased.safetensors "$reference" <<'EOF' || fail "the rerun does not hold the new base"
 import sys
 from tensors import tensors
