@@ -16,6 +16,7 @@ from .expressions import (DTYPES, FLOAT_TYPES, INDEXED_OPS, RANDOM_OPS, UNARY_OP
                           unsupported, variance_scaling_node)
 from .hooks import INIT_BY_FUNC, ORIGINAL_INIT
 from .storages import (Storage, contiguous_strides, describe_view, dim_order, storage_key,
+                       storage_numel,
                        unexpanded_shape, view_geometry)
 
 
@@ -118,10 +119,10 @@ class Capture(TorchFunctionMode):
             node = unsupported("tensors of dtype %s (init IR has f32, f16, bf16, f64, bool, int64)"
                                % t.dtype, t.shape, "f32")
             dtype = "f32"
-        dense = t.storage_offset() == 0 and t.numel() == t.storage().size()
+        dense = t.storage_offset() == 0 and t.numel() == storage_numel(t)
         order = dim_order(t) if dense else None
         if first_unsupported(node) is not None:
-            node = unsupported("", (t.storage().size(),) if order is None else
+            node = unsupported("", (storage_numel(t),) if order is None else
                                tuple(t.shape[d] for d in order), dtype, inputs=(node,))
         elif dense and t.is_contiguous():
             node = cast(reshape(node, t.shape), dtype)
@@ -139,7 +140,7 @@ class Capture(TorchFunctionMode):
                                    "another dim order (strides %s)" % list(t.stride()), layout, dtype)
         else:
             node = unsupported("a tensor laid out with gaps or overlaps in a new storage (strides "
-                               "%s)" % list(t.stride()), (t.storage().size(),), dtype)
+                               "%s)" % list(t.stride()), (storage_numel(t),), dtype)
         self.storages[key] = Storage(t, node)
 
     def value(self, x, shape=None, dtype=None):
@@ -547,6 +548,9 @@ class Capture(TorchFunctionMode):
         if base == "pow" and isinstance(args[1], (int, float)) and args[1] in (1, 2):
             v = self.value(x, shape, dt)
             return v if args[1] == 1 else binary("mul", v, v, dt)
+        if base == "pad" and len(args) >= 2 and not any(args[1]):
+            # F.pad by nothing (transformers' _adjust_bias of a tied head of the same size).
+            return self.value(x, None, dt)
         if base == "square":
             v = self.value(x, shape, dt)
             return binary("mul", v, v, dt)
