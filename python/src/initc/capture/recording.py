@@ -545,9 +545,10 @@ class Capture(TorchFunctionMode):
         if base == "where" and len(args) == 3:
             return select(self.value(args[0], shape, "i1"), self.value(args[1], shape, dt),
                           self.value(args[2], shape, dt))
-        if base == "pow" and isinstance(args[1], (int, float)) and args[1] in (1, 2):
-            v = self.value(x, shape, dt)
-            return v if args[1] == 1 else binary("mul", v, v, dt)
+        if base in ("pow", "rpow", "float_power") and len(args) >= 2:
+            node = self.power(base, args, shape, dt)
+            if node is not None:
+                return node
         if base == "pad" and len(args) >= 2 and not any(args[1]):
             # F.pad by nothing (transformers' _adjust_bias of a tied head of the same size).
             return self.value(x, None, dt)
@@ -568,6 +569,55 @@ class Capture(TorchFunctionMode):
         inputs = [self.state(a).node for a in itertools.chain(args, kwargs.values())
                   if isinstance(a, torch.Tensor) and self.state(a) is not None]
         return unsupported("%s has no init IR counterpart" % name, shape, dt, inputs=inputs)
+
+    def power(self, name, args, shape, dt):
+        """`x ** e` as torch's CPU kernel computes it, where init IR can do the same: an
+        exponent of 0 or 1, of 0.5, -0.5, -1 (torch calls sqrt, rsqrt, reciprocal), 2, 3, -2
+        (products: x*x, x*x*x, 1/(x*x)) and constants on both sides (folded here, by torch
+        itself).
+        None: no counterpart (std::pow of another exponent)."""
+        base, exp = (args[1], args[0]) if name == "rpow" else (args[0], args[1])
+        if name == "float_power" or dt not in FLOAT_TYPES:
+            return None
+        if isinstance(exp, torch.Tensor):
+            e = self.value(exp, shape, dt)
+            b = self.value(base, shape, dt)
+            if e.op == "fill" and b.op == "fill":
+                ty = next(k for k, v in DTYPES.items() if v == dt)
+                value = torch.pow(torch.tensor(b.attrs["value"], dtype=ty),
+                                  torch.tensor(e.attrs["value"], dtype=ty)).item()
+                return fill(value, shape, dt)
+            if e.op != "fill":
+                return None  # number ** tensor: std::pow per element
+            exp = e.attrs["value"]
+        if isinstance(exp, bool) or not isinstance(exp, (int, float)):
+            return None
+        v = self.value(base, shape, dt)
+        if v.op == "fill":
+            ty = next(k for k, t in DTYPES.items() if t == dt)
+            return fill(torch.pow(torch.tensor(v.attrs["value"], dtype=ty), exp).item(), shape, dt)
+        if exp == 0:
+            return fill(1, shape, dt)
+        if exp == 1:
+            return v
+        if exp == 0.5:
+            return Node("sqrt", shape, dt, (v,))
+        if exp in (-0.5, -1):
+            ct = compute_type(dt)
+            inner = Node("sqrt", shape, ct, (cast(v, ct),)) if exp == -0.5 else cast(v, ct)
+            return cast(binary("div", fill(1, shape, ct), inner, ct), dt)
+        if exp in (2, 3, -2):
+            # torch's products round at every step in bf16 (its bf16 kernel multiplies bf16
+            # values), once at the end in f16 (computed in f32).
+            ct = "bf16" if dt == "bf16" else compute_type(dt)
+            w = cast(v, ct)
+            prod = binary("mul", w, w, ct)
+            if exp == 3:
+                prod = binary("mul", prod, w, ct)
+            if exp == -2:
+                prod = binary("div", fill(1, shape, ct), prod, ct)
+            return cast(prod, dt)
+        return None
 
     # -- the mode --------------------------------------------------------------------------------
     def init_call(self, name, args, kwargs):
