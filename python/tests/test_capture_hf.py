@@ -297,3 +297,27 @@ def test_pow_forms_give_torchs_bits(tmp_path, dtype):
             assert ulps.max() <= 1, "%s: %s != %s" % (name, a, b)
         else:
             assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), "%s: %s != %s" % (name, a, b)
+
+
+def test_deterministic_ops_give_torchs_bits(tmp_path):
+    """cat, stack, repeat, views of aranges, masked_fill, outer, expand, clamp: bitwise
+    torch's; exp and log (init IR's own, rng.md) within 1 ulp."""
+    from initc.capture.cli import main
+    model = tmp_path / "ops.mlir"
+    assert main(["--factory", OPS + ":ops", "-o", str(model)]) == 0
+    ours = compile_and_run(model, tmp_path, "dp=1", "replicated", 1)
+    sys.path.insert(0, os.path.dirname(OPS))
+    try:
+        import capture_ops
+    finally:
+        sys.path.pop(0)
+    eager = capture_ops.ops().state_dict()
+    assert sorted(ours) == sorted(eager)
+    for name, b in eager.items():
+        a = ours[name]
+        if name in ("exp", "log"):
+            ulps = (a.view(torch.int32).long() - b.view(torch.int32).long()).abs()
+            assert ulps.max() <= 1, "%s: %s != %s" % (name, a, b)
+        else:
+            assert a.dtype == b.dtype and torch.equal(a.view(torch.uint8), b.view(torch.uint8)), \
+                "%s: %s != %s" % (name, a, b)

@@ -24,3 +24,31 @@ class Powers(nn.Module):
 
 def powers(dtype="float32"):
     return Powers(getattr(torch, dtype))
+
+
+class Ops(nn.Module):
+    """Concatenations, repeats, views of aranges, masks, outer products, clamps, exp and log."""
+
+    def __init__(self):
+        super().__init__()
+        buffers = {
+            "cat": torch.cat([torch.arange(4.), torch.arange(10., 14.), torch.full((2,), 7.)]),
+            "cat_rows": torch.cat([torch.ones(2, 3), torch.arange(6.).view(2, 3)], dim=0),
+            "stack": torch.stack([torch.arange(4.), torch.ones(4)], dim=1),
+            "repeat": torch.arange(3.).repeat(2, 2),
+            "arange_view": torch.arange(24, dtype=torch.int64).view(2, 3, 4),
+            "outer": torch.outer(torch.arange(1., 5.), torch.arange(0., 3.) / 4),
+            "masked_fill": torch.zeros(4, 4).masked_fill(
+                torch.ones(4, 4, dtype=torch.bool).triu(1), float("-inf")),
+            "expand": torch.arange(4.)[None].expand(3, 4).contiguous(),
+            "clamp": (torch.arange(8.) - 3).clamp(min=0.5, max=3),
+            "arange_bf16": torch.arange(0, 16, 2, dtype=torch.bfloat16),
+            "exp": (torch.arange(8.) / 4).exp(),
+            "log": torch.arange(1., 9.).log(),
+        }
+        for name, value in buffers.items():
+            self.register_buffer(name, value)
+
+
+def ops():
+    return Ops()

@@ -10,7 +10,7 @@ from torch.overrides import TorchFunctionMode
 
 from .diagnostics import CaptureError, meta_failure, user_location
 from .expressions import (DTYPES, FLOAT_TYPES, INDEXED_OPS, RANDOM_OPS, UNARY_OPS, IndexMap, Node,
-                          binary, broadcast, cast, compute_type, explicit_random, fill,
+                          binary, broadcast, cast, compute_type, concatenate, explicit_random, fill,
                           first_unsupported, is_index_free, negate, normal_node, random_leaves,
                           range_mask, reshape, select, trunc_normal_node, uniform_node,
                           unsupported, variance_scaling_node)
@@ -549,6 +549,36 @@ class Capture(TorchFunctionMode):
             node = self.power(base, args, shape, dt)
             if node is not None:
                 return node
+        if base in ("cat", "concat", "concatenate", "stack") and args and \
+                isinstance(args[0], (list, tuple)):
+            dim = kwargs.get("dim", args[1] if len(args) > 1 else 0)
+            dim = dim + len(shape) if dim < 0 else dim
+            parts = []
+            for t in args[0]:
+                part_shape = tuple(t.shape)
+                if base == "stack":
+                    part_shape = part_shape[:dim] + (1,) + part_shape[dim:]
+                elif t.dim() == 1 and t.shape[0] == 0 and len(shape) != 1:
+                    continue  # torch.cat skips legacy empty 1-d tensors
+                parts.append(cast(self.value(t, part_shape), dt))
+            return concatenate(parts, dim, shape, dt)
+        if base == "repeat" and len(args) >= 2:
+            sizes = tuple(args[1]) if isinstance(args[1], (list, tuple, torch.Size)) else tuple(args[1:])
+            v = self.value(x, None, dt)
+            v = reshape(v, (1,) * (len(sizes) - len(v.shape)) + tuple(v.shape))
+            for d, r in enumerate(sizes):
+                if r != 1:
+                    grown = tuple(n * r if i == d else n for i, n in enumerate(v.shape))
+                    v = concatenate([v] * r, d, grown, dt)
+            return v
+        if base == "masked_fill" and len(args) >= 3:
+            return select(self.value(args[1], shape, "i1"), self.value(args[2], shape, dt),
+                          self.value(x, shape, dt))
+        if base in ("outer", "ger") and len(args) >= 2:
+            n, m = shape
+            a = broadcast(reshape(self.value(args[0], None, dt), (n, 1)), shape)
+            b = broadcast(reshape(self.value(args[1], None, dt), (1, m)), shape)
+            return binary("mul", a, b, dt)
         if base == "pad" and len(args) >= 2 and not any(args[1]):
             # F.pad by nothing (transformers' _adjust_bias of a tied head of the same size).
             return self.value(x, None, dt)
@@ -640,7 +670,10 @@ class Capture(TorchFunctionMode):
             if init_name is not None:
                 result = self.nn_init(init_name, args, kwargs)
                 return result if result is not None else func(*args, **kwargs)
-            tensors = [a for a in itertools.chain(args, kwargs.values()) if isinstance(a, torch.Tensor)]
+            # torch.cat and torch.stack take their tensors in a list.
+            listed = args[0] if args and isinstance(args[0], (list, tuple)) else ()
+            tensors = [a for a in itertools.chain(listed, args, kwargs.values())
+                       if isinstance(a, torch.Tensor)]
             tracked = any(self.state(a) is not None for a in tensors)
             if name in READS_VALUES and tracked:
                 raise CaptureError(
