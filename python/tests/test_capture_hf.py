@@ -321,3 +321,18 @@ def test_deterministic_ops_give_torchs_bits(tmp_path):
         else:
             assert a.dtype == b.dtype and torch.equal(a.view(torch.uint8), b.view(torch.uint8)), \
                 "%s: %s != %s" % (name, a, b)
+
+
+def test_distributions_take_constant_tensor_arguments(capsys, tmp_path):
+    code, lines, out = capture_in_process(capsys, tmp_path, "--factory", OPS + ":tensor_arguments")
+    assert code == 0, lines
+    text = out.read_text()
+    assert "init.uniform -0.5, 0.5 stream 0 : tensor<64x64xf32>" in text
+    assert "init.normal mean 0.0 std 0.25 stream 0 : tensor<64x64xf32>" in text
+    assert "init.uniform 1.0, 2.0 stream 0 : tensor<64xf32>" in text
+    out.unlink()
+    code, lines, out = capture_in_process(capsys, tmp_path, "--factory", OPS + ":tensor_arguments",
+                                          "--kwargs", '{"random_std": true}')
+    assert code == 1 and len(lines) == 1 and not out.exists()
+    assert "capture_ops.py:" in lines[0] and "torch.nn.init.normal_ with a tensor argument that " \
+        "is not a known constant" in lines[0], lines

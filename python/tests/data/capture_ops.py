@@ -52,3 +52,20 @@ class Ops(nn.Module):
 
 def ops():
     return Ops()
+
+
+class TensorArguments(nn.Module):
+    """Distributions whose arguments are tensors (constants), and one that is not."""
+
+    def __init__(self, random_std):
+        super().__init__()
+        self.w = nn.Parameter(torch.empty(64, 64))
+        self.v = nn.Parameter(torch.empty(64, 64))
+        self.u = nn.Parameter(torch.empty(64))
+        nn.init.uniform_(self.w, torch.tensor(-0.5), torch.tensor(0.5))
+        nn.init.normal_(self.v, torch.tensor(0.0), torch.rand(()) if random_std else torch.full((), 0.25))
+        self.u.data.uniform_(torch.tensor(1.0), 2.0)
+
+
+def tensor_arguments(random_std=False):
+    return TensorArguments(random_std)

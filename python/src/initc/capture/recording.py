@@ -370,6 +370,21 @@ class Capture(TorchFunctionMode):
                 "torch.Tensor.%s has no init IR counterpart" % name, old.shape, dt), name)
 
     # -- torch.nn.init -------------------------------------------------------------------------
+    def scalar(self, v, what):
+        """A distribution's argument as a Python number: a tensor argument must be a constant
+        the capture knows (torch.tensor(0.5), a full), not a computed or random one."""
+        if not isinstance(v, torch.Tensor):
+            return v
+        node = self.value(v)
+        if node.op == "fill" and v.numel() == 1:
+            return node.attrs["value"]
+        raise CaptureError("%s: %s with a tensor argument that is not a known constant (a "
+                           "computed or random tensor): the distribution must be known when the "
+                           "capture records it" % (user_location(), what))
+
+    SCALAR_ARGS = {"uniform_": ("a", "b"), "normal_": ("mean", "std"),
+                   "trunc_normal_": ("mean", "std", "a", "b")}
+
     def nn_init(self, name, args, kwargs):
         import inspect
         sig = inspect.signature(ORIGINAL_INIT[name])
@@ -379,6 +394,8 @@ class Capture(TorchFunctionMode):
             raise CaptureError("%s: torch.nn.init.%s: %s" % (user_location(), name, e))
         bound.apply_defaults()
         a = bound.arguments
+        for key in self.SCALAR_ARGS.get(name, ()):
+            a[key] = self.scalar(a[key], "torch.nn.init." + name)
         t = a["tensor"]
         st = self.state(t)
         if st is None:
@@ -698,6 +715,10 @@ class Capture(TorchFunctionMode):
                         "%s with out= has no init IR counterpart" % torch_name(func), old.shape, old.dtype),
                         torch_name(func))
                 return res
+            if name in ("uniform_", "normal_") and args and self.state(args[0]) is not None:
+                # Tensor bounds or moments (t.normal_(mean_t, std_t)) as the numbers they hold.
+                args = (args[0],) + tuple(self.scalar(v, torch_name(func)) for v in args[1:])
+                kwargs = {k: self.scalar(v, torch_name(func)) for k, v in kwargs.items()}
             try:
                 result = func(*args, **kwargs)
             except CaptureError:
