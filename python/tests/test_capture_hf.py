@@ -336,3 +336,13 @@ def test_distributions_take_constant_tensor_arguments(capsys, tmp_path):
     assert code == 1 and len(lines) == 1 and not out.exists()
     assert "capture_ops.py:" in lines[0] and "torch.nn.init.normal_ with a tensor argument that " \
         "is not a known constant" in lines[0], lines
+
+
+def test_an_op_without_counterpart_names_the_parameter_and_line(capsys, tmp_path):
+    """mamba's dt_proj.bias is dt + log(-expm1(-dt)): init IR has no expm1."""
+    code, lines, out = capture_in_process(capsys, tmp_path, "--hf", os.path.join(HF_CONFIGS, "mamba.json"))
+    assert code == 1 and len(lines) == 1 and not out.exists(), lines
+    assert re.match(r"initc-capture: error: model\.backbone\.layers\.0\.mixer\.dt_proj: "
+                    r"torch\.Tensor\.expm1 has no init IR counterpart \(tensor "
+                    r"backbone\.layers\.0\.mixer\.dt_proj\.bias, at .*modeling_mamba\.py:\d+\)$",
+                    lines[0]), lines
