@@ -347,3 +347,15 @@ def test_an_op_without_counterpart_names_the_parameter_and_line(capsys, tmp_path
                     r"torch\.Tensor\.expm1 has no init IR counterpart \(tensor "
                     r"backbone\.layers\.0\.mixer\.dt_proj\.bias, at .*modeling_mamba\.py:\d+\)$",
                     lines[0]), lines
+
+
+def test_dtype_option_is_from_configs(capsys, tmp_path):
+    code, lines, out = capture_in_process(capsys, tmp_path, "--hf", ARCHS["llama"], "--dtype",
+                                          "bfloat16")
+    assert code == 0, lines
+    from initc.capture.hf import hf_factory
+    factory, _ = hf_factory(ARCHS["llama"], dtype="bfloat16")
+    state = factory().state_dict()
+    assert [(p[0], p[1], DTYPES[p[2]]) for p in params(out.read_text())] == \
+        [(k, tuple(v.shape), v.dtype) for k, v in state.items()]
+    assert all(v.dtype == torch.bfloat16 for v in state.values())
