@@ -105,7 +105,16 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="initc_capture.py",
         description="Capture a PyTorch model constructor (run on the meta device) into init IR.")
-    parser.add_argument("--factory", required=True, help="FILE.py:FUNCTION or MODULE:FUNCTION returning an nn.Module")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--factory", help="FILE.py:FUNCTION or MODULE:FUNCTION returning an nn.Module")
+    source.add_argument("--hf", metavar="CONFIG", help="a transformers config.json (or its directory): "
+                        "the model class transformers picks for it, built as from_config builds it")
+    parser.add_argument("--auto-class", help="with --hf: the transformers auto class to build "
+                        "(default: the config's architectures, else the one its model type maps)")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="with --hf: run model code that the config names outside transformers")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16", "float64"],
+                        help="with --hf: the model's dtype (default: the config's, as from_config)")
     parser.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for the factory")
     parser.add_argument("-o", "--output", default="-", help="output .mlir ('-': stdout)")
     parser.add_argument("--seed", type=int, default=0, help="the init.seed of the module (default 0)")
@@ -120,9 +129,11 @@ def main(argv=None):
             raise CaptureError("--kwargs must be a JSON object, e.g. '{\"dim\": 512}'")
         if not 0 <= opts.seed < 2 ** 64:
             raise CaptureError("--seed must be an unsigned 64-bit integer")
+        if opts.hf is None and (opts.auto_class or opts.trust_remote_code or opts.dtype):
+            raise CaptureError("--auto-class, --trust-remote-code and --dtype go with --hf")
         if opts.output != "-":
             target, _ = output_target(opts.output)
-            where = opts.factory.rsplit(":", 1)[0]
+            where = opts.hf or opts.factory.rsplit(":", 1)[0]
             if os.path.exists(where) and os.path.exists(target) and os.path.samefile(where, target):
                 raise CaptureError("-o '%s' is the factory's file: choose another -o" % opts.output)
         if opts.name is not None:
@@ -130,9 +141,16 @@ def main(argv=None):
                 opts.name.encode("utf-8")
             except UnicodeEncodeError:
                 raise CaptureError("--name must be valid UTF-8")
-        factory = load_factory(opts.factory)
-        name = opts.name or opts.factory.rsplit(":", 1)[1]
-        text = capture_model(factory, kwargs, opts.seed, name)
+        if opts.hf is not None:
+            if kwargs:
+                raise CaptureError("--kwargs goes with --factory (an --hf model takes its config)")
+            from .hf import hf_factory
+            factory, default_name = hf_factory(opts.hf, opts.auto_class, opts.trust_remote_code,
+                                               opts.dtype)
+        else:
+            factory = load_factory(opts.factory)
+            default_name = opts.factory.rsplit(":", 1)[1]
+        text = capture_model(factory, kwargs, opts.seed, opts.name or default_name)
     except CaptureError as e:
         print("initc-capture: error: %s" % e, file=sys.stderr)
         return 1

@@ -325,10 +325,37 @@ def reshape(node, shape):
     dim_map = None
     if [node.shape[d] for d in old] == [shape[d] for d in new]:
         dim_map = dict(zip(old, new))
-    elif not is_index_free(node):
+    elif node.op == "iota" and len(old) == 1:
+        unfolded = unfold_iota(node, shape)
+        if unfolded is not None:
+            return unfolded
+    if dim_map is None and not is_index_free(node):
         return unsupported("reshaping a tensor whose values depend on their position from %s to %s"
                            % (list(node.shape), list(shape)), shape, node.dtype)
     return rebuild(node, shape, dim_map)
+
+
+def unfold_iota(node, shape):
+    """An arange viewed with more dims (torch.arange(16.).view(4, 4)): element start + step *
+    (linear index), as a sum of one iota per dim in f64, exact for integer values below 2^53,
+    then one rounding to the type, as arange's. None where that is not exact."""
+    start, step = node.attrs["start"], node.attrs["step"]
+    total = node.numel()
+    if not all(float(v).is_integer() for v in (start, step)) or \
+            max(abs(start), abs(start + step * (total - 1))) >= 2.0 ** 53:
+        return None
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.insert(0, acc)
+        acc *= n
+    value = None
+    for d, n in enumerate(shape):
+        if n == 1:
+            continue
+        term = Node("iota", shape, "f64", dim=d, start=0.0, step=float(step * strides[d]))
+        value = term if value is None else Node("add", shape, "f64", (value, term))
+    value = Node("add", shape, "f64", (value, fill(start, shape, "f64")))
+    return Node("cast", shape, node.dtype, (value,))
 
 
 def broadcast(node, shape):
@@ -416,3 +443,65 @@ def select(cond, on_true, on_false):
     if cond.op == "fill":
         return on_true if cond.attrs["value"] else on_false
     return Node("select", on_true.shape, on_true.dtype, (cast(cond, "i1"), on_true, on_false))
+
+
+# Ops whose element is computed from the same element of their operands (a shift of the index
+# along a dim moves through them).
+POINTWISE_OPS = ("fill", "add", "sub", "mul", "div", "cast", "select", "clamp") + UNARY_OPS
+
+
+def shifted(node, shape, dim, lo):
+    """`node` placed over `shape` so that its element at index i along `dim` is the one at
+    i - lo (the other dims equal): the part of a concatenation that starts at `lo`. Exact
+    where init IR can say it: fills, and iotas whose shifted start is an exact integer (iota
+    computes start + i * step in f64); None otherwise."""
+    if node.op == "fill":
+        return fill(node.attrs["value"], shape, node.dtype)
+    if node.op == "iota":
+        attrs = dict(node.attrs)
+        if attrs["dim"] == dim and lo:
+            start, step = attrs["start"], attrs["step"]
+            moved = start - lo * step
+            # Multiples of 1/2 below 2^51: every start + i * step is exact in f64 either way.
+            if not all(float(2 * v).is_integer() and abs(v) < 2.0 ** 51 for v in (start, step, moved)):
+                return None
+            attrs["start"] = moved
+        return Node("iota", shape, node.dtype, **attrs)
+    if node.op == "index_mask":
+        attrs = dict(node.attrs)
+        if attrs["dim"] == dim:
+            attrs["index"] += lo
+        return Node("index_mask", shape, node.dtype, **attrs)
+    if node.op not in POINTWISE_OPS or not node.args:
+        return None
+    args = [shifted(a, shape, dim, lo) for a in node.args]
+    if any(a is None for a in args):
+        return None
+    return node.derived(shape, args)
+
+
+def concatenate(parts, dim, shape, dtype):
+    """torch.cat of the expressions `parts` along `dim` (each already of the result's dtype):
+    selects over range masks of each part's shifted value."""
+    what = "torch.cat of tensors whose values init IR cannot move to another position " \
+           "(only constants and integer aranges)"
+    if any(first_unsupported(p) is not None for p in parts):
+        return unsupported("", shape, dtype, inputs=parts)
+    offsets, lo = [], 0
+    for p in parts:
+        offsets.append(lo)
+        lo += p.shape[dim]
+    placed = []
+    for p, at in zip(parts, offsets):
+        if p.shape[dim] == 0:
+            continue
+        if random_leaves(p):
+            return unsupported(what + "; a random part is drawn at its own index", shape, dtype)
+        q = shifted(p, shape, dim, at)
+        if q is None:
+            return unsupported(what, shape, dtype)
+        placed.append((q, at, at + p.shape[dim]))
+    value = placed[-1][0]
+    for q, a, b in reversed(placed[:-1]):
+        value = select(range_mask(shape, dim, a, b), q, value)
+    return value

@@ -97,6 +97,14 @@ class LegacyType:
     def __getattr__(self, name):
         return getattr(self._original, name)
 
+    # Annotations evaluated while the factory imports a module (transformers' `torch.FloatTensor
+    # | None`) are the original's.
+    def __or__(self, other):
+        return self._original | other
+
+    def __ror__(self, other):
+        return other | self._original
+
 
 class LegacyConstructors:
     """While active, torch.Tensor(sizes) and torch.FloatTensor(sizes) etc. (which allocate on the

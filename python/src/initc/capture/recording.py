@@ -10,12 +10,13 @@ from torch.overrides import TorchFunctionMode
 
 from .diagnostics import CaptureError, meta_failure, user_location
 from .expressions import (DTYPES, FLOAT_TYPES, INDEXED_OPS, RANDOM_OPS, UNARY_OPS, IndexMap, Node,
-                          binary, broadcast, cast, compute_type, explicit_random, fill,
+                          binary, broadcast, cast, compute_type, concatenate, explicit_random, fill,
                           first_unsupported, is_index_free, negate, normal_node, random_leaves,
                           range_mask, reshape, select, trunc_normal_node, uniform_node,
                           unsupported, variance_scaling_node)
 from .hooks import INIT_BY_FUNC, ORIGINAL_INIT
 from .storages import (Storage, contiguous_strides, describe_view, dim_order, storage_key,
+                       storage_numel,
                        unexpanded_shape, view_geometry)
 
 
@@ -118,10 +119,10 @@ class Capture(TorchFunctionMode):
             node = unsupported("tensors of dtype %s (init IR has f32, f16, bf16, f64, bool, int64)"
                                % t.dtype, t.shape, "f32")
             dtype = "f32"
-        dense = t.storage_offset() == 0 and t.numel() == t.storage().size()
+        dense = t.storage_offset() == 0 and t.numel() == storage_numel(t)
         order = dim_order(t) if dense else None
         if first_unsupported(node) is not None:
-            node = unsupported("", (t.storage().size(),) if order is None else
+            node = unsupported("", (storage_numel(t),) if order is None else
                                tuple(t.shape[d] for d in order), dtype, inputs=(node,))
         elif dense and t.is_contiguous():
             node = cast(reshape(node, t.shape), dtype)
@@ -139,7 +140,7 @@ class Capture(TorchFunctionMode):
                                    "another dim order (strides %s)" % list(t.stride()), layout, dtype)
         else:
             node = unsupported("a tensor laid out with gaps or overlaps in a new storage (strides "
-                               "%s)" % list(t.stride()), (t.storage().size(),), dtype)
+                               "%s)" % list(t.stride()), (storage_numel(t),), dtype)
         self.storages[key] = Storage(t, node)
 
     def value(self, x, shape=None, dtype=None):
@@ -369,6 +370,21 @@ class Capture(TorchFunctionMode):
                 "torch.Tensor.%s has no init IR counterpart" % name, old.shape, dt), name)
 
     # -- torch.nn.init -------------------------------------------------------------------------
+    def scalar(self, v, what):
+        """A distribution's argument as a Python number: a tensor argument must be a constant
+        the capture knows (torch.tensor(0.5), a full), not a computed or random one."""
+        if not isinstance(v, torch.Tensor):
+            return v
+        node = self.value(v)
+        if node.op == "fill" and v.numel() == 1:
+            return node.attrs["value"]
+        raise CaptureError("%s: %s with a tensor argument that is not a known constant (a "
+                           "computed or random tensor): the distribution must be known when the "
+                           "capture records it" % (user_location(), what))
+
+    SCALAR_ARGS = {"uniform_": ("a", "b"), "normal_": ("mean", "std"),
+                   "trunc_normal_": ("mean", "std", "a", "b")}
+
     def nn_init(self, name, args, kwargs):
         import inspect
         sig = inspect.signature(ORIGINAL_INIT[name])
@@ -378,6 +394,8 @@ class Capture(TorchFunctionMode):
             raise CaptureError("%s: torch.nn.init.%s: %s" % (user_location(), name, e))
         bound.apply_defaults()
         a = bound.arguments
+        for key in self.SCALAR_ARGS.get(name, ()):
+            a[key] = self.scalar(a[key], "torch.nn.init." + name)
         t = a["tensor"]
         st = self.state(t)
         if st is None:
@@ -544,9 +562,43 @@ class Capture(TorchFunctionMode):
         if base == "where" and len(args) == 3:
             return select(self.value(args[0], shape, "i1"), self.value(args[1], shape, dt),
                           self.value(args[2], shape, dt))
-        if base == "pow" and isinstance(args[1], (int, float)) and args[1] in (1, 2):
-            v = self.value(x, shape, dt)
-            return v if args[1] == 1 else binary("mul", v, v, dt)
+        if base in ("pow", "rpow", "float_power") and len(args) >= 2:
+            node = self.power(base, args, shape, dt)
+            if node is not None:
+                return node
+        if base in ("cat", "concat", "concatenate", "stack") and args and \
+                isinstance(args[0], (list, tuple)):
+            dim = kwargs.get("dim", args[1] if len(args) > 1 else 0)
+            dim = dim + len(shape) if dim < 0 else dim
+            parts = []
+            for t in args[0]:
+                part_shape = tuple(t.shape)
+                if base == "stack":
+                    part_shape = part_shape[:dim] + (1,) + part_shape[dim:]
+                elif t.dim() == 1 and t.shape[0] == 0 and len(shape) != 1:
+                    continue  # torch.cat skips legacy empty 1-d tensors
+                parts.append(cast(self.value(t, part_shape), dt))
+            return concatenate(parts, dim, shape, dt)
+        if base == "repeat" and len(args) >= 2:
+            sizes = tuple(args[1]) if isinstance(args[1], (list, tuple, torch.Size)) else tuple(args[1:])
+            v = self.value(x, None, dt)
+            v = reshape(v, (1,) * (len(sizes) - len(v.shape)) + tuple(v.shape))
+            for d, r in enumerate(sizes):
+                if r != 1:
+                    grown = tuple(n * r if i == d else n for i, n in enumerate(v.shape))
+                    v = concatenate([v] * r, d, grown, dt)
+            return v
+        if base == "masked_fill" and len(args) >= 3:
+            return select(self.value(args[1], shape, "i1"), self.value(args[2], shape, dt),
+                          self.value(x, shape, dt))
+        if base in ("outer", "ger") and len(args) >= 2:
+            n, m = shape
+            a = broadcast(reshape(self.value(args[0], None, dt), (n, 1)), shape)
+            b = broadcast(reshape(self.value(args[1], None, dt), (1, m)), shape)
+            return binary("mul", a, b, dt)
+        if base == "pad" and len(args) >= 2 and not any(args[1]):
+            # F.pad by nothing (transformers' _adjust_bias of a tied head of the same size).
+            return self.value(x, None, dt)
         if base == "square":
             v = self.value(x, shape, dt)
             return binary("mul", v, v, dt)
@@ -564,6 +616,55 @@ class Capture(TorchFunctionMode):
         inputs = [self.state(a).node for a in itertools.chain(args, kwargs.values())
                   if isinstance(a, torch.Tensor) and self.state(a) is not None]
         return unsupported("%s has no init IR counterpart" % name, shape, dt, inputs=inputs)
+
+    def power(self, name, args, shape, dt):
+        """`x ** e` as torch's CPU kernel computes it, where init IR can do the same: an
+        exponent of 0 or 1, of 0.5, -0.5, -1 (torch calls sqrt, rsqrt, reciprocal), 2, 3, -2
+        (products: x*x, x*x*x, 1/(x*x)) and constants on both sides (folded here, by torch
+        itself).
+        None: no counterpart (std::pow of another exponent)."""
+        base, exp = (args[1], args[0]) if name == "rpow" else (args[0], args[1])
+        if name == "float_power" or dt not in FLOAT_TYPES:
+            return None
+        if isinstance(exp, torch.Tensor):
+            e = self.value(exp, shape, dt)
+            b = self.value(base, shape, dt)
+            if e.op == "fill" and b.op == "fill":
+                ty = next(k for k, v in DTYPES.items() if v == dt)
+                value = torch.pow(torch.tensor(b.attrs["value"], dtype=ty),
+                                  torch.tensor(e.attrs["value"], dtype=ty)).item()
+                return fill(value, shape, dt)
+            if e.op != "fill":
+                return None  # number ** tensor: std::pow per element
+            exp = e.attrs["value"]
+        if isinstance(exp, bool) or not isinstance(exp, (int, float)):
+            return None
+        v = self.value(base, shape, dt)
+        if v.op == "fill":
+            ty = next(k for k, t in DTYPES.items() if t == dt)
+            return fill(torch.pow(torch.tensor(v.attrs["value"], dtype=ty), exp).item(), shape, dt)
+        if exp == 0:
+            return fill(1, shape, dt)
+        if exp == 1:
+            return v
+        if exp == 0.5:
+            return Node("sqrt", shape, dt, (v,))
+        if exp in (-0.5, -1):
+            ct = compute_type(dt)
+            inner = Node("sqrt", shape, ct, (cast(v, ct),)) if exp == -0.5 else cast(v, ct)
+            return cast(binary("div", fill(1, shape, ct), inner, ct), dt)
+        if exp in (2, 3, -2):
+            # torch's products round at every step in bf16 (its bf16 kernel multiplies bf16
+            # values), once at the end in f16 (computed in f32).
+            ct = "bf16" if dt == "bf16" else compute_type(dt)
+            w = cast(v, ct)
+            prod = binary("mul", w, w, ct)
+            if exp == 3:
+                prod = binary("mul", prod, w, ct)
+            if exp == -2:
+                prod = binary("div", fill(1, shape, ct), prod, ct)
+            return cast(prod, dt)
+        return None
 
     # -- the mode --------------------------------------------------------------------------------
     def init_call(self, name, args, kwargs):
@@ -586,7 +687,10 @@ class Capture(TorchFunctionMode):
             if init_name is not None:
                 result = self.nn_init(init_name, args, kwargs)
                 return result if result is not None else func(*args, **kwargs)
-            tensors = [a for a in itertools.chain(args, kwargs.values()) if isinstance(a, torch.Tensor)]
+            # torch.cat and torch.stack take their tensors in a list.
+            listed = args[0] if args and isinstance(args[0], (list, tuple)) else ()
+            tensors = [a for a in itertools.chain(listed, args, kwargs.values())
+                       if isinstance(a, torch.Tensor)]
             tracked = any(self.state(a) is not None for a in tensors)
             if name in READS_VALUES and tracked:
                 raise CaptureError(
@@ -611,6 +715,10 @@ class Capture(TorchFunctionMode):
                         "%s with out= has no init IR counterpart" % torch_name(func), old.shape, old.dtype),
                         torch_name(func))
                 return res
+            if name in ("uniform_", "normal_") and args and self.state(args[0]) is not None:
+                # Tensor bounds or moments (t.normal_(mean_t, std_t)) as the numbers they hold.
+                args = (args[0],) + tuple(self.scalar(v, torch_name(func)) for v in args[1:])
+                kwargs = {k: self.scalar(v, torch_name(func)) for k, v in kwargs.items()}
             try:
                 result = func(*args, **kwargs)
             except CaptureError:

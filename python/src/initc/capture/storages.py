@@ -63,7 +63,17 @@ def boxes_cover(boxes, shape, max_cells=1 << 20):
 
 
 def storage_key(t):
+    # untyped_storage (torch 2.x) avoids TypedStorage's deprecation warning; 1.13 has storage().
+    if hasattr(t, "untyped_storage"):
+        return t.untyped_storage()._cdata
     return t.storage()._cdata
+
+
+def storage_numel(t):
+    """The number of elements of `t`'s dtype that its storage holds."""
+    if hasattr(t, "untyped_storage"):
+        return t.untyped_storage().nbytes() // t.element_size()
+    return t.storage().size()
 
 
 def describe_view(t, base_shape, geo):

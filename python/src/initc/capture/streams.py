@@ -56,13 +56,17 @@ def assign_streams(name, final, roots):
                 "index and cannot repeat it at another; draw separate random tensors if "
                 "independent values are meant, or build the relationship after loading the "
                 "checkpoint" % (module_path(name), name, origin, ", ".join(reads_at) or origin))
-    order = []
-    for r in roots:
-        for n in random_leaves(r):
+    def groups(nodes):
+        out = []
+        for n in nodes:
             g = group.get(read_key(n), read_key(n))
-            if g not in order:
-                order.append(g)
-    order.sort(key=lambda g: g[0])  # stable: program order, then first use
+            if g not in out:
+                out.append(g)
+        return sorted(out, key=lambda g: g[0])  # stable: program order, then first use
+    # The final value's random ops first: its streams are the same whether or not the dead
+    # values before it are printed (a constructor's init that _init_weights redraws).
+    order = groups(random_leaves(final))
+    order += [g for g in groups(n for r in roots for n in random_leaves(r)) if g not in order]
     stream = {g: i for i, g in enumerate(order)}
     return {id(n): stream[group.get(read_key(n), read_key(n))]
             for r in roots for n in random_leaves(r)}
