@@ -231,8 +231,8 @@ RankBytes rankBytesOf(const initrt::Program &program) {
         shared = shared && axes == group.order && axes.size() == group.axes.size();
       }
     }
-    if (group.order.empty())
-      group.order = group.axes; // an unused axis, or the stage axis
+    if (group.order.empty() || !shared)
+      group.order = group.axes; // an unused axis, the stage axis, or values enumerated
     for (size_t i = 0; shared && i < numParams; ++i) {
       const initrt::Param &p = program.params[i];
       if (p.stageAxis >= 0 && groupOf[size_t(p.stageAxis)] == groupOf[size_t(group.axes[0])]) {
@@ -356,10 +356,19 @@ RankEstimate estimateRanks(ModuleOp module, const initrt::Program &program) {
     auto cost = costByName.find(p.name);
     size_t costIndex = size_t(cost == costByName.end() ? Cost::Uniform : cost->second);
     uint64_t elements = initrt::sliceForRank(program.mesh, p, e.largestRank).numElements();
-    e.maxSliceBytes[i] = elements * elementBytes;
-    e.largest += e.maxSliceBytes[i];
+    // The parameter's largest slice: rank 0's, or on a stage, the slice of that stage's first
+    // rank (coordinate 0 on every other axis).
+    int64_t firstHolder = 0;
+    if (p.stageAxis >= 0) {
+      firstHolder = p.stage;
+      for (size_t a = size_t(p.stageAxis) + 1; a < program.mesh.shape.size(); ++a)
+        firstHolder *= program.mesh.shape[a];
+    }
+    e.maxSliceBytes[i] =
+        initrt::sliceForRank(program.mesh, p, firstHolder).numElements() * elementBytes;
+    e.largest += elements * elementBytes;
     if (p.load) {
-      e.loadedBytes += e.maxSliceBytes[i];
+      e.loadedBytes += elements * elementBytes;
     } else if (elements > 0 && orthogonal.contains(p.name)) {
       // The whole matrix is sampled and factored.
       largestElements[costIndex] += double(p.numElements());

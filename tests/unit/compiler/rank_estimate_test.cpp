@@ -9,6 +9,7 @@
 #include "initc/Registration.h"
 #include "initrt/base/costs.h"
 #include "initrt/base/program.h"
+#include "initrt/base/sharding.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"

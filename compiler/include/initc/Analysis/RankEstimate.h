@@ -82,7 +82,7 @@ struct RankEstimate {
   int64_t largestRank = 0;
   RankBytes perRank;
   int64_t ranks = 0;
-  std::vector<uint64_t> maxSliceBytes;  // per parameter, the largest rank's
+  std::vector<uint64_t> maxSliceBytes;  // per parameter, its largest slice's (on its stage)
   uint64_t totalBytes = 0, largest = 0; // below 2^63: verifyModel bounds the model's bytes
   uint64_t paramCount = 0, bufferCount = 0;
   uint64_t loadedBytes = 0;     // of the largest rank's, read from base checkpoints
