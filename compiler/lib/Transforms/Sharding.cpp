@@ -99,6 +99,8 @@ static const char *const kTensorAxisNames[] = {"tp", "model"};
 static const char *const kDataAxisNames[] = {"dp_shard", "dp", "fsdp", "data"};
 // Mesh axes a preset places pipeline stages on.
 static const char *const kStageAxisNames[] = {"pp", "pipeline", "stage"};
+// Mesh axes a preset splits the experts of a stacked MoE tensor over (logical axis `experts`).
+static const char *const kExpertAxisNames[] = {"ep", "expert"};
 
 std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec &mesh,
                                                  std::string &error) {
@@ -127,6 +129,9 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
               mesh.str();
       return std::nullopt;
     }
+    // Expert parallelism: every expert whole on one rank of the axis, E / ep of them each.
+    if (std::string ep = findAxis(kExpertAxisNames); !ep.empty() && spec != "replicated")
+      rules.rules.push_back({"experts", false, {}, {ep}});
     if (wantsTp)
       for (const char *axis : kTensorParallelAxes)
         rules.rules.push_back({axis, false, {}, {tp}});
@@ -353,6 +358,15 @@ mlir::LogicalResult ShardingRules::apply(const ParamShape &param, DimAxes &out,
       }
       for (size_t d = 0; d < rank && d < param.axes.size(); ++d)
         if (param.axes[d] == rule.pattern && !used.count(axisIndex(rule.meshAxes[0]))) {
+          int64_t parts = axisParts(axisIndex(rule.meshAxes[0]));
+          if (rule.pattern == "experts" && param.shape[d] % parts != 0) {
+            error = "parameter '" + param.name + "': its " + std::to_string(param.shape[d]) +
+                    " experts do not divide over mesh axis '" + rule.meshAxes[0] + "' of " +
+                    std::to_string(parts) + ": expert parallelism gives every rank of the axis "
+                    "the same number of whole experts; use an axis size that divides " +
+                    std::to_string(param.shape[d]);
+            return mlir::failure();
+          }
           if (!assign(d, rule.meshAxes[0]))
             return mlir::failure();
           rule.used = true;
@@ -417,12 +431,15 @@ void ShardingRules::noteTied(StringRef name, StringRef target) {
 std::string ShardingRules::presetWarning() const {
   if (preset.empty()) // a rules file: checkAllRulesUsed
     return "";
-  std::string tpAxis, dpAxis;
+  std::string tpAxis, dpAxis, epAxis;
   bool tpUsed = false;
   for (const Rule &rule : rules) {
     if (rule.byName) {
       if (!rule.used)
         dpAxis = rule.meshAxes[0];
+    } else if (rule.pattern == "experts") {
+      if (!rule.used)
+        epAxis = rule.meshAxes[0];
     } else {
       tpAxis = rule.meshAxes[0];
       tpUsed = tpUsed || rule.used;
@@ -440,6 +457,11 @@ std::string ShardingRules::presetWarning() const {
                " split no parameter over mesh axis '" + dpAxis +
                "': none has a non-empty dim left free by the other axes, so every parameter is "
                "replicated over it";
+  if (!epAxis.empty() && parts(epAxis) > 1)
+    warning += std::string(warning.empty() ? "" : "; ") + "--shard " + preset +
+               " split no parameter over mesh axis '" + epAxis +
+               "': no parameter has a dim with logical axis experts (stacked MoE experts), so "
+               "every parameter is replicated over it";
   return warning;
 }
 
