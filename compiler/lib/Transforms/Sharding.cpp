@@ -598,23 +598,22 @@ mlir::LogicalResult ShardingRules::assignStages(llvm::ArrayRef<ParamShape> param
   }
   // Parameters outside the layers: before the first layer (the embedding) on the first stage,
   // after the last (the final norm, the head) on the last, between two on the earlier one's.
+  // (Without layers, count is 1: everything on stage 0.)
   stages.assign(params.size(), 0);
-  std::optional<int64_t> previous;
-  bool afterLast = false;
   size_t lastLayerParam = 0;
   for (size_t i = 0; i < params.size(); ++i)
     if (layers[i])
       lastLayerParam = i;
+  std::optional<int64_t> previous;
   for (size_t i = 0; i < params.size(); ++i) {
-    afterLast = numLayers > 0 && i > lastLayerParam;
     if (layers[i])
       previous = layerStage[size_t(*layers[i])];
     if (params[i].shape.empty())
       stages[i] = -1;
     else if (layers[i])
       stages[i] = *previous;
-    else if (afterLast || numLayers == 0)
-      stages[i] = numLayers == 0 ? 0 : count - 1;
+    else if (numLayers > 0 && i > lastLayerParam)
+      stages[i] = count - 1;
     else
       stages[i] = previous.value_or(0);
   }
