@@ -40,9 +40,13 @@ std::string printableName(const std::string &name) {
 
 /// `[dp, tp]`-style text of a parameter's sharding: the mesh axes of each dim, `-` for none.
 std::string shardingText(const initrt::Program &program, const initrt::Param &param) {
+  // On one pipeline stage: `pp=2 [dp, -]`.
+  std::string stage = param.stageAxis < 0 ? ""
+                                          : program.mesh.axisNames[size_t(param.stageAxis)] +
+                                                "=" + std::to_string(param.stage) + " ";
   if (param.splitAxes.empty())
-    return "replicated";
-  std::string s = "[";
+    return stage + (stage.empty() ? "replicated" : "whole");
+  std::string s = stage + "[";
   for (size_t d = 0; d < param.shape.size(); ++d) {
     s += d ? ", " : "";
     if (d >= param.splitAxes.size() || param.splitAxes[d].empty()) {
@@ -53,6 +57,42 @@ std::string shardingText(const initrt::Program &program, const initrt::Param &pa
       s += (i ? "*" : "") + program.mesh.axisNames[param.splitAxes[d][i]];
   }
   return s + "]";
+}
+
+/// The mesh axes of more than one device over which `param` is replicated: the ranks holding
+/// each of its slices are those that differ only in their coordinates on these axes.
+std::vector<std::string> replicatingAxes(const initrt::Program &program,
+                                         const initrt::Param &param) {
+  std::vector<bool> used(program.mesh.shape.size(), false);
+  for (const std::vector<int> &axes : param.splitAxes)
+    for (int axis : axes)
+      used[size_t(axis)] = true;
+  if (param.stageAxis >= 0)
+    used[size_t(param.stageAxis)] = true;
+  std::vector<std::string> names;
+  for (size_t a = 0; a < used.size(); ++a)
+    if (!used[a] && program.mesh.shape[a] > 1)
+      names.push_back(program.mesh.axisNames[a]);
+  return names;
+}
+
+/// How many ranks hold each slice of `param` (the product of its replicating axes).
+uint64_t copiesOf(const initrt::Program &program, const initrt::Param &param) {
+  uint64_t copies = 1;
+  for (const std::string &name : replicatingAxes(program, param))
+    for (size_t a = 0; a < program.mesh.axisNames.size(); ++a)
+      if (program.mesh.axisNames[a] == name)
+        copies *= uint64_t(program.mesh.shape[a]);
+  return copies;
+}
+
+/// Bytes held beyond one copy of every tensor, over all ranks, because of replication.
+double replicaBytes(const initrt::Program &program) {
+  double extra = 0;
+  for (const initrt::Param &p : program.params)
+    extra += double(copiesOf(program, p) - 1) * double(p.numElements()) *
+             double(initrt::dtypeBytes(p.dtype));
+  return extra;
 }
 
 void printInspectJson(const initrt::Program &program, const RankEstimate &e) {
@@ -72,7 +112,12 @@ void printInspectJson(const initrt::Program &program, const RankEstimate &e) {
                              {"buffer", p.buffer},
                              {"persistent", p.persistent},
                              {"bytes", p.numElements() * initrt::dtypeBytes(p.dtype)},
-                             {"max_rank_bytes", e.maxSliceBytes[i]}});
+                             {"max_rank_bytes", e.maxSliceBytes[i]},
+                             {"replicated_over", replicatingAxes(program, p)},
+                             {"copies", copiesOf(program, p)}});
+    if (p.stageAxis >= 0)
+      out["params"].back()["stage"] = {{"axis", program.mesh.axisNames[size_t(p.stageAxis)]},
+                                       {"index", p.stage}};
     if (p.load)
       out["params"].back()["load"] = {{"file", p.load->file}, {"tensor", p.load->tensor}};
   }
@@ -82,7 +127,14 @@ void printInspectJson(const initrt::Program &program, const RankEstimate &e) {
                    {"ranks", e.ranks},
                    {"largest_rank", e.largestRank},
                    {"largest_rank_bytes", e.largest},
-                   {"largest_rank_loaded_bytes", e.loadedBytes}};
+                   {"largest_rank_loaded_bytes", e.loadedBytes},
+                   {"per_rank_bytes",
+                    {{"min", e.perRank.min},
+                     {"min_rank", e.perRank.minRank},
+                     {"mean", e.perRank.mean},
+                     {"max", e.perRank.max},
+                     {"max_rank", e.perRank.maxRank}}},
+                   {"replica_bytes", replicaBytes(program)}};
   out["estimate"] = {
       {"note", "an estimate, not a measurement: in memory (the C API) shard bytes plus the "
                "runtime's measured overhead; prog/init (writing, or --discard) its own "
@@ -138,6 +190,9 @@ void printInspectTable(const initrt::Program &program, const RankEstimate &e) {
       notes.push_back(p.persistent ? "buffer" : "buffer, not saved");
     if (p.load)
       notes.push_back("loaded");
+    if (uint64_t copies = copiesOf(program, p); copies > 1)
+      notes.push_back(std::to_string(copies) + " copies over " +
+                      llvm::join(replicatingAxes(program, p), ","));
     std::printf("%-*s  %-5s  %-22s  %-18s  %12s%s%s\n", (int)nameWidth, name.c_str(),
                 initrt::dtypeName(p.dtype), initrt::shapeText(p.shape).c_str(),
                 shardingText(program, p).c_str(), initrt::formatBytes(e.maxSliceBytes[i]).c_str(),
@@ -157,6 +212,19 @@ void printInspectTable(const initrt::Program &program, const RankEstimate &e) {
               (unsigned long long)e.paramCount, program.params.size(),
               initrt::formatBytes(e.totalBytes).c_str(), (long long)e.largestRank,
               initrt::formatBytes(e.largest).c_str());
+  std::printf("per rank: min %s (rank %lld), mean %s, max %s (rank %lld)\n",
+              initrt::formatBytes(e.perRank.min).c_str(), (long long)e.perRank.minRank,
+              initrt::formatBytes(uint64_t(e.perRank.mean)).c_str(),
+              initrt::formatBytes(e.perRank.max).c_str(), (long long)e.perRank.maxRank);
+  size_t replicated = 0;
+  for (const initrt::Param &p : program.params)
+    replicated += copiesOf(program, p) > 1;
+  if (replicated > 0)
+    std::printf("%zu of %zu tensors are replicated (see copies): the ranks that differ only in "
+                "their coordinates on the axes named hold the same slice, %s beyond one copy "
+                "over all ranks\n",
+                replicated, program.params.size(),
+                initrt::formatBytes(uint64_t(replicaBytes(program))).c_str());
   std::string timeText;
   for (size_t k = 0; k < e.times.size(); ++k) {
     char text[128];

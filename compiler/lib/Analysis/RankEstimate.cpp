@@ -22,6 +22,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <functional>
+#include <map>
 #include <string>
 
 using namespace mlir;
@@ -138,6 +140,197 @@ double rateOf(const KernelRates &rates, Cost cost) {
   return rates.truncNormal;
 }
 
+namespace {
+
+/// Mesh axes that split dims together (one dim over several axes) form a group: a parameter's
+/// chunk lengths depend on each group's coordinates separately. Each group's coordinates fall
+/// into classes holding equal lengths for every parameter.
+struct AxisGroup {
+  std::vector<int> axes;             // mesh order
+  std::vector<int> order;            // the order every dim on this group lists its axes, or
+                                     // empty when dims disagree (then each value is enumerated)
+  int64_t size = 1;
+  struct Class {
+    std::vector<int64_t> coords;     // a representative's coordinates on `axes`, its lowest
+    int64_t weight = 0;              // how many coordinate tuples share the lengths
+    std::vector<uint64_t> factor;    // per parameter, its elements' factor from this group
+  };
+  std::vector<Class> classes;
+};
+
+// The factor parameter `p` takes from the group at coordinates `coords` (mesh-wide vector; only
+// the group's axes are read): the lengths of the dims split over the group's axes, times 0 off
+// the parameter's stage.
+uint64_t groupFactor(const initrt::Mesh &mesh, const initrt::Param &p, const AxisGroup &group,
+                     const std::vector<int64_t> &coords) {
+  uint64_t factor = 1;
+  if (p.stageAxis >= 0 && llvm::is_contained(group.axes, p.stageAxis) &&
+      coords[size_t(p.stageAxis)] != p.stage)
+    return 0;
+  for (size_t d = 0; d < p.splitAxes.size() && d < p.shape.size(); ++d) {
+    if (p.splitAxes[d].empty() || !llvm::is_contained(group.axes, p.splitAxes[d][0]))
+      continue;
+    int64_t parts = 1, index = 0, begin, length;
+    for (int axis : p.splitAxes[d]) {
+      parts *= mesh.shape[size_t(axis)];
+      index = index * mesh.shape[size_t(axis)] + coords[size_t(axis)];
+    }
+    initrt::chunkRange(p.shape[d], parts, index, begin, length);
+    factor *= uint64_t(length);
+  }
+  return factor;
+}
+
+} // namespace
+
+RankBytes rankBytesOf(const initrt::Program &program) {
+  const initrt::Mesh &mesh = program.mesh;
+  const size_t numAxes = mesh.shape.size(), numParams = program.params.size();
+  // Union the axes each dim is split over.
+  std::vector<int> root(numAxes);
+  for (size_t a = 0; a < numAxes; ++a)
+    root[a] = int(a);
+  std::function<int(int)> find = [&](int a) { return root[a] == a ? a : root[a] = find(root[a]); };
+  for (const initrt::Param &p : program.params)
+    for (const std::vector<int> &axes : p.splitAxes)
+      for (int axis : axes)
+        root[size_t(find(axis))] = find(axes[0]);
+  std::vector<AxisGroup> groups;
+  std::vector<int> groupOf(numAxes, -1);
+  for (size_t a = 0; a < numAxes; ++a) {
+    int r = find(int(a));
+    if (groupOf[size_t(r)] < 0) {
+      groupOf[size_t(r)] = int(groups.size());
+      groups.emplace_back();
+    }
+    groupOf[a] = groupOf[size_t(r)];
+    groups[size_t(groupOf[a])].axes.push_back(int(a));
+    groups[size_t(groupOf[a])].size *= mesh.shape[a];
+  }
+  // Elements each parameter has from dims no axis splits.
+  std::vector<uint64_t> unsplit(numParams, 1), elementBytes(numParams);
+  for (size_t i = 0; i < numParams; ++i) {
+    const initrt::Param &p = program.params[i];
+    elementBytes[i] = initrt::dtypeBytes(p.dtype);
+    for (size_t d = 0; d < p.shape.size(); ++d)
+      if (d >= p.splitAxes.size() || p.splitAxes[d].empty())
+        unsplit[i] *= uint64_t(p.shape[d]);
+  }
+  for (AxisGroup &group : groups) {
+    // One shared order: then a dim's part index is the group's value in that order, its chunk
+    // length changes only at two values (end of the full chunks, end of the short one), and the
+    // stage indicator at two more; classes are the runs between these breakpoints.
+    bool shared = true;
+    std::vector<int64_t> breaks = {0, group.size};
+    for (const initrt::Param &p : program.params) {
+      for (const std::vector<int> &axes : p.splitAxes) {
+        if (axes.empty() || groupOf[size_t(axes[0])] != groupOf[size_t(group.axes[0])])
+          continue;
+        if (group.order.empty())
+          group.order = axes;
+        shared = shared && axes == group.order && axes.size() == group.axes.size();
+      }
+    }
+    if (group.order.empty() || !shared)
+      group.order = group.axes; // an unused axis, the stage axis, or values enumerated
+    for (size_t i = 0; shared && i < numParams; ++i) {
+      const initrt::Param &p = program.params[i];
+      if (p.stageAxis >= 0 && groupOf[size_t(p.stageAxis)] == groupOf[size_t(group.axes[0])]) {
+        breaks.push_back(p.stage);
+        breaks.push_back(p.stage + 1);
+      }
+      for (size_t d = 0; d < p.splitAxes.size() && d < p.shape.size(); ++d) {
+        if (p.splitAxes[d].empty() ||
+            groupOf[size_t(p.splitAxes[d][0])] != groupOf[size_t(group.axes[0])])
+          continue;
+        int64_t chunk = (p.shape[d] + group.size - 1) / group.size;
+        int64_t full = chunk == 0 ? 0 : p.shape[d] / chunk;
+        breaks.push_back(std::min(full, group.size));
+        breaks.push_back(std::min(full + 1, group.size));
+      }
+    }
+    std::vector<std::pair<int64_t, int64_t>> runs; // [first value, weight)
+    if (shared) {
+      std::sort(breaks.begin(), breaks.end());
+      breaks.erase(std::unique(breaks.begin(), breaks.end()), breaks.end());
+      for (size_t k = 0; k + 1 < breaks.size(); ++k)
+        runs.push_back({breaks[k], breaks[k + 1] - breaks[k]});
+    } else {
+      for (int64_t v = 0; v < group.size; ++v)
+        runs.push_back({v, 1});
+    }
+    std::map<std::vector<uint64_t>, size_t> classOf;
+    std::vector<int64_t> coords(numAxes, 0);
+    for (auto [value, weight] : runs) {
+      // The value's coordinates, `order` a mixed-radix number, first listed axis major.
+      int64_t rest = value;
+      for (size_t k = group.order.size(); k-- > 0;) {
+        coords[size_t(group.order[k])] = rest % mesh.shape[size_t(group.order[k])];
+        rest /= mesh.shape[size_t(group.order[k])];
+      }
+      std::vector<uint64_t> factor(numParams);
+      for (size_t i = 0; i < numParams; ++i)
+        factor[i] = groupFactor(mesh, program.params[i], group, coords);
+      std::vector<int64_t> own;
+      for (int axis : group.axes)
+        own.push_back(coords[size_t(axis)]);
+      auto [it, added] = classOf.try_emplace(factor, group.classes.size());
+      if (added) {
+        group.classes.push_back({own, weight, std::move(factor)});
+      } else {
+        AxisGroup::Class &known = group.classes[it->second];
+        known.weight += weight;
+        known.coords = std::min(known.coords, own); // mesh order: the lower rank
+      }
+    }
+  }
+  // Every combination of one class per group: its bytes, and how many ranks it stands for.
+  RankBytes out;
+  long double total = 0;
+  std::vector<size_t> pick(groups.size(), 0);
+  bool first = true;
+  while (true) {
+    uint64_t bytes = 0;
+    long double weight = 1;
+    for (size_t g = 0; g < groups.size(); ++g)
+      weight *= groups[g].classes[pick[g]].weight;
+    for (size_t i = 0; i < numParams; ++i) {
+      uint64_t elements = unsplit[i];
+      for (size_t g = 0; g < groups.size() && elements; ++g)
+        elements *= groups[g].classes[pick[g]].factor[i];
+      bytes += elements * elementBytes[i];
+    }
+    std::vector<int64_t> coords(numAxes, 0);
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (size_t k = 0; k < groups[g].axes.size(); ++k)
+        coords[size_t(groups[g].axes[k])] = groups[g].classes[pick[g]].coords[k];
+    int64_t rank = 0;
+    for (size_t a = 0; a < numAxes; ++a)
+      rank = rank * mesh.shape[a] + coords[a];
+    total += (long double)bytes * weight;
+    if (first || bytes > out.max || (bytes == out.max && rank < out.maxRank)) {
+      out.max = bytes;
+      out.maxRank = rank;
+    }
+    if (first || bytes < out.min || (bytes == out.min && rank < out.minRank)) {
+      out.min = bytes;
+      out.minRank = rank;
+    }
+    first = false;
+    ++out.classes;
+    size_t g = 0;
+    for (; g < groups.size(); ++g) {
+      if (++pick[g] < groups[g].classes.size())
+        break;
+      pick[g] = 0;
+    }
+    if (g == groups.size())
+      break;
+  }
+  out.mean = double(total / (long double)mesh.size());
+  return out;
+}
+
 RankEstimate estimateRanks(ModuleOp module, const initrt::Program &program) {
   RecipeCosts costs(module);
   llvm::StringMap<Cost> costByName;
@@ -151,6 +344,8 @@ RankEstimate estimateRanks(ModuleOp module, const initrt::Program &program) {
   constexpr size_t kCosts = 3;
   RankEstimate e;
   e.ranks = program.mesh.size();
+  e.perRank = rankBytesOf(program);
+  e.largestRank = e.perRank.maxRank;
   e.maxSliceBytes.assign(program.params.size(), 0);
   std::array<double, kCosts> largestElements = {0.0, 0.0, 0.0};
   for (size_t i = 0; i < program.params.size(); ++i) {
@@ -161,10 +356,19 @@ RankEstimate estimateRanks(ModuleOp module, const initrt::Program &program) {
     auto cost = costByName.find(p.name);
     size_t costIndex = size_t(cost == costByName.end() ? Cost::Uniform : cost->second);
     uint64_t elements = initrt::sliceForRank(program.mesh, p, e.largestRank).numElements();
-    e.maxSliceBytes[i] = elements * elementBytes;
-    e.largest += e.maxSliceBytes[i];
+    // The parameter's largest slice: rank 0's, or on a stage, the slice of that stage's first
+    // rank (coordinate 0 on every other axis).
+    int64_t firstHolder = 0;
+    if (p.stageAxis >= 0) {
+      firstHolder = p.stage;
+      for (size_t a = size_t(p.stageAxis) + 1; a < program.mesh.shape.size(); ++a)
+        firstHolder *= program.mesh.shape[a];
+    }
+    e.maxSliceBytes[i] =
+        initrt::sliceForRank(program.mesh, p, firstHolder).numElements() * elementBytes;
+    e.largest += elements * elementBytes;
     if (p.load) {
-      e.loadedBytes += e.maxSliceBytes[i];
+      e.loadedBytes += elements * elementBytes;
     } else if (elements > 0 && orthogonal.contains(p.name)) {
       // The whole matrix is sampled and factored.
       largestElements[costIndex] += double(p.numElements());

@@ -38,7 +38,7 @@ constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
 // Bounds the IR size: even 2^16 layers is far past any released model.
 constexpr int64_t kMaxLayers = 65536;
 
-const StringRef kModelTypes[] = {"llama", "mistral", "qwen2", "gpt2"};
+const StringRef kModelTypes[] = {"llama", "mistral", "qwen2", "mixtral", "gpt2"};
 
 std::string supportedList() { return llvm::join(ArrayRef<StringRef>(kModelTypes), ", "); }
 
@@ -189,9 +189,10 @@ private:
   std::string &error;
 };
 
-/// The sizes and switches of a llama-family config (llama, mistral, qwen2).
+/// The sizes and switches of a llama-family config (llama, mistral, qwen2, mixtral).
 struct LlamaConfig {
   int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kvHeads = 0, headDim = 0;
+  int64_t experts = 0; // mixtral's num_local_experts: a sparse MoE block in place of the MLP
   int64_t qDim = 0, kvDim = 0; // heads * headDim, kvHeads * headDim
   double initializerRange = 0.02, ropeTheta = 10000.0;
   bool tieEmbeddings = false;
@@ -240,6 +241,11 @@ bool readLlamaConfig(ConfigFields &fields, StringRef modelType, LlamaConfig &c) 
     return false;
   if (!checkLayers(fields, "num_hidden_layers", c.layers))
     return false;
+  if (modelType == "mixtral") {
+    if (!fields.requirePositive("num_local_experts", c.experts))
+      return false;
+    c.ropeTheta = 1000000.0; // MixtralConfig.default_theta
+  }
 
   std::optional<int64_t> kvHeads, headDim;
   if (!fields.optionalPositive("num_key_value_heads", kvHeads) ||
@@ -510,15 +516,33 @@ bool buildLlama(StateDict &sd, const LlamaConfig &c, const InitStyle &style, Typ
   const char *qFields = "num_attention_heads, head_dim and hidden_size";
   const char *kvFields = "num_key_value_heads, head_dim and hidden_size";
   const char *mlpFields = "intermediate_size and hidden_size";
+  // The dense MLP, or mixtral's sparse MoE block as transformers 5 stores it: a router
+  // (mlp.gate, nn.Linear without bias) and the experts stacked along dim 0, gate and up
+  // projections fused, all normal(0, initializer_range) (MixtralPreTrainedModel._init_weights).
+  auto mlp = [&](const std::string &p) {
+    if (c.experts == 0)
+      return linear(p + "mlp.gate_proj", I, H, "mlp", "embed", c.mlpBias, mlpFields) &&
+             linear(p + "mlp.up_proj", I, H, "mlp", "embed", c.mlpBias, mlpFields) &&
+             linear(p + "mlp.down_proj", H, I, "embed", "mlp", c.mlpBias, mlpFields);
+    const int64_t E = c.experts;
+    const char *expertFields = "num_local_experts, intermediate_size and hidden_size";
+    // The router is replicated by the expert axis (each rank routes every token); the experts'
+    // own dims are `expert_mlp`, which tensor parallelism leaves whole (torchtitan's default
+    // expert_tensor_parallel_degree of 1).
+    return sd.param(p + "mlp.gate.weight", {E, H}, {"router", "embed"}, w,
+                    "num_local_experts and hidden_size", weight) &&
+           sd.param(p + "mlp.experts.gate_up_proj", {E, 2 * I, H},
+                    {"experts", "expert_mlp", "embed"}, w, expertFields, weight) &&
+           sd.param(p + "mlp.experts.down_proj", {E, H, I}, {"experts", "embed", "expert_mlp"},
+                    w, expertFields, weight);
+  };
   for (int64_t i = 0; i < c.layers; ++i) {
     std::string p = "model.layers." + std::to_string(i) + ".";
     if (!linear(p + "self_attn.q_proj", qDim, H, "heads", "embed", c.qkvBias, qFields) ||
         !linear(p + "self_attn.k_proj", kvDim, H, "kv_heads", "embed", c.qkvBias, kvFields) ||
         !linear(p + "self_attn.v_proj", kvDim, H, "kv_heads", "embed", c.qkvBias, kvFields) ||
         !linear(p + "self_attn.o_proj", H, qDim, "embed", "heads", c.oBias, qFields) ||
-        !linear(p + "mlp.gate_proj", I, H, "mlp", "embed", c.mlpBias, mlpFields) ||
-        !linear(p + "mlp.up_proj", I, H, "mlp", "embed", c.mlpBias, mlpFields) ||
-        !linear(p + "mlp.down_proj", H, I, "embed", "mlp", c.mlpBias, mlpFields) ||
+        !mlp(p) ||
         !sd.param(p + "input_layernorm.weight", {H}, {"embed"}, w, "hidden_size", ones) ||
         !sd.param(p + "post_attention_layernorm.weight", {H}, {"embed"}, w, "hidden_size", ones))
       return false;
@@ -694,6 +718,13 @@ OwningOpRef<ModuleOp> initc::import::importHFConfigText(MLIRContext &ctx, String
   bool isGPT2 = *modelType == "gpt2";
   if (isGPT2 ? !readGPT2Config(fields, gpt2) : !readLlamaConfig(fields, *modelType, llama))
     return nullptr;
+  if (llama.experts > 0 && options.initStyle == "torch") {
+    error = (name + ": --init-style torch has no recipe for " + *modelType +
+             "'s experts: transformers creates them with torch.empty and only _init_weights "
+             "(--init-style hf) gives them values")
+                .str();
+    return nullptr;
+  }
 
   ctx.getOrLoadDialect<init::InitDialect>();
   Location fileLoc = FileLineColLoc::get(&ctx, name, 1, 1);

@@ -275,6 +275,13 @@ LogicalResult initc::buildProgram(ModuleOp module, llvm::StringRef modelName,
       while (!p.splitAxes.empty() && p.splitAxes.back().empty())
         p.splitAxes.pop_back();
     }
+    if (auto stage = param.getStageAttr()) {
+      // The verifier checked that the mesh has this stage axis.
+      auto axis = meshes[0]->getAttrOfType<StringAttr>(InitDialect::kStageAxisAttr);
+      auto names = getMeshAxisNames(meshes[0]);
+      p.stageAxis = int(llvm::find(names, axis.getValue().str()) - names.begin());
+      p.stage = stage.getInt();
+    }
     if (auto kernel = param.getKernelAttr())
       p.kernel = kernel.getValue().str();
     if (auto args = param.getKernelArgsAttr())

@@ -66,6 +66,11 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
       names.push_back(builder.getStringAttr(n));
     meshOp->setAttr(InitDialect::kAxisNamesAttr, builder.getArrayAttr(names));
     auto meshRef = FlatSymbolRefAttr::get(meshOp.getSymNameAttr());
+    const int stageAxis = rules->stageAxis();
+    if (stageAxis >= 0)
+      meshOp->setAttr(InitDialect::kStageAxisAttr, builder.getStringAttr(spec.axisNames[stageAxis]));
+    std::vector<ParamOp> untied;
+    std::vector<ParamShape> shapes;
 
     for (ParamOp param : module.getOps<ParamOp>()) {
       if (auto tied = param.getTiedToAttr()) {
@@ -80,6 +85,8 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
       if (auto axes = param.getAxes())
         for (Attribute a : *axes)
           shape.axes.push_back(cast<StringAttr>(a).getValue().str());
+      untied.push_back(param);
+      shapes.push_back(shape);
       DimAxes split;
       if (failed(rules->apply(shape, split, error))) {
         param.emitError() << error;
@@ -95,6 +102,16 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
       for (auto &dim : split)
         axes.push_back(SmallVector<mesh::MeshAxis>(dim.begin(), dim.end()));
       param.setShardingAttr(mesh::MeshShardingAttr::get(&getContext(), meshRef, axes));
+    }
+    if (stageAxis >= 0) {
+      std::vector<int64_t> stages;
+      if (failed(rules->assignStages(shapes, stages, error))) {
+        module.emitError("--shard: ") << error;
+        return signalPassFailure();
+      }
+      for (size_t i = 0; i < untied.size(); ++i)
+        if (stages[i] >= 0)
+          untied[i].setStageAttr(builder.getI64IntegerAttr(stages[i]));
     }
     if (failed(rules->checkAllRulesUsed(error))) {
       module.emitError() << error;

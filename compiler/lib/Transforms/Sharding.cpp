@@ -94,7 +94,13 @@ int ShardingRules::axisIndex(StringRef name) const {
 // mlp), which makes the matching row-parallel inputs split too, and vocab-parallel embeddings.
 static const char *const kTensorParallelAxes[] = {"vocab", "heads", "kv_heads", "qkv", "mlp"};
 static const char *const kTensorAxisNames[] = {"tp", "model"};
-static const char *const kDataAxisNames[] = {"dp", "fsdp", "data"};
+// dp_shard first: HSDP meshes (torchtitan's dp_replicate x dp_shard) shard over it and
+// replicate over dp_replicate.
+static const char *const kDataAxisNames[] = {"dp_shard", "dp", "fsdp", "data"};
+// Mesh axes a preset places pipeline stages on.
+static const char *const kStageAxisNames[] = {"pp", "pipeline", "stage"};
+// Mesh axes a preset splits the experts of a stacked MoE tensor over (logical axis `experts`).
+static const char *const kExpertAxisNames[] = {"ep", "expert"};
 
 std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec &mesh,
                                                  std::string &error) {
@@ -109,6 +115,7 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
   };
   if (llvm::is_contained(presetNames(), spec)) {
     rules.preset = spec.str();
+    rules.stageAxisName = findAxis(kStageAxisNames);
     bool wantsTp = spec == "tp" || spec == "fsdp+tp";
     bool wantsDp = spec == "fsdp" || spec == "fsdp+tp";
     std::string tp = findAxis(kTensorAxisNames), dp = findAxis(kDataAxisNames);
@@ -118,10 +125,13 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
       return std::nullopt;
     }
     if (wantsDp && dp.empty()) {
-      error = "preset '" + spec.str() + "' needs a mesh axis named dp (or fsdp, data); the mesh is " +
+      error = "preset '" + spec.str() + "' needs a mesh axis named dp (or dp_shard, fsdp, data); the mesh is " +
               mesh.str();
       return std::nullopt;
     }
+    // Expert parallelism: every expert whole on one rank of the axis, E / ep of them each.
+    if (std::string ep = findAxis(kExpertAxisNames); !ep.empty() && spec != "replicated")
+      rules.rules.push_back({"experts", false, {}, {ep}});
     if (wantsTp)
       for (const char *axis : kTensorParallelAxes)
         rules.rules.push_back({axis, false, {}, {tp}});
@@ -205,10 +215,54 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
     return true;
   };
   for (auto &[key, value] : root.items()) {
-    if (key != "logical_axes" && key != "params") {
+    if (key != "logical_axes" && key != "params" && key != "pipeline") {
       error = "rules file '" + spec.str() + "': unknown key '" + key +
-              "' (expected \"logical_axes\" or \"params\")";
+              "' (expected \"logical_axes\", \"params\" or \"pipeline\")";
       return std::nullopt;
+    }
+  }
+  if (auto pipeline = root.find("pipeline"); pipeline != root.end()) {
+    const std::string where = "rules file '" + spec.str() + "': \"pipeline\"";
+    auto axis = pipeline->is_object() ? pipeline->find("axis") : pipeline->end();
+    if (!pipeline->is_object() || axis == pipeline->end() || !axis->is_string()) {
+      error = where + " must be an object naming the stage axis, e.g. {\"axis\": \"pp\"} or "
+                      "{\"axis\": \"pp\", \"stages\": [[0, 1], [2, 3]]}";
+      return std::nullopt;
+    }
+    for (auto &[key, value] : pipeline->items())
+      if (key != "axis" && key != "stages") {
+        error = where + ": unknown key '" + key + "' (expected \"axis\" and \"stages\")";
+        return std::nullopt;
+      }
+    rules.stageAxisName = axis->get<std::string>();
+    if (rules.axisIndex(rules.stageAxisName) < 0) {
+      error = where + " names mesh axis '" + rules.stageAxisName + "', which the mesh " +
+              mesh.str() + " does not have";
+      return std::nullopt;
+    }
+    if (auto stages = pipeline->find("stages"); stages != pipeline->end()) {
+      bool valid = stages->is_array();
+      for (const Json &stage : valid ? *stages : Json::array()) {
+        valid = valid && stage.is_array();
+        std::vector<int64_t> layers;
+        for (const Json &layer : valid ? stage : Json::array()) {
+          valid = valid && layer.is_number_integer() && layer.get<int64_t>() >= 0;
+          if (valid)
+            layers.push_back(layer.get<int64_t>());
+        }
+        rules.stageLayers.push_back(std::move(layers));
+      }
+      if (!valid) {
+        error = where + ".stages must list, for each stage, the layer numbers it holds, e.g. "
+                        "[[0, 1], [2, 3]]";
+        return std::nullopt;
+      }
+      int64_t size = mesh.shape[rules.axisIndex(rules.stageAxisName)];
+      if (int64_t(rules.stageLayers.size()) != size) {
+        error = where + ".stages lists " + std::to_string(rules.stageLayers.size()) +
+                " stages but mesh axis '" + rules.stageAxisName + "' has " + std::to_string(size);
+        return std::nullopt;
+      }
     }
   }
   if (auto logical = root.find("logical_axes"); logical != root.end()) {
@@ -262,6 +316,12 @@ mlir::LogicalResult ShardingRules::apply(const ParamShape &param, DimAxes &out,
   std::set<int> used;
   auto assign = [&](size_t dim, StringRef axis) -> bool {
     int index = axisIndex(axis);
+    if (index == stageAxis()) {
+      error = "parameter '" + param.name + "': mesh axis '" + axis.str() +
+              "' is the pipeline stage axis, which places whole parameters: it cannot split a "
+              "dim";
+      return false;
+    }
     if (!used.insert(index).second) {
       error = "parameter '" + param.name + "': mesh axis '" + axis.str() +
               "' would split two dims; a mesh axis can split at most one dim of a parameter";
@@ -275,22 +335,38 @@ mlir::LogicalResult ShardingRules::apply(const ParamShape &param, DimAxes &out,
   if (!preset.empty()) {
     for (Rule &rule : rules) {
       if (rule.byName) {
-        // fsdp: the first dim not split yet whose size is at least the number of parts.
+        // fsdp: the first dim not split yet whose size is at least the number of parts; when
+        // every free dim is smaller, FSDP2's own rule: dim 0 (or the first free dim) in
+        // torch.chunk's uneven parts, the trailing ranks' empty, rather than a replica on
+        // every rank of the axis.
         int dp = axisIndex(rule.meshAxes[0]);
         if (rank == 0 || used.count(dp))
           continue;
-        for (size_t d = 0; d < rank; ++d) {
-          if (out[d].empty() && param.shape[d] >= axisParts(dp)) {
-            if (!assign(d, rule.meshAxes[0]))
-              return mlir::failure();
-            rule.used = true;
-            break;
-          }
+        std::optional<size_t> chosen;
+        for (size_t d = 0; d < rank && !chosen; ++d)
+          if (out[d].empty() && param.shape[d] >= axisParts(dp))
+            chosen = d;
+        for (size_t d = 0; d < rank && !chosen; ++d)
+          if (out[d].empty() && param.shape[d] > 0)
+            chosen = d;
+        if (chosen) {
+          if (!assign(*chosen, rule.meshAxes[0]))
+            return mlir::failure();
+          rule.used = true;
         }
         continue;
       }
       for (size_t d = 0; d < rank && d < param.axes.size(); ++d)
         if (param.axes[d] == rule.pattern && !used.count(axisIndex(rule.meshAxes[0]))) {
+          int64_t parts = axisParts(axisIndex(rule.meshAxes[0]));
+          if (rule.pattern == "experts" && param.shape[d] % parts != 0) {
+            error = "parameter '" + param.name + "': its " + std::to_string(param.shape[d]) +
+                    " experts do not divide over mesh axis '" + rule.meshAxes[0] + "' of " +
+                    std::to_string(parts) + ": expert parallelism gives every rank of the axis "
+                    "the same number of whole experts; use an axis size that divides " +
+                    std::to_string(param.shape[d]);
+            return mlir::failure();
+          }
           if (!assign(d, rule.meshAxes[0]))
             return mlir::failure();
           rule.used = true;
@@ -355,12 +431,15 @@ void ShardingRules::noteTied(StringRef name, StringRef target) {
 std::string ShardingRules::presetWarning() const {
   if (preset.empty()) // a rules file: checkAllRulesUsed
     return "";
-  std::string tpAxis, dpAxis;
+  std::string tpAxis, dpAxis, epAxis;
   bool tpUsed = false;
   for (const Rule &rule : rules) {
     if (rule.byName) {
       if (!rule.used)
         dpAxis = rule.meshAxes[0];
+    } else if (rule.pattern == "experts") {
+      if (!rule.used)
+        epAxis = rule.meshAxes[0];
     } else {
       tpAxis = rule.meshAxes[0];
       tpUsed = tpUsed || rule.used;
@@ -375,10 +454,14 @@ std::string ShardingRules::presetWarning() const {
               "(`axes [...]` on init.param), or write a rules file for this model's axes";
   if (!dpAxis.empty() && parts(dpAxis) > 1)
     warning += std::string(warning.empty() ? "" : "; ") + "--shard " + preset +
-               " split no parameter over mesh axis '" + dpAxis + "': none has a dim of at least " +
-               std::to_string(parts(dpAxis)) +
-               " elements left free, so every parameter is "
+               " split no parameter over mesh axis '" + dpAxis +
+               "': none has a non-empty dim left free by the other axes, so every parameter is "
                "replicated over it";
+  if (!epAxis.empty() && parts(epAxis) > 1)
+    warning += std::string(warning.empty() ? "" : "; ") + "--shard " + preset +
+               " split no parameter over mesh axis '" + epAxis +
+               "': no parameter has a dim with logical axis experts (stacked MoE experts), so "
+               "every parameter is replicated over it";
   return warning;
 }
 
@@ -407,6 +490,132 @@ mlir::LogicalResult ShardingRules::checkAllRulesUsed(std::string &error) const {
       what = "pattern '" + rule.pattern + "' matches no parameter; fix or remove the rule";
     error = "rules file '" + sourceName + "': " + what;
     return mlir::failure();
+  }
+  return mlir::success();
+}
+
+
+namespace {
+// The layer a parameter belongs to: the first all-digit component of its name
+// (`model.layers.3.mlp.up_proj.weight`, `transformer.h.3.attn.c_attn.weight`).
+std::optional<int64_t> layerOf(StringRef name) {
+  llvm::SmallVector<StringRef> parts;
+  name.split(parts, '.');
+  for (StringRef part : parts) {
+    int64_t layer;
+    if (!part.empty() && llvm::all_of(part, llvm::isDigit) && !part.getAsInteger(10, layer))
+      return layer;
+  }
+  return std::nullopt;
+}
+} // namespace
+
+mlir::LogicalResult ShardingRules::assignStages(llvm::ArrayRef<ParamShape> params,
+                                                std::vector<int64_t> &stages,
+                                                std::string &error) const {
+  const int axis = stageAxis();
+  const int64_t count = mesh.shape[axis];
+  const std::string &axisName = stageAxisName;
+  std::vector<std::optional<int64_t>> layers;
+  int64_t numLayers = 0;
+  for (const ParamShape &param : params) {
+    layers.push_back(layerOf(param.name));
+    if (layers.back())
+      numLayers = std::max(numLayers, *layers.back() + 1);
+  }
+  std::vector<bool> present(size_t(numLayers), false);
+  for (auto &layer : layers)
+    if (layer)
+      present[size_t(*layer)] = true;
+  for (int64_t layer = 0; layer < numLayers; ++layer)
+    if (!present[size_t(layer)]) {
+      error = "pipeline stages over mesh axis '" + axisName + "': layer " +
+              std::to_string(layer) + " has no parameter, but layer " +
+              std::to_string(numLayers - 1) +
+              " does: layers are numbered 0..N-1 by the first all-digit part of a name";
+      return mlir::failure();
+    }
+  if (numLayers == 0 && count > 1) {
+    error = "mesh axis '" + axisName + "' places pipeline stages, but no parameter name has a "
+            "layer number (such as model.layers.3.*): nothing to place on its " +
+            std::to_string(count) + " stages; drop the axis, or rename it if it is not meant "
+            "for stages";
+    return mlir::failure();
+  }
+  // Each layer's stage.
+  std::vector<int64_t> layerStage(size_t(numLayers), -1);
+  if (!stageLayers.empty()) {
+    for (int64_t stage = 0; stage < count; ++stage)
+      for (int64_t layer : stageLayers[size_t(stage)]) {
+        if (layer >= numLayers) {
+          error = "rules file '" + sourceName + "': pipeline stage " + std::to_string(stage) +
+                  " lists layer " + std::to_string(layer) + ", but the model has " +
+                  std::to_string(numLayers) + " layers (0.." + std::to_string(numLayers - 1) +
+                  ")";
+          return mlir::failure();
+        }
+        if (layerStage[size_t(layer)] >= 0) {
+          error = "rules file '" + sourceName + "': layer " + std::to_string(layer) +
+                  " is listed for pipeline stages " + std::to_string(layerStage[size_t(layer)]) +
+                  " and " + std::to_string(stage) + ": a layer lives on one stage";
+          return mlir::failure();
+        }
+        layerStage[size_t(layer)] = stage;
+      }
+    for (int64_t layer = 0; layer < numLayers; ++layer)
+      if (layerStage[size_t(layer)] < 0) {
+        error = "rules file '" + sourceName + "': layer " + std::to_string(layer) +
+                " is on no pipeline stage: list it under one of \"stages\"";
+        return mlir::failure();
+      }
+  } else if (count > 1) {
+    // torchtitan's generate_llm_fqn_per_model_part with its default weights: the embedding and
+    // the final norm with the head count as one layer each; the L + 2 are split into `count`
+    // contiguous runs, the first (L + 2) % count runs one longer.
+    const int64_t effective = numLayers + 2, perStage = effective / count,
+                  extra = effective % count;
+    if (perStage < 1) {
+      error = "mesh axis '" + axisName + "' has " + std::to_string(count) +
+              " pipeline stages but the model has " + std::to_string(numLayers) +
+              " layers: torchtitan's split (the embedding and the head counting as one layer "
+              "each) gives every stage at least one, so it needs at most " +
+              std::to_string(effective) + " stages; use fewer, or list the layers of each "
+              "stage in a rules file (\"pipeline\": {\"axis\": ..., \"stages\": [...]})";
+      return mlir::failure();
+    }
+    int64_t next = 0;
+    for (int64_t stage = 0; stage < count; ++stage) {
+      int64_t take = perStage + (stage < extra ? 1 : 0);
+      if (stage == 0)
+        --take; // the embedding
+      if (stage == count - 1)
+        --take; // the final norm and the head
+      for (int64_t k = 0; k < take && next < numLayers; ++k)
+        layerStage[size_t(next++)] = stage;
+    }
+  } else {
+    std::fill(layerStage.begin(), layerStage.end(), 0);
+  }
+  // Parameters outside the layers: before the first layer (the embedding) on the first stage,
+  // after the last (the final norm, the head) on the last, between two on the earlier one's.
+  // (Without layers, count is 1: everything on stage 0.)
+  stages.assign(params.size(), 0);
+  size_t lastLayerParam = 0;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (layers[i])
+      lastLayerParam = i;
+  std::optional<int64_t> previous;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (layers[i])
+      previous = layerStage[size_t(*layers[i])];
+    if (params[i].shape.empty())
+      stages[i] = -1;
+    else if (layers[i])
+      stages[i] = *previous;
+    else if (numLayers > 0 && i > lastLayerParam)
+      stages[i] = count - 1;
+    else
+      stages[i] = previous.value_or(0);
   }
   return mlir::success();
 }

@@ -416,7 +416,7 @@ private:
       return false;
     where = paramWhere(index, param.name);
     if (!checkKeys(value, where,
-                   {"name", "aliases", "dtype", "shape", "split_axes", "kernel", "kernel_args",
+                   {"name", "aliases", "dtype", "shape", "split_axes", "stage", "kernel", "kernel_args",
                     "buffer", "persistent", "transform", "gain", "load"}))
       return false;
     const json *aliases, *shape, *splitAxes;
@@ -462,6 +462,16 @@ private:
         dimAxes.push_back(int(axis));
       }
       param.splitAxes.push_back(std::move(dimAxes));
+    }
+    // Optional: only parameters placed on one pipeline stage carry it, as [axis, stage].
+    if (value.contains("stage")) {
+      const json &stage = value["stage"];
+      int64_t axis = -1, index = -1;
+      if (!stage.is_array() || stage.size() != 2 || !toInt(stage[0], axis) ||
+          !toInt(stage[1], index) || axis < 0 || axis > INT32_MAX)
+        return fail(where + ".stage", "must be [mesh axis index, stage index]");
+      param.stageAxis = int(axis);
+      param.stage = index;
     }
     // Optional: only parameters with a whole-tensor transform carry these two keys.
     if (value.contains("transform")) {
@@ -590,6 +600,22 @@ bool validateProgram(const Program &program, std::string &error) {
                                  "\" a second time; each axis may split a parameter once");
         used[axis] = true;
       }
+    }
+    if (param.stageAxis >= 0) {
+      if (size_t(param.stageAxis) >= mesh.shape.size())
+        return fail(where + ".stage", "names mesh axis " + std::to_string(param.stageAxis) +
+                                          " but the mesh has " +
+                                          std::to_string(mesh.shape.size()) + " axes");
+      if (used[size_t(param.stageAxis)])
+        return fail(where + ".stage", "places the parameter on a stage of mesh axis \"" +
+                                          mesh.axisNames[size_t(param.stageAxis)] +
+                                          "\", which also splits it");
+      if (param.stage < 0 || param.stage >= mesh.shape[size_t(param.stageAxis)])
+        return fail(where + ".stage", "is stage " + std::to_string(param.stage) + " of mesh axis \"" +
+                                          mesh.axisNames[size_t(param.stageAxis)] + "\" of size " +
+                                          std::to_string(mesh.shape[size_t(param.stageAxis)]));
+      if (param.shape.empty())
+        return fail(where + ".stage", "places a scalar on a stage: scalars are held by every rank");
     }
     if (param.load) {
       if (param.load->file.empty() || param.load->tensor.empty())
@@ -789,6 +815,8 @@ std::string programToJson(const Program &program) {
     for (const std::vector<int> &axes : param.splitAxes)
       splitAxes.push_back(axes);
     entry["split_axes"] = std::move(splitAxes);
+    if (param.stageAxis >= 0)
+      entry["stage"] = {param.stageAxis, param.stage};
     entry["kernel"] = param.kernel;
     if (!param.kernelArgs.empty()) {
       nlohmann::ordered_json args = nlohmann::ordered_json::array();

@@ -69,6 +69,12 @@ void matchingParts(int64_t size, int64_t parts, int64_t index, int64_t &first, i
   last = parts - 1;
 }
 
+// False for a rank of another pipeline stage than the parameter's: it holds none of it.
+bool onStage(const Param &param, const std::vector<int64_t> &coords) {
+  return param.stageAxis < 0 || size_t(param.stageAxis) >= coords.size() ||
+         coords[size_t(param.stageAxis)] == param.stage;
+}
+
 int64_t rankOf(const Mesh &mesh, const std::vector<int64_t> &coords) {
   int64_t rank = 0;
   for (size_t i = 0; i < coords.size(); ++i)
@@ -83,6 +89,12 @@ Slice sliceForRank(const Mesh &mesh, const Param &param, int64_t rank) {
   Slice slice;
   slice.offset.assign(param.shape.size(), 0);
   slice.shape = param.shape;
+  if (!onStage(param, coords) && !slice.shape.empty()) {
+    // Nothing, written as the empty range at the end of dim 0 as an empty chunk is.
+    slice.offset[0] = slice.shape[0];
+    slice.shape[0] = 0;
+    return slice;
+  }
   for (size_t d = 0; d < param.splitAxes.size() && d < param.shape.size(); ++d) {
     if (param.splitAxes[d].empty())
       continue;
@@ -98,7 +110,12 @@ bool isSliceOwner(const Mesh &mesh, const Param &param, int64_t rank) {
   // alone, the axes of each split dim together), so the lowest replica is the lowest choice for
   // each group on its own.
   std::vector<int64_t> coords = meshCoords(mesh, rank);
+  // Ranks of other stages hold nothing, which no index lists; the stage axis is fixed.
+  if (!onStage(param, coords))
+    return false;
   std::vector<bool> used(mesh.shape.size(), false);
+  if (param.stageAxis >= 0 && size_t(param.stageAxis) < used.size())
+    used[size_t(param.stageAxis)] = true;
   for (size_t d = 0; d < param.splitAxes.size() && d < param.shape.size(); ++d) {
     const std::vector<int> &axes = param.splitAxes[d];
     if (axes.empty())
@@ -137,9 +154,18 @@ bool isSliceOwner(const Mesh &mesh, const Param &param, int64_t rank) {
 
 std::vector<int64_t> replicaRanks(const Mesh &mesh, const Param &param, int64_t rank) {
   std::vector<int64_t> coords = meshCoords(mesh, rank);
+  if (!onStage(param, coords)) { // every rank of another stage holds the same nothing
+    std::vector<int64_t> ranks;
+    for (int64_t other = 0; other < mesh.size(); ++other)
+      if (!onStage(param, meshCoords(mesh, other)))
+        ranks.push_back(other);
+    return ranks;
+  }
   // Each group of axes contributes a list of coordinate assignments; replicas are their product.
   std::vector<std::vector<int64_t>> candidates = {coords};
   std::vector<bool> used(mesh.shape.size(), false);
+  if (param.stageAxis >= 0 && size_t(param.stageAxis) < used.size())
+    used[size_t(param.stageAxis)] = true;
   for (size_t d = 0; d < param.splitAxes.size() && d < param.shape.size(); ++d) {
     const std::vector<int> &axes = param.splitAxes[d];
     if (axes.empty())
@@ -181,9 +207,12 @@ std::vector<int64_t> replicaRanks(const Mesh &mesh, const Param &param, int64_t 
 }
 
 namespace {
-/// Mesh axes that split none of the param's dims: its copies differ only in them.
+/// Mesh axes that split none of the param's dims and are not its stage axis: its copies differ
+/// only in them.
 std::vector<bool> replicatingAxes(const Mesh &mesh, const Param &param) {
   std::vector<bool> replicating(mesh.shape.size(), true);
+  if (param.stageAxis >= 0 && size_t(param.stageAxis) < replicating.size())
+    replicating[size_t(param.stageAxis)] = false;
   for (size_t d = 0; d < param.splitAxes.size() && d < param.shape.size(); ++d)
     for (int axis : param.splitAxes[d])
       replicating[size_t(axis)] = false;
@@ -221,10 +250,9 @@ bool writeBox(const Mesh &mesh, const Param &param, int64_t rank, Slice &box) {
   if (slice.numElements() == 0)
     return false;
   std::vector<int64_t> coords = meshCoords(mesh, rank);
-  std::vector<bool> used(mesh.shape.size(), false);
-  for (size_t d = 0; d < param.splitAxes.size() && d < param.shape.size(); ++d)
-    for (int axis : param.splitAxes[d])
-      used[size_t(axis)] = true;
+  // The replicas within the parameter's stage (its rank is on it: the slice is not empty).
+  std::vector<bool> used = replicatingAxes(mesh, param);
+  used.flip();
   int64_t replicas = 1, replica = 0;
   for (size_t axis = 0; axis < mesh.shape.size(); ++axis) {
     if (used[axis])

@@ -88,6 +88,9 @@ OrderedJson tensorJson(const Param &param, const HfPlan &plan, size_t p, int64_t
   while (!split.empty() && split.back().empty())
     split.pop_back();
   tensor["split_axes"] = split;
+  // Only the ranks of its pipeline stage hold (and write) a staged parameter.
+  if (!whole && param.stageAxis >= 0)
+    tensor["stage"] = {param.stageAxis, param.stage};
   return tensor;
 }
 
@@ -274,6 +277,8 @@ Program Record::program() const {
     parseDType(tensor.dtype, param.dtype);
     param.shape = tensor.shape;
     param.splitAxes = tensor.splitAxes;
+    param.stageAxis = tensor.stageAxis;
+    param.stage = tensor.stage;
   }
   return out;
 }
@@ -371,6 +376,15 @@ bool readRecord(const std::string &dir, Record &record, std::string &error) {
           return bad("tensor \"" + it.key() + "\"'s \"split_axes\"");
         used[size_t(axis)] = true;
       }
+    if (auto stage = value.find("stage"); stage != value.end()) {
+      std::vector<int64_t> placed;
+      if (!getTo(value, "stage", placed) || placed.size() != 2 || placed[0] < 0 ||
+          size_t(placed[0]) >= used.size() || used[size_t(placed[0])] || placed[1] < 0 ||
+          placed[1] >= record.meshShape[size_t(placed[0])])
+        return bad("tensor \"" + it.key() + "\"'s \"stage\"");
+      tensor.stageAxis = int(placed[0]);
+      tensor.stage = placed[1];
+    }
     getTo(value, "aliases", tensor.aliases);
     record.tensors[it.key()] = std::move(tensor);
   }

@@ -86,6 +86,8 @@ struct TensorRecord {
   std::vector<std::string> aliases;
   uint64_t offset = 0;
   std::vector<std::vector<int>> splitAxes; // the program's: which mesh axes split each dim
+  int stageAxis = -1;                      // the program's pipeline placement, if any
+  int64_t stage = 0;
 };
 struct FileRecord {
   std::string name;

@@ -127,6 +127,8 @@ bool writeIndex(const std::string &dir, const Program &program,
     entry["dtype"] = dtypeName(param.dtype);
     entry["shape"] = param.shape;
     entry["sharding"] = std::move(sharding);
+    if (param.stageAxis >= 0) // pipeline placement: only that stage's ranks hold it
+      entry["stage"] = {{"axis", mesh.axisNames[size_t(param.stageAxis)]}, {"index", param.stage}};
     entry["buffer"] = param.buffer;
     params.push_back(std::move(entry));
   }

@@ -340,6 +340,18 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
         }
         param.splitAxes.push_back(std::move(axes));
       }
+      if (entry.contains("stage")) { // pipeline placement (ir-spec/sharding.md)
+        const std::string name = entry.at("stage").at("axis").get<std::string>();
+        auto found = std::find(index.mesh.axisNames.begin(), index.mesh.axisNames.end(), name);
+        if (found == index.mesh.axisNames.end())
+          throw std::runtime_error(param.name + ": stage names unknown mesh axis " + name);
+        param.stageAxis = int(found - index.mesh.axisNames.begin());
+        param.stage = entry.at("stage").at("index").get<int64_t>();
+        if (used[size_t(param.stageAxis)] || param.stage < 0 ||
+            param.stage >= index.mesh.shape[size_t(param.stageAxis)] || param.shape.empty())
+          throw std::runtime_error(param.name + ": stage " + std::to_string(param.stage) +
+                                   " of mesh axis " + name + " is not a stage it can be on");
+      }
       index.params.push_back(std::move(item));
     }
   } catch (const std::exception &e) {

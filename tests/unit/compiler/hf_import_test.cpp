@@ -629,11 +629,11 @@ TEST(HFImport, Errors) {
       {"{\"model_type\": ", "config.json: not valid JSON"},
       {"[1, 2]", "config.json: the top level is [1,2] (an array), but a config.json holds one "
                  "JSON object"},
-      {"{}", "config.json: missing field 'model_type'; set it to one of llama, mistral, qwen2, "
+      {"{}", "config.json: missing field 'model_type'; set it to one of llama, mistral, qwen2, mixtral, "
              "gpt2"},
       {R"({"model_type": 7})", "'model_type' must be a string, but it is 7"},
       {R"({"model_type": "bert"})",
-       "config.json: model_type 'bert' is not supported; supported: llama, mistral, qwen2, gpt2"},
+       "config.json: model_type 'bert' is not supported; supported: llama, mistral, qwen2, mixtral, gpt2"},
       {noVocab, "config.json: missing field 'vocab_size', which model_type 'llama' requires; add "
                 "it as a positive integer"},
       {R"({"model_type": "mistral", "vocab_size": 16, "hidden_size": "4096"})",
@@ -789,3 +789,36 @@ TEST(HFImport, NullMeansDefault) {
 }
 
 } // namespace
+
+// Mixtral-8x7B's config.json: 46,702,792,704 parameters, as transformers 5's
+// MixtralForCausalLM built on the meta device counts them, with its experts stacked
+// (mlp.experts.gate_up_proj [E, 2I, H], mlp.experts.down_proj [E, H, I]) beside the router.
+TEST(HFImport, Mixtral8x7BCountAndStackedExperts) {
+  Imported m(R"({"architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0,
+    "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 4096,
+    "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 32768,
+    "model_type": "mixtral", "num_attention_heads": 32, "num_experts_per_tok": 2,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8,
+    "output_router_logits": false, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
+    "router_aux_loss_coef": 0.02, "sliding_window": null, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16", "transformers_version": "4.36.0.dev0", "use_cache": true,
+    "vocab_size": 32000})",
+             HFImportOptions{"hf", "bf16", 7});
+  ASSERT_TRUE(m.module) << m.error;
+  EXPECT_EQ(countParameters(m), 46702792704);
+  EXPECT_EQ(m.params.size(), 1u + 32 * 9 + 1 + 1 + 1);
+  bool found = false;
+  for (auto param : m.module->getOps<init::ParamOp>())
+    if (param.getSymName() == "model.layers.31.mlp.experts.gate_up_proj") {
+      found = true;
+      EXPECT_EQ(param.getTensorType().getShape(), (llvm::ArrayRef<int64_t>{8, 28672, 4096}));
+    }
+  EXPECT_TRUE(found);
+  Imported torchStyle(R"({"model_type": "mixtral", "vocab_size": 10, "hidden_size": 8,
+    "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+    "num_local_experts": 2})",
+                      HFImportOptions{"torch", "f32", 7});
+  EXPECT_FALSE(torchStyle.module);
+  EXPECT_NE(torchStyle.error.find("no recipe for mixtral's experts"), std::string::npos)
+      << torchStyle.error;
+}

@@ -9,6 +9,7 @@
 #include "initc/Registration.h"
 #include "initrt/base/costs.h"
 #include "initrt/base/program.h"
+#include "initrt/base/sharding.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -292,3 +293,81 @@ init.param @orthogonal : tensor<8x4xf32> {
 }
 
 } // namespace
+
+namespace {
+
+initrt::Param stagedParam(std::vector<int64_t> shape, std::vector<std::vector<int>> split,
+                          int stageAxis = -1, int64_t stage = 0) {
+  initrt::Param p;
+  p.name = "w";
+  p.dtype = initrt::DType::BF16;
+  p.shape = std::move(shape);
+  p.splitAxes = std::move(split);
+  p.stageAxis = stageAxis;
+  p.stage = stage;
+  return p;
+}
+
+} // namespace
+
+// The per-rank summary without a walk over the ranks equals the walk, on meshes with pipeline
+// stages, uneven and empty chunks, multi-axis dims in one order and in two orders.
+TEST(RankBytesTest, MatchesEveryRankWalked) {
+  using initrt::Param;
+  initrt::Program program;
+  program.mesh.axisNames = {"pp", "dp", "tp"};
+  program.mesh.shape = {3, 5, 2};
+  program.params = {
+      stagedParam({7, 3}, {{1}}, 0, 0),       // stage 0, 7 rows over 5: 2,2,2,1,0
+      stagedParam({16, 9}, {{2}, {1}}, 0, 1), // stage 1
+      stagedParam({3}, {{1}}, 0, 2),          // stage 2, empty chunks
+      stagedParam({11, 4}, {{1, 2}}),         // every stage, one dim over dp*tp
+      stagedParam({2, 2}, {}),                // replicated
+      stagedParam({}, {}),                    // a scalar
+  };
+  auto walk = [&] {
+    initc::analysis::RankBytes expected;
+    long double total = 0;
+    for (int64_t r = 0; r < program.mesh.size(); ++r) {
+      uint64_t bytes = 0;
+      for (const Param &p : program.params)
+        bytes += uint64_t(initrt::sliceForRank(program.mesh, p, r).numElements()) *
+                 initrt::dtypeBytes(p.dtype);
+      total += bytes;
+      if (r == 0 || bytes > expected.max)
+        expected.max = bytes, expected.maxRank = r;
+      if (r == 0 || bytes < expected.min)
+        expected.min = bytes, expected.minRank = r;
+    }
+    expected.mean = double(total / program.mesh.size());
+    return expected;
+  };
+  auto check = [&] {
+    initc::analysis::RankBytes want = walk(), got = initc::analysis::rankBytesOf(program);
+    EXPECT_EQ(got.min, want.min);
+    EXPECT_EQ(got.minRank, want.minRank);
+    EXPECT_EQ(got.max, want.max);
+    EXPECT_EQ(got.maxRank, want.maxRank);
+    EXPECT_DOUBLE_EQ(got.mean, want.mean);
+  };
+  check();
+  program.params.push_back(stagedParam({13, 5}, {{2, 1}})); // the group's axes in another order
+  check();
+  program.params.push_back(stagedParam({9, 6}, {{}, {1}}, 0, 2));
+  check();
+}
+
+// Breakpoints, not ranks: a million-rank data axis costs a handful of classes.
+TEST(RankBytesTest, MillionRanksInFewClasses) {
+  initrt::Program program;
+  program.mesh.axisNames = {"pp", "dp", "tp"};
+  program.mesh.shape = {16, 8192, 8};
+  for (int64_t stage = 0; stage < 16; ++stage)
+    for (int k = 0; k < 8; ++k)
+      program.params.push_back(stagedParam({53248 + k, 16384}, {{2}, {1}}, 0, stage));
+  initc::analysis::RankBytes got = initc::analysis::rankBytesOf(program);
+  EXPECT_LT(got.classes, 16u * 64u);
+  EXPECT_EQ(got.maxRank, 0);
+  // dim 0 over tp: ceil(53248 / 8) = 6656 rows; dim 1 over dp: 2 columns each.
+  EXPECT_EQ(got.max, 6656u * 2u * 2u * 1u + (6657u * 2u * 2u) * 7u);
+}

@@ -63,14 +63,26 @@ private:
   std::optional<int64_t> uniformOps; // fused once, when a fused region asks
 };
 
-/// The largest rank's bytes, memory and time, estimated before anything runs. Rank 0 holds the
-/// most of every parameter: a split dim's part index never decreases with a mesh coordinate, and
-/// torch.chunk's parts never grow with the index. So rank 0's slices bound every rank's bytes and
-/// time, without a walk over all ranks (2^31 of them at most).
+/// The bytes every rank holds, summarized over the mesh without a walk over its ranks (2^31 of
+/// them at most): ranks whose coordinates give every parameter the same chunk lengths hold the
+/// same bytes, and there are few such classes per group of mesh axes (see rankBytesOf).
+struct RankBytes {
+  uint64_t min = 0, max = 0;
+  double mean = 0;
+  int64_t minRank = 0, maxRank = 0; // the lowest rank holding min, and max, bytes
+  uint64_t classes = 0;             // rank classes visited
+};
+RankBytes rankBytesOf(const initrt::Program &program);
+
+/// The largest rank's bytes, memory and time, estimated before anything runs. The largest rank
+/// is the lowest one holding the most bytes (rankBytesOf): rank 0 without pipeline stages, where
+/// a split dim's part index never decreases with a mesh coordinate and torch.chunk's parts never
+/// grow with the index.
 struct RankEstimate {
-  static constexpr int64_t largestRank = 0;
+  int64_t largestRank = 0;
+  RankBytes perRank;
   int64_t ranks = 0;
-  std::vector<uint64_t> maxSliceBytes;  // per parameter, the largest rank's
+  std::vector<uint64_t> maxSliceBytes;  // per parameter, its largest slice's (on its stage)
   uint64_t totalBytes = 0, largest = 0; // below 2^63: verifyModel bounds the model's bytes
   uint64_t paramCount = 0, bufferCount = 0;
   uint64_t loadedBytes = 0;     // of the largest rank's, read from base checkpoints

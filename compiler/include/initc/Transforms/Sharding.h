@@ -60,6 +60,18 @@ public:
 
   static llvm::ArrayRef<llvm::StringRef> presetNames();
 
+  /// The mesh axis whose coordinate is a pipeline stage, or -1: a preset's `pp` (or `pipeline`,
+  /// `stage`) axis, a rules file's "pipeline" axis.
+  int stageAxis() const { return stageAxisName.empty() ? -1 : axisIndex(stageAxisName); }
+  /// The stage of each parameter, given the names of the untied parameters in the module's
+  /// order, or -1 for scalars (held by every rank). Layer N (the first all-digit component of a
+  /// name, `model.layers.N.`) goes where the rules file's "stages" lists it or, without one,
+  /// where torchtitan's split puts it; parameters before the first layer go on the first stage,
+  /// the ones after the last layer on the last (ir-spec/sharding.md). Fails, naming the layer,
+  /// when the stages do not fit the model.
+  mlir::LogicalResult assignStages(llvm::ArrayRef<ParamShape> params, std::vector<int64_t> &stages,
+                                   std::string &error) const;
+
 private:
   struct Rule {
     std::string pattern;           // logical axis name, or a glob over parameter names
@@ -75,6 +87,8 @@ private:
   std::string preset;              // empty for a rules file
   std::string sourceName;
   std::vector<Rule> rules;
+  std::string stageAxisName;                    // empty: no pipeline stages
+  std::vector<std::vector<int64_t>> stageLayers; // a rules file's layers per stage, if given
   int axisIndex(llvm::StringRef name) const;
 };
 

@@ -38,6 +38,11 @@ struct Param {
   /// splitAxes[d] lists the mesh axes (indices into Mesh) that dim d is split over, major first.
   /// Dims past splitAxes.size() are not split; mesh axes used nowhere replicate.
   std::vector<std::vector<int>> splitAxes;
+  /// Pipeline placement: with stageAxis >= 0, only ranks whose coordinate on mesh axis
+  /// stageAxis is `stage` hold the parameter (split by splitAxes as usual); the others hold
+  /// nothing (ir-spec/sharding.md, "Pipeline stages").
+  int stageAxis = -1;
+  int64_t stage = 0;
   std::string kernel; // symbol in kernels.so; "" with `load`
   /// Values passed to the kernel as `args` (the parameter's Philox keys, k1 << 32 | k0): they
   /// let parameters with the same recipe share one kernel.

@@ -628,3 +628,32 @@ TEST(ProgramJson, WriteReportsAnUnwritableDirectory) {
   EXPECT_FALSE(writeProgramJson("/nonexistent-initrt-dir/program.json", sampleProgram(), error));
   EXPECT_NE(error.find("directory /nonexistent-initrt-dir does not exist"), std::string::npos) << error;
 }
+
+// A parameter on a pipeline stage carries "stage": [axis, index]; the others carry no key.
+TEST(ProgramJson, CarriesPipelineStagesAndRefusesImpossibleOnes) {
+  Program program = sampleProgram();
+  program.params[3].stageAxis = 0;
+  program.params[3].stage = 1;
+  json document = json::parse(programToJson(program));
+  EXPECT_FALSE(document["params"][0].contains("stage"));
+  EXPECT_EQ(document["params"][3]["stage"], json::array({0, 1}));
+  Program read;
+  std::string error;
+  ASSERT_TRUE(parseProgramJson(document.dump(), "p", read, error)) << error;
+  EXPECT_EQ(read.params[3].stageAxis, 0);
+  EXPECT_EQ(read.params[3].stage, 1);
+  EXPECT_EQ(read.params[0].stageAxis, -1);
+
+  json bad = document;
+  bad["params"][3]["stage"] = json::array({0, 2});
+  EXPECT_NE(parseError(bad).find("is stage 2 of mesh axis \"dp\" of size 2"), std::string::npos);
+  bad["params"][3]["stage"] = json::array({1, 0}); // tp also splits it
+  EXPECT_NE(parseError(bad).find("which also splits it"), std::string::npos);
+  bad["params"][3]["stage"] = json::array({5, 0});
+  EXPECT_NE(parseError(bad).find("but the mesh has 2 axes"), std::string::npos);
+  bad["params"][3]["stage"] = "dp";
+  EXPECT_NE(parseError(bad).find("must be [mesh axis index, stage index]"), std::string::npos);
+  bad = document;
+  bad["params"][2]["stage"] = json::array({0, 0});
+  EXPECT_NE(parseError(bad).find("scalars are held by every rank"), std::string::npos);
+}

@@ -264,3 +264,70 @@ TEST(WriteBoxes, EmptySlicesWriteNothing) {
   for (int count : writeCounts(program, 0))
     EXPECT_EQ(count, 1);
 }
+
+// A parameter on one pipeline stage: the ranks of that stage hold it as if there were no stage
+// axis (split and replicated over the others), the other ranks hold nothing and own nothing.
+TEST(Stages, OnlyTheStageHoldsAndOwns) {
+  std::vector<Mesh> meshes = {makeMesh({"pp"}, {3}), makeMesh({"pp", "dp"}, {3, 2}),
+                              makeMesh({"dp", "pp", "tp"}, {2, 3, 2})};
+  for (const Mesh &mesh : meshes) {
+    int stageAxis = mesh.shape.size() == 3 ? 1 : 0;
+    std::vector<std::vector<std::vector<int>>> layouts = {{}};
+    if (mesh.shape.size() >= 2)
+      layouts.push_back({{mesh.shape.size() == 3 ? 0 : 1}});
+    if (mesh.shape.size() == 3)
+      layouts.insert(layouts.end(), {{{2, 0}}, {{}, {2}}, {{0}, {2}}});
+    for (const auto &layout : layouts) {
+      for (int64_t stage = 0; stage < 3; ++stage) {
+        Param param = makeParam({5, 3}, layout);
+        Param whole = param;
+        param.stageAxis = stageAxis;
+        param.stage = stage;
+        for (int64_t r = 0; r < mesh.size(); ++r) {
+          bool on = meshCoords(mesh, r)[size_t(stageAxis)] == stage;
+          Slice slice = sliceForRank(mesh, param, r);
+          if (on) {
+            EXPECT_EQ(slice, sliceForRank(mesh, whole, r));
+            std::vector<int64_t> expected;
+            for (int64_t other = 0; other < mesh.size(); ++other)
+              if (meshCoords(mesh, other)[size_t(stageAxis)] == stage &&
+                  sliceForRank(mesh, param, other) == slice)
+                expected.push_back(other);
+            EXPECT_EQ(replicaRanks(mesh, param, r), expected);
+            EXPECT_EQ(isSliceOwner(mesh, param, r), expected.front() == r);
+          } else {
+            EXPECT_EQ(slice.numElements(), 0);
+            EXPECT_FALSE(isSliceOwner(mesh, param, r));
+          }
+          int64_t root = replicaRoots(mesh, param)[size_t(r)];
+          EXPECT_EQ(sliceForRank(mesh, param, root), slice) << r;
+        }
+        EXPECT_EQ(ownedElements(mesh, param), param.numElements());
+      }
+    }
+  }
+}
+
+TEST(WriteBoxes, StageParamsWrittenOnceByTheirStageAlone) {
+  Program program;
+  program.mesh = makeMesh({"pp", "dp"}, {2, 4});
+  // 8 MiB of f32 on stage 1, replicated over dp: its 4 dp ranks write 2 MiB each.
+  program.params.push_back(makeParam({2048, 1024}, {}));
+  program.params.back().stageAxis = 0;
+  program.params.back().stage = 1;
+  // Split over dp on stage 0.
+  program.params.push_back(makeParam({10, 3}, {{1}}));
+  program.params.back().stageAxis = 0;
+  program.params.back().stage = 0;
+  for (size_t p = 0; p < program.params.size(); ++p)
+    for (int count : writeCounts(program, p))
+      ASSERT_EQ(count, 1) << "param " << p;
+  std::vector<int64_t> writers[2];
+  for (int64_t r = 0; r < program.mesh.size(); ++r)
+    for (const ParamBox &box : writeBoxes(program, r))
+      writers[box.param].push_back(r);
+  EXPECT_EQ(writers[0], (std::vector<int64_t>{4, 5, 6, 7}));
+  EXPECT_EQ(writers[1], (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_FALSE(isReplicated(program.mesh, program.params[1]));
+  EXPECT_TRUE(isReplicated(program.mesh, program.params[0]));
+}

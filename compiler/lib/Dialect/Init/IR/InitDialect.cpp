@@ -46,6 +46,17 @@ LogicalResult InitDialect::verifyOperationAttribute(Operation *op, NamedAttribut
                              << "' must hold a JSON object, as a config.json does";
     return success();
   }
+  // `init.stage_axis` on a `mesh.mesh`: one of its axes, by name (ir-spec/sharding.md).
+  if (attr.getName() == kStageAxisAttr) {
+    auto mesh = dyn_cast<mesh::MeshOp>(op);
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    if (!mesh || !name)
+      return op->emitError() << "'" << kStageAxisAttr << "' must be a string on a mesh.mesh";
+    if (!llvm::is_contained(getMeshAxisNames(mesh), name.getValue().str()))
+      return op->emitError() << "'" << kStageAxisAttr << "' names '" << name.getValue()
+                             << "', which is not an axis of mesh '@" << mesh.getSymName() << "'";
+    return success();
+  }
   if (attr.getName() != kAxisNamesAttr)
     return op->emitError() << "unknown init dialect attribute '" << attr.getName().getValue()
                            << "'";

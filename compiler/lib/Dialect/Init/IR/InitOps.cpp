@@ -222,6 +222,34 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       }
     }
   }
+  // C6b: a stage places the parameter on one coordinate of its mesh's stage axis, which
+  // does not also split it; a scalar is held by every rank.
+  if (auto stage = getStageAttr()) {
+    auto sharding = getMeshSharding();
+    auto mesh = sharding ? symbolTable.lookupNearestSymbolFrom<mesh::MeshOp>(*this,
+                                                                            sharding.getMesh())
+                         : mesh::MeshOp();
+    auto axisName =
+        mesh ? mesh->getAttrOfType<StringAttr>(InitDialect::kStageAxisAttr) : StringAttr();
+    if (!axisName)
+      return emitOpError("has a stage but no sharding over a mesh with '")
+             << InitDialect::kStageAxisAttr << "'";
+    auto names = getMeshAxisNames(mesh);
+    int64_t axis = llvm::find(names, axisName.getValue().str()) - names.begin();
+    if (axis >= (int64_t)names.size())
+      return emitOpError("stage axis '") << axisName.getValue() << "' is not a mesh axis";
+    if (stage.getInt() < 0 || stage.getInt() >= mesh.getShape()[axis])
+      return emitOpError("is on stage ") << stage.getInt() << " but mesh axis '"
+                                          << axisName.getValue() << "' has "
+                                          << mesh.getShape()[axis] << " stages";
+    for (auto dimAxes : sharding.getSplitAxes())
+      if (llvm::is_contained(dimAxes.asArrayRef(), (int16_t)axis))
+        return emitOpError("is split over its stage axis '") << axisName.getValue() << "'";
+    if (type.getRank() == 0)
+      return emitOpError("is a scalar on a stage: scalars are held by every rank");
+    if (getTiedTo())
+      return emitOpError("is tied, and so on the stage of the parameter it is tied to");
+  }
   // C7: a tied parameter refers to a parameter with a value of the same type.
   if (auto tied = getTiedToAttr()) {
     auto target = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, tied);

@@ -27,6 +27,9 @@ def Init_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// The discardable attribute naming the axes of a `mesh.mesh`.
     static constexpr ::llvm::StringLiteral kAxisNamesAttr = "init.axis_names";
+    /// The discardable attribute naming, on a `mesh.mesh`, the axis whose coordinate is a
+    /// pipeline stage: parameters with a `stage` are held only by that stage's ranks.
+    static constexpr ::llvm::StringLiteral kStageAxisAttr = "init.stage_axis";
     /// The discardable attribute naming the model on its module.
     static constexpr ::llvm::StringLiteral kModelAttr = "init.model";
     /// The discardable attribute holding, on its module, the Hugging Face config.json the model

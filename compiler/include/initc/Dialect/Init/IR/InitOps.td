@@ -90,7 +90,10 @@ def Init_ParamOp : Init_Op<"param", [
     UnitAttr:$nonpersistent,
     // Per-parameter values the kernel reads at run time (its Philox keys), so that parameters
     // with the same recipe share one kernel. Set by init-partition.
-    OptionalAttr<DenseI64ArrayAttr>:$kernel_args
+    OptionalAttr<DenseI64ArrayAttr>:$kernel_args,
+    // The pipeline stage that holds the parameter: its coordinate on the mesh's stage axis
+    // (`init.stage_axis` on the mesh); ranks of other stages hold none of it.
+    OptionalAttr<I64Attr>:$stage
   );
   let regions = (region AnyRegion:$body);
   let builders = [
@@ -100,11 +103,12 @@ def Init_ParamOp : Init_Op<"param", [
                    "::mlir::FlatSymbolRefAttr":$tied_to, "::mlir::FlatSymbolRefAttr":$kernel,
                    CArg<"bool", "false">:$buffer, CArg<"bool", "false">:$nonpersistent), [{
       build($_builder, $_state, sym_name, type, axes, sharding, tied_to, kernel, buffer,
-            nonpersistent, ::mlir::DenseI64ArrayAttr());
+            nonpersistent, ::mlir::DenseI64ArrayAttr(), ::mlir::IntegerAttr());
     }]>
   ];
   let assemblyFormat = [{
-    $sym_name `:` $type (`axes` $axes^)? (`sharding` $sharding^)? (`tied_to` $tied_to^)?
+    $sym_name `:` $type (`axes` $axes^)? (`sharding` $sharding^)? (`stage` $stage^)?
+    (`tied_to` $tied_to^)?
     (`kernel` $kernel^)? (`buffer` $buffer^)?
     (`nonpersistent` $nonpersistent^)?
     attr-dict-with-keyword ($body^)?
