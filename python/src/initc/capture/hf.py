@@ -5,8 +5,10 @@ picks for a config, as `AutoModel*.from_config` builds it on the CPU (constructo
 Depends on transformers only when --hf is given."""
 
 import contextlib
+import importlib.abc
 import json
 import os
+import sys
 
 from .diagnostics import CaptureError
 
@@ -97,18 +99,60 @@ def model_class(transformers, config, auto_class, trust_remote_code):
                        % config.model_type)
 
 
+PROBED = "transformers.modeling_utils"
+
+
+def _answer_cpu(modeling_utils, saved):
+    saved.append((modeling_utils, modeling_utils.get_torch_context_manager_or_global_device))
+    modeling_utils.get_torch_context_manager_or_global_device = lambda: None
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Answers the probe of transformers.modeling_utils as soon as a factory imports it."""
+
+    def __init__(self, saved):
+        self.saved = saved
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != PROBED:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                loader, saved = spec.loader, self.saved
+
+                def exec_module(module, _run=loader.exec_module):
+                    _run(module)
+                    _answer_cpu(module, saved)
+                loader.exec_module = exec_module
+                return spec
+        return None
+
+
 @contextlib.contextmanager
-def eager_cpu_init(transformers):
+def eager_cpu_init():
     """`PreTrainedModel.init_weights` skips `_init_weights` when it sees the meta device (it
     probes `torch.tensor([]).device`, which the capture puts there); built eagerly on the CPU
-    the weights are initialized, so the capture makes the probe see the CPU."""
-    import transformers.modeling_utils as mu
-    saved = mu.get_torch_context_manager_or_global_device
-    mu.get_torch_context_manager_or_global_device = lambda: None
+    the weights are initialized, so while a factory runs the probe sees the CPU: for --hf and
+    for a user's factory that builds a transformers model (from_config, the class itself, a
+    subclass with its own `_init_weights`), whether transformers was imported before or by the
+    factory. Costs nothing when the factory never imports transformers."""
+    saved = []
+    finder = None
+    if PROBED in sys.modules:
+        _answer_cpu(sys.modules[PROBED], saved)
+    else:
+        finder = _PatchOnImport(saved)
+        sys.meta_path.insert(0, finder)
     try:
         yield
     finally:
-        mu.get_torch_context_manager_or_global_device = saved
+        if finder is not None and finder in sys.meta_path:
+            sys.meta_path.remove(finder)
+        for module, probe in reversed(saved):
+            module.get_torch_context_manager_or_global_device = probe
 
 
 def hf_factory(path, auto_class=None, trust_remote_code=False, dtype=None):
@@ -131,12 +175,10 @@ def hf_factory(path, auto_class=None, trust_remote_code=False, dtype=None):
             concrete = None  # remote code: from_config finds it
 
         def factory():
-            with eager_cpu_init(transformers):
-                return cls.from_config(config, **kwargs)
+            return cls.from_config(config, **kwargs)
     else:
         concrete = cls
 
         def factory():
-            with eager_cpu_init(transformers):
-                return cls._from_config(config, **kwargs)
+            return cls._from_config(config, **kwargs)
     return factory, getattr(concrete, "__name__", None) or config.model_type

@@ -10,6 +10,7 @@ from .diagnostics import CaptureError
 from .emission import (ParamEmitter, check_final, emittable, logical_axes, mlir_string, module_path,
                        quote, tensor_type)
 from .expressions import DTYPES, fill, random_leaves
+from .hf import eager_cpu_init
 from .hooks import InitHooks, LegacyConstructors
 from .recording import Capture
 from .storages import storage_key
@@ -18,7 +19,7 @@ from .streams import assign_streams, read_key, reads_overlap
 
 def capture_model(factory, kwargs, seed, model_name):
     capture = Capture()
-    with InitHooks(capture), LegacyConstructors(), capture, torch.no_grad():
+    with InitHooks(capture), LegacyConstructors(), eager_cpu_init(), capture, torch.no_grad():
         model = factory(**kwargs)
     if not isinstance(model, nn.Module):
         raise CaptureError("the factory returned %s, not a torch.nn.Module" % type(model).__name__)
