@@ -1,15 +1,16 @@
 //===- initc_checkpoint.cpp - assemble and verify without the compiler ----===//
 //
-// initc-checkpoint assemble CKPT -o FILE|DIR [--max-shard-size SIZE] | verify CKPT [--threads N]: the runtime's own tool, so
-// that a cluster that builds only the runtime can check the checkpoints it writes. `initc
-// assemble|verify` run it with argv[0] = "initc": its messages start with the basename of
-// argv[0], so they read as initc's.
+// initc-checkpoint assemble CKPT -o FILE|DIR [--max-shard-size SIZE] | verify CKPT [--threads N]:
+// the runtime's own tool, so that a cluster that builds only the runtime can check the
+// checkpoints it writes. The commands' options are defined here only: `initc assemble|verify`
+// run this tool with every argument they were given, --help included, and argv[0] = "initc": its
+// messages and usage start with the basename of argv[0], so they read as initc's.
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint/assemble.h"
 #include "checkpoint/verify.h"
-#include "initrt/base/assemble_usage.h"
 #include "initrt/base/atomic_file.h"
+#include "initrt/base/checkpoint_summaries.h"
 #include "initrt/base/direct_io.h"
 #include "initrt/base/report.h"
 #include "initrt/base/temporaries.h"
@@ -27,6 +28,23 @@
 namespace {
 
 std::string programName = "initc-checkpoint";
+
+const char *const kAssembleFooter =
+    "The checkpoint may be in any layout prog/init --layout writes, found from its files:\n"
+    "  ranks  index.json and rank-K-of-W.safetensors (prog/init's default)\n"
+    "  hf     initc-checkpoint.json and model-0000k-of-0000n.safetensors\n"
+    "  dcp    shard-K-of-W.safetensors, one per rank (gathered from several hosts or not)\n"
+    "One not completely written is refused. Every stored slice is checked against its checksum\n"
+    "as it is read; memory stays bounded whatever the model's size.\n"
+    "\n"
+    "Outputs:\n"
+    "  -o NAME.safetensors (or an existing file, a named pipe, a device): one safetensors file\n"
+    "     with every tensor, tied names in its initc.aliases metadata.\n"
+    "  -o DIR (any other name): what save_pretrained writes: model-0000k-of-0000n.safetensors\n"
+    "     split at --max-shard-size, model.safetensors.index.json, config.json when the\n"
+    "     checkpoint has one (an hf checkpoint; otherwise one already in DIR is kept), and\n"
+    "     initc-checkpoint.json, written last, so that `verify DIR` checks it. DIR must be new,\n"
+    "     empty or an earlier output, and outside the checkpoint.";
 
 int fail(const std::string &message) {
   std::cerr << programName << ": error: " << message << "\n";
@@ -135,13 +153,16 @@ int runTool(int argc, char **argv) {
 
   std::string ckptDir, assembleOut, maxShardSize;
   auto *assemble = app.add_subcommand("assemble", initrt::kAssembleSummary);
-  assemble->footer(initrt::kAssembleFooter);
+  assemble->footer(kAssembleFooter);
   assemble->add_option("checkpoint", ckptDir, "checkpoint directory written by prog/init")
       ->required();
   assemble
-      ->add_option("--max-shard-size", maxShardSize, initrt::kMaxShardSizeHelp)
+      ->add_option("--max-shard-size", maxShardSize,
+                   "largest file of a directory output, as save_pretrained's max_shard_size "
+                   "(default 5GB; KB MB GB are 10^3 10^6 10^9, KiB MiB GiB 2^10 2^20 2^30)")
       ->check(nonEmpty);
-  assemble->add_option("-o,--output", assembleOut, initrt::kAssembleOutputHelp)
+  assemble
+      ->add_option("-o,--output", assembleOut, "the safetensors file, or the directory, to write")
       ->required()
       ->check(nonEmpty)
       ->check(CLI::Validator(
@@ -152,8 +173,7 @@ int runTool(int argc, char **argv) {
           },
           ""));
 
-  auto *verify = app.add_subcommand(
-      "verify", "Check every shard of a checkpoint against its checksums and the index");
+  auto *verify = app.add_subcommand("verify", initrt::kVerifySummary);
   verify->add_option("checkpoint", ckptDir, "checkpoint directory")->required();
   int verifyThreads = 0;
   verify

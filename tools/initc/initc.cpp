@@ -9,7 +9,7 @@
 
 #include "initc/Import/HFConfig.h"
 #include "initc/Pipeline/Pipeline.h"
-#include "initrt/base/assemble_usage.h"
+#include "initrt/base/checkpoint_summaries.h"
 #include "initrt/base/temporaries.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -144,32 +144,9 @@ static int runInitc(int argc, char **argv) {
   compile->add_flag("--timing", compileArgs.timing,
                     "print the time of each stage's passes and of native code generation");
 
-  std::string ckptDir, assembleOut, maxShardSize;
-  auto *assemble = app.add_subcommand("assemble", initrt::kAssembleSummary);
-  assemble->footer(initrt::kAssembleFooter);
-  assemble->add_option("checkpoint", ckptDir, "checkpoint directory written by prog/init")
-      ->required();
-  assemble->add_option("--max-shard-size", maxShardSize, initrt::kMaxShardSizeHelp)
-      ->check(nonEmpty);
-  assemble->add_option("-o,--output", assembleOut, initrt::kAssembleOutputHelp)
-      ->required()
-      ->check(nonEmpty)
-      ->check(CLI::Validator(
-          [](std::string &value) {
-            return value == "-" ? std::string("standard output is not written: name a file (a "
-                                              "named pipe is one)")
-                                : std::string();
-          },
-          ""));
-
-  auto *verifyCmd = app.add_subcommand(
-      "verify", "Check every shard of a checkpoint against its checksums and the index");
-  verifyCmd->add_option("checkpoint", ckptDir, "checkpoint directory")->required();
-  int verifyThreads = 0;
-  verifyCmd
-      ->add_option("--threads", verifyThreads,
-                   "files read at a time (default: one per CPU initc may run on)")
-      ->check(CLI::Range(1, 65536));
+  // assemble and verify are initc-checkpoint's (assemble_verify.cpp): listed here, parsed there.
+  app.add_subcommand("assemble", initrt::kAssembleSummary);
+  app.add_subcommand("verify", initrt::kVerifySummary);
 
   // CLI11 answers an unknown subcommand with "A subcommand is required": name it instead.
   auto unknownSubcommand = [&](CLI::App &parent, int index, const char *what) {
@@ -185,6 +162,8 @@ static int runInitc(int argc, char **argv) {
                  << names << " (see initc --help)\n";
     return true;
   };
+  if (argc > 1 && isCheckpointCommand(argv[1]))
+    return runCheckpointCommand(argc - 1, argv + 1);
   if (unknownSubcommand(app, 1, "subcommand") ||
       (argc > 1 && llvm::StringRef(argv[1]) == "import" &&
        unknownSubcommand(*importCmd, 2, "kind of import")))
@@ -210,10 +189,6 @@ static int runInitc(int argc, char **argv) {
     compileArgs.targetCpuGiven = targetCpuOption->count() > 0;
     return runCompile(compileArgs);
   }
-  if (*assemble)
-    return runAssemble(ckptDir, assembleOut, maxShardSize);
-  if (*verifyCmd)
-    return runVerify(ckptDir, verifyThreads);
   return 2;
 }
 

@@ -31,9 +31,10 @@ struct CompileArgs {
 };
 int runCompile(const CompileArgs &args);
 
-int runAssemble(const std::string &ckptDir, const std::string &out,
-                const std::string &maxShardSize);
-int runVerify(const std::string &ckptDir, int threads);
+/// assemble and verify, which initc-checkpoint defines: `args` (the command's name first, then
+/// everything after it, --help included) go to it unparsed.
+bool isCheckpointCommand(const char *name);
+int runCheckpointCommand(int argc, char **args);
 
 } // namespace initc::driver
 

@@ -1,8 +1,11 @@
 //===- PassPipelines.cpp - the compile stages as pass pipelines -----------===//
 #include "initc/Pipeline/PassPipelines.h"
 #include "initc/Conversion/Passes.h"
+#include "initc/Pipeline/Pipeline.h"
 #include "initc/Transforms/Passes.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -58,6 +61,43 @@ void initc::addStagePasses(OpPassManager &pm, Stage stage, const StageOptions &o
 }
 
 namespace {
+/// The partitioned stage for CPUs named as `initc compile --target-cpu` names them: the targets
+/// come from the CPUs and the module as runPipeline derives them (kernelTargets, then
+/// partitionStageOptions, which needs the module as this stage sees it), then init-partition
+/// runs with them.
+class PartitionForTargetCpus
+    : public PassWrapper<PartitionForTargetCpus, OperationPass<ModuleOp>> {
+public:
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PartitionForTargetCpus)
+
+  explicit PartitionForTargetCpus(std::vector<std::string> cpus) : cpus(std::move(cpus)) {}
+  StringRef getArgument() const override { return "init-partition-for-target-cpus"; }
+  StringRef getDescription() const override {
+    return "init-partition, for the targets initc compile derives from its --target-cpu";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    createPartition()->getDependentDialects(registry);
+  }
+
+  void runOnOperation() override {
+    target::TargetOptions targetOptions;
+    targetOptions.cpu = targetCpuName(cpus.back()); // as initc compile: the most portable
+    PipelineOptions pipeline;
+    std::string error;
+    if (failed(kernelTargets(cpus, targetOptions, pipeline, error))) {
+      getOperation().emitError() << "target-cpu: " << error;
+      return signalPassFailure();
+    }
+    OpPassManager partition(ModuleOp::getOperationName());
+    addStagePasses(partition, Stage::Partitioned, partitionStageOptions(getOperation(), pipeline));
+    if (failed(runPipeline(partition, getOperation())))
+      signalPassFailure();
+  }
+
+private:
+  std::vector<std::string> cpus;
+};
+
 /// The command-line form of StageOptions.
 struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
   Option<std::string> mesh{*this, "mesh",
@@ -69,6 +109,11 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
   ListOption<std::string> targets{*this, "targets", llvm::cl::desc("init-partition's targets")};
   ListOption<std::string> bf16ConvertingCpus{
       *this, "bf16-converting-cpus", llvm::cl::desc("init-partition's bf16-converting-cpus")};
+  ListOption<std::string> targetCpus{
+      *this, "target-cpu",
+      llvm::cl::desc("initc compile's --target-cpu: CPUs (best first) from which init-partition's "
+                     "targets and bf16-converting-cpus are derived as initc compile derives "
+                     "them; replaces those two options")};
 
   StageOptions toStageOptions() const {
     return {mesh, shard, {targets.begin(), targets.end()},
@@ -87,8 +132,13 @@ void initc::registerStagePipelines() {
     PassPipelineRegistration<StagePipelineOptions>(
         name, description, [last](OpPassManager &pm, const StagePipelineOptions &options) {
           StageOptions stageOptions = options.toStageOptions();
-          for (int stage = (int)Stage::Sharded; stage <= last; ++stage)
-            addStagePasses(pm, (Stage)stage, stageOptions);
+          for (int stage = (int)Stage::Sharded; stage <= last; ++stage) {
+            if (stage == (int)Stage::Partitioned && !options.targetCpus.empty())
+              pm.addPass(std::make_unique<PartitionForTargetCpus>(
+                  std::vector<std::string>(options.targetCpus.begin(), options.targetCpus.end())));
+            else
+              addStagePasses(pm, (Stage)stage, stageOptions);
+          }
         });
   }
 }

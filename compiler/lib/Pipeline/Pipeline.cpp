@@ -146,6 +146,16 @@ std::vector<std::string> variantsWorthBuilding(ModuleOp module,
 }
 } // namespace
 
+StageOptions initc::partitionStageOptions(ModuleOp module, const PipelineOptions &options) {
+  StageOptions stageOptions{options.mesh, options.shard, {}, {}};
+  stageOptions.targets = variantsWorthBuilding(module, options.kernelTargets);
+  for (const std::string &cpu : options.bf16ConvertingCpus)
+    if (llvm::any_of(stageOptions.targets,
+                     [&](const std::string &t) { return targetCpuName(t) == cpu; }))
+      stageOptions.bf16ConvertingCpus.push_back(cpu);
+  return stageOptions;
+}
+
 // The tensors init.load reads, checked against the parameter types where the files are: a
 // mismatch found now costs no job. A file that is not here may be on the hosts that run the
 // program (its path is relative to their working directory), so it is only warned about.
@@ -196,16 +206,10 @@ LogicalResult initc::runPipeline(ModuleOp module, const PipelineOptions &options
       return checkBaseCheckpoints(module);
     if (stage == Stage::LLVM)
       return success();
-    StageOptions stageOptions{options.mesh, options.shard, {}, {}};
-    if (stage == Stage::Partitioned) {
-      // Which variants are worth building depends on the module as this stage sees it.
-      stageOptions.targets = variantsWorthBuilding(module, options.kernelTargets);
-      for (const std::string &cpu : options.bf16ConvertingCpus)
-        if (llvm::any_of(stageOptions.targets,
-                         [&](const std::string &t) { return targetCpuName(t) == cpu; }))
-          stageOptions.bf16ConvertingCpus.push_back(cpu);
-    }
-    addStagePasses(pm, stage, stageOptions);
+    addStagePasses(pm, stage,
+                   stage == Stage::Partitioned
+                       ? partitionStageOptions(module, options)
+                       : StageOptions{options.mesh, options.shard, {}, {}});
     return pm.run(module);
   };
   for (int s = (int)options.first; s <= (int)last; ++s)

@@ -51,6 +51,12 @@ mlir::LogicalResult kernelTargets(llvm::ArrayRef<std::string> cpus,
                                   const target::TargetOptions &options,
                                   PipelineOptions &pipeline, std::string &error);
 
+/// The partitioned stage's options for `module` as that stage sees it (which variants are worth
+/// building depends on it): pipeline's kernelTargets without a CPU+avx512bf16 one when no kernel
+/// converts a sample to bf16 by that instruction, and those of its bf16ConvertingCpus still
+/// targeted.
+StageOptions partitionStageOptions(mlir::ModuleOp module, const PipelineOptions &pipeline);
+
 /// Reads and verifies a module (syntax, op verifiers, and the model-level checks), reporting
 /// errors with file and line through the context's diagnostics. A file that cannot be read or
 /// is not IR text at all (binary, JSON) sets `error` instead, with what to pass.
