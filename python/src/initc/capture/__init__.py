@@ -13,7 +13,8 @@ overwritten trees stay in the body as dead values; init-eliminate-dead-inits dro
 Depends only on torch (1.13 or later) and the Python standard library (never on initc's native
 module). The modules follow the steps: diagnostics (errors and their locations), expressions,
 storages (and views), recording (the TorchFunctionMode), hooks (what is patched in torch while
-the factory runs), emission (printing init IR), streams, model (capture_model) and cli.
+the factory runs), emission (which trees print; the printer itself is initc._ir_printer, shared
+with the JAX capture), streams, model (capture_model) and cli.
 """
 
 from .cli import main

@@ -6,6 +6,7 @@ import struct
 
 import torch
 
+from .._ir_printer import UNARY_OPS
 from .diagnostics import CaptureError, user_location
 
 
@@ -15,8 +16,6 @@ DTYPES = {
 }
 FLOAT_TYPES = ("f32", "f16", "bf16", "f64")
 RANDOM_OPS = ("uniform", "normal", "trunc_normal", "variance_scaling", "orthogonal")
-UNARY_OPS = ("erfinv", "exp", "log", "sqrt", "sign")
-BINARY_OPS = ("add", "sub", "mul", "div")
 # Ops whose element values depend on the element's position (not only on its linear index).
 INDEXED_OPS = ("iota", "eye", "tril", "triu", "index_mask", "orthogonal")
 _sequence = itertools.count()

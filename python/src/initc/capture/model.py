@@ -7,8 +7,8 @@ import torch
 import torch.nn as nn
 
 from .diagnostics import CaptureError
-from .emission import (ParamEmitter, check_final, emittable, logical_axes, mlir_string, module_path,
-                       quote, tensor_type)
+from .._ir_printer import ParamEmitter, mlir_string, quote, tensor_type
+from .emission import check_final, emittable, logical_axes, module_path
 from .expressions import DTYPES, fill, random_leaves
 from .hf import eager_cpu_init
 from .hooks import InitHooks, LegacyConstructors

@@ -8,6 +8,7 @@ import tempfile
 import jax
 import numpy as np
 
+from .._ir_printer import ParamEmitter, mlir_string, quote, tensor_type
 from .nodes import RANDOM_OPS, CaptureError, Node, fill
 from .translate import IR_TYPES, Interpreter, Keys, Literal, is_key_dtype, where_of
 
@@ -188,7 +189,6 @@ def _streams(name, node, where):
 
 def emit(traced, seed, model_name="jax"):
     """The init IR text of a traced constructor."""
-    from ..capture.emission import ParamEmitter, mlir_string, quote, tensor_type
     lines = ['module attributes {init.model = "%s"} {' % mlir_string(model_name),
              "  init.seed %d" % seed]
     shared = {}

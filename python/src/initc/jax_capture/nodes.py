@@ -1,6 +1,6 @@
 """Symbolic tensors of the JAX capture: a value as a tree of init IR ops over its shape.
 
-A Node prints through initc.capture.emission's ParamEmitter (op, shape, dtype, args, attrs). Two
+A Node prints through initc._ir_printer's ParamEmitter (op, shape, dtype, args, attrs). Two
 ops exist only here and are lowered before printing: `affine` (start + sum step_d * index_d,
 what integer iota arithmetic yields; an init.iota per dim, added in f64) and `unsupported` (an
 op with no IR counterpart, reported only if it reaches a leaf). Integer values are computed in
