@@ -130,20 +130,22 @@ void runOnThreads(int threads, const std::function<void()> &work,
 
 namespace {
 
-// Stores v rounded to the shard's dtype (RNG contract rule 8, from f32; f64 kept as is).
+// Stores v rounded to the shard's dtype (RNG contract rule 8, from f32; f64 kept as is), a NaN
+// as the one NaN of rule 9.
 void storeRounded(void *out, int64_t index, DType dtype, double v) {
+  const float f = rng::canonicalNaN(static_cast<float>(v));
   switch (dtype) {
   case DType::F64:
-    static_cast<double *>(out)[index] = v;
+    static_cast<double *>(out)[index] = rng::canonicalNaN(v);
     break;
   case DType::F32:
-    static_cast<float *>(out)[index] = static_cast<float>(v);
+    static_cast<float *>(out)[index] = f;
     break;
   case DType::BF16:
-    static_cast<uint16_t *>(out)[index] = rng::toBF16Bits(static_cast<float>(v));
+    static_cast<uint16_t *>(out)[index] = rng::toBF16Bits(f);
     break;
   case DType::F16:
-    static_cast<uint16_t *>(out)[index] = rng::toF16Bits(static_cast<float>(v));
+    static_cast<uint16_t *>(out)[index] = rng::toF16Bits(f);
     break;
   default:
     break; // program validation only allows float dtypes with a transform

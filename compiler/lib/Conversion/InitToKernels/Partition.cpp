@@ -7,6 +7,7 @@
 // orthogonal parameter gets the kernel of its N(0, 1) source matrix, which the runtime factors.
 //
 //===----------------------------------------------------------------------===//
+#include "CanonicalNaN.h"
 #include "initc/Conversion/InitToKernels/SliceKernel.h"
 #include "initc/Conversion/Passes.h"
 #include "initc/Random/Expand.h"
@@ -216,6 +217,7 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
         do
           kernelName = "initc_kernel_" + std::to_string(next++);
         while (taken(kernelName));
+        slice_kernel::canonicalizeStoredNaN(fused.getBody().front());
         for (const KernelTarget &target : kernelTargets) {
           func::FuncOp kernel =
               buildKernel(builder, fused.getLoc(), kernelName + target.suffix, fused, target.groups,

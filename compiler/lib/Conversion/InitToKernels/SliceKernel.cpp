@@ -26,7 +26,9 @@
 // where some lane takes it. The region's trailing arguments (Philox keys) are read from the
 // kernel's `args`, so parameters that differ only in their keys share a kernel.
 //
-// In this directory: findWordFunction (RegionAnalysis) recognizes a word function;
+// In this directory: canonicalizeStoredNaN (CanonicalNaN) first makes a NaN the region yields
+// the RNG contract's one NaN of its type (rule 9), so that every variant stores the same bits;
+// findWordFunction (RegionAnalysis) recognizes a word function;
 // planGroupLayout (GroupLayout) decides, once per kernel, how a group of blocks reaches element
 // order; GroupEvaluation clones the region onto the vectors of an iteration's groups;
 // GroupShuffles puts each group's values in element order; KernelBody builds the loops over

@@ -409,6 +409,29 @@ inline float fromF16Bits(uint16_t h) {
   return floatOf(sign | bitsOf(v));
 }
 
+//===----------------------------------------------------------------------===//
+// The one NaN of a result (rule 9)
+//===----------------------------------------------------------------------===//
+
+// A result element that is NaN is stored as its type's positive quiet NaN with no other
+// payload bit, whatever NaN the operations made: CPUs differ there (x86's default NaN is
+// negative, AArch64's positive; an operation on two NaNs keeps one of them, which one depends
+// on the instruction's operand order). Each 16-bit one is rule 8's rounding of the f32 one.
+inline constexpr uint32_t kCanonicalNaNF32 = 0x7fc00000u;
+inline constexpr uint64_t kCanonicalNaNF64 = 0x7ff8000000000000ull;
+inline constexpr uint16_t kCanonicalNaNBF16 = 0x7fc0u;
+inline constexpr uint16_t kCanonicalNaNF16 = 0x7e00u;
+
+inline float canonicalNaN(float x) { return x != x ? floatOf(kCanonicalNaNF32) : x; }
+
+inline double canonicalNaN(double x) {
+  if (x == x)
+    return x;
+  double nan;
+  std::memcpy(&nan, &kCanonicalNaNF64, sizeof nan);
+  return nan;
+}
+
 } // namespace initrt::rng
 
 #endif // INITRT_RNG_H

@@ -153,10 +153,12 @@ class Init_RandomOp<string mnemonic, list<Trait> traits = []>
 }
 
 def Init_UniformOp : Init_RandomOp<"uniform"> {
-  let summary = "uniform random values in [low, high)";
+  let summary = "uniform random values in [low, high], high reached only by rounding";
   let description = [{
-    Each element is `low + (high - low) * U`, U drawn from the element's Philox word by the
-    RNG contract. See [ir-spec: init.uniform](../dialect.md#inituniform).
+    Each element is `lowf + widthf * U` (`lowf = (float)low`, `widthf = (float)(high - low)`),
+    U in (0, 1) drawn from the element's Philox word by the RNG contract: values lie in
+    `[lowf, lowf + widthf]`, whose upper end rounding can reach. See
+    [ir-spec: init.uniform](../dialect.md#inituniform).
 
     ```mlir
     %w = init.uniform -0.125, 0.125 stream 0 : tensor<64x64xf32>
