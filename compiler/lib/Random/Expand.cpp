@@ -59,6 +59,7 @@ public:
   Value add(Value x, Value y) { return b.create<arith::AddFOp>(loc, x, y); }
   Value sub(Value x, Value y) { return b.create<arith::SubFOp>(loc, x, y); }
   Value mul(Value x, Value y) { return b.create<arith::MulFOp>(loc, x, y); }
+  Value div(Value x, Value y) { return b.create<arith::DivFOp>(loc, x, y); }
   Value neg(Value x) { return b.create<arith::NegFOp>(loc, x); }
   Value sqrt(Value x) { return b.create<math::SqrtOp>(loc, x); }
   Value abs(Value x) { return b.create<math::AbsFOp>(loc, x); }
@@ -435,6 +436,104 @@ Value emitExp(OpBuilder &builder, Location loc, Value x) {
   Value bias = e.i32(127), mantissaBits = e.i32(23);
   y = e.mul(y, e.floatOf(e.shl(e.addi(n1, bias), mantissaBits)));
   y = e.mul(y, e.floatOf(e.shl(e.addi(n2, bias), mantissaBits)));
+  return e.select(e.cmpf(CmpFPredicate::UNO, x, x), x, y);
+}
+
+// rng.h scaleByPowerOfTwo: 2^k * y as two exact power-of-two scalings.
+static Value scaleByPowerOfTwo(ElementwiseBuilder &e, Value y, Value k) {
+  Value k1 = e.shrs(k, e.i32(1));
+  Value k2 = e.subi(k, k1);
+  Value bias = e.i32(127), mantissaBits = e.i32(23);
+  y = e.mul(y, e.floatOf(e.shl(e.addi(k1, bias), mantissaBits)));
+  return e.mul(y, e.floatOf(e.shl(e.addi(k2, bias), mantissaBits)));
+}
+
+Value emitExpm1(OpBuilder &builder, Location loc, Value x) {
+  ElementwiseBuilder e(builder, loc, x.getType());
+  Value hx = e.andi(e.bitsOf(x), e.i32(0x7fffffffu));
+  Value lo = e.f32(-32.0f), hi = e.f32(90.0f);
+  Value xc = e.select(e.cmpf(CmpFPredicate::OGE, x, lo), x, lo);
+  xc = e.select(e.cmpf(CmpFPredicate::OGT, xc, hi), hi, xc);
+  Value negative = e.cmpf(CmpFPredicate::OLT, xc, e.f32(0.0f));
+  Value half = e.select(negative, e.f32(-0.5f), e.f32(0.5f));
+  Value kRound = e.toInt(e.add(e.mul(e.f32(rng::kFdInvLn2), xc), half));
+  Value kOne = e.select(negative, e.i32(-1), e.i32(1));
+  Value k = e.select(e.cmpi(CmpIPredicate::ult, hx, e.i32(0x3f851592u)), kOne, kRound);
+  k = e.select(e.cmpi(CmpIPredicate::ule, hx, e.i32(0x3eb17218u)), e.i32(0), k);
+  Value fk = e.toFloat(k);
+  Value rHi = e.sub(xc, e.mul(fk, e.f32(rng::kFdLn2Hi)));
+  Value rLo = e.mul(fk, e.f32(rng::kFdLn2Lo));
+  Value r = e.sub(rHi, rLo);
+  Value c = e.sub(e.sub(rHi, r), rLo);
+  Value hfx = e.mul(e.f32(0.5f), r);
+  Value hxs = e.mul(r, hfx);
+  Value r1 = e.add(e.f32(1.0f), e.mul(hxs, e.add(e.f32(rng::kExpm1Q1),
+                                                 e.mul(hxs, e.f32(rng::kExpm1Q2)))));
+  Value t = e.sub(e.f32(3.0f), e.mul(r1, hfx));
+  Value q = e.mul(hxs, e.div(e.sub(r1, t), e.sub(e.f32(6.0f), e.mul(r, t))));
+  Value atZero = e.sub(r, e.sub(e.mul(r, q), hxs));
+  q = e.sub(e.mul(r, e.sub(q, c)), c);
+  q = e.sub(q, hxs);
+  Value rMinusQ = e.sub(r, q);
+  Value atMinusOne = e.sub(e.mul(e.f32(0.5f), rMinusQ), e.f32(0.5f));
+  Value atOne = e.select(e.cmpf(CmpFPredicate::OLT, r, e.f32(-0.25f)),
+                         e.mul(e.f32(-2.0f), e.sub(q, e.add(r, e.f32(0.5f)))),
+                         e.add(e.f32(1.0f), e.mul(e.f32(2.0f), rMinusQ)));
+  Value wide = e.sub(scaleByPowerOfTwo(e, e.add(rMinusQ, e.f32(1.0f)), k), e.f32(1.0f));
+  Value mantissaBits = e.i32(23);
+  Value twoToK = e.floatOf(e.shl(e.addi(k, e.i32(127)), mantissaBits));
+  Value twoToMinusK = e.floatOf(e.shl(e.subi(e.i32(127), k), mantissaBits));
+  Value middle = e.mul(e.add(rMinusQ, e.sub(e.f32(1.0f), twoToMinusK)), twoToK);
+  Value upper = e.mul(e.add(e.sub(rMinusQ, twoToMinusK), e.f32(1.0f)), twoToK);
+  auto kIs = [&](CmpIPredicate p, int32_t v) { return e.cmpi(p, k, e.i32(v)); };
+  Value y = e.select(kIs(CmpIPredicate::slt, 23), middle, upper);
+  y = e.select(e.ori(kIs(CmpIPredicate::slt, 0), kIs(CmpIPredicate::sgt, 56)), wide, y);
+  y = e.select(kIs(CmpIPredicate::eq, 1), atOne, y);
+  y = e.select(kIs(CmpIPredicate::eq, -1), atMinusOne, y);
+  y = e.select(kIs(CmpIPredicate::eq, 0), atZero, y);
+  y = e.select(e.cmpi(CmpIPredicate::ult, hx, e.i32(0x33000000u)), x, y);
+  y = e.select(e.cmpf(CmpFPredicate::OGT, x, e.f32(rng::kExpm1Overflow)),
+               e.f32(std::numeric_limits<float>::infinity()), y);
+  Value minusOne = e.andi(e.cmpf(CmpFPredicate::OLT, x, e.f32(0.0f)),
+                          e.cmpi(CmpIPredicate::uge, hx, e.i32(rng::kExpm1MinusOneBits)));
+  y = e.select(minusOne, e.f32(-1.0f), y);
+  return e.select(e.cmpf(CmpFPredicate::UNO, x, x), x, y);
+}
+
+Value emitLog1p(OpBuilder &builder, Location loc, Value x) {
+  ElementwiseBuilder e(builder, loc, x.getType());
+  Value ix = e.bitsOf(x);
+  Value one = e.f32(1.0f);
+  Value u = e.add(one, x);
+  Value iu = e.addi(e.bitsOf(u), e.i32(0x3f800000u - 0x3f3504f3u));
+  Value k = e.subi(e.shru(iu, e.i32(23)), e.i32(0x7f));
+  Value c = e.select(e.cmpi(CmpIPredicate::sge, k, e.i32(2)), e.sub(one, e.sub(u, x)),
+                     e.sub(x, e.sub(u, one)));
+  c = e.select(e.cmpi(CmpIPredicate::slt, k, e.i32(25)), e.div(c, u), e.f32(0.0f));
+  Value f = e.sub(e.floatOf(e.addi(e.andi(iu, e.i32(0x007fffffu)), e.i32(0x3f3504f3u))), one);
+  Value near = e.ori(e.cmpi(CmpIPredicate::ult, ix, e.i32(0x3ed413d0u)),
+                     e.andi(e.cmpi(CmpIPredicate::uge, ix, e.i32(0x80000000u)),
+                            e.cmpi(CmpIPredicate::ule, ix, e.i32(0xbe95f619u))));
+  k = e.select(near, e.i32(0), k);
+  c = e.select(near, e.f32(0.0f), c);
+  f = e.select(near, x, f);
+  Value s = e.div(f, e.add(e.f32(2.0f), f));
+  Value z = e.mul(s, s);
+  Value w = e.mul(z, z);
+  Value t1 = e.mul(w, e.add(e.f32(rng::kLog1pLg[1]), e.mul(w, e.f32(rng::kLog1pLg[3]))));
+  Value t2 = e.mul(z, e.add(e.f32(rng::kLog1pLg[0]), e.mul(w, e.f32(rng::kLog1pLg[2]))));
+  Value rr = e.add(t2, t1);
+  Value hfsq = e.mul(e.mul(e.f32(0.5f), f), f);
+  Value dk = e.toFloat(k);
+  Value y = e.add(e.mul(s, e.add(hfsq, rr)), e.add(e.mul(dk, e.f32(rng::kFdLn2Lo)), c));
+  y = e.add(e.add(e.sub(y, hfsq), f), e.mul(dk, e.f32(rng::kFdLn2Hi)));
+  Value inf = e.f32(std::numeric_limits<float>::infinity());
+  y = e.select(e.cmpi(CmpIPredicate::ult, e.andi(ix, e.i32(0x7fffffffu)), e.i32(0x33800000u)), x,
+               y);
+  y = e.select(e.cmpf(CmpFPredicate::OEQ, x, inf), x, y);
+  y = e.select(e.cmpf(CmpFPredicate::OLT, x, e.f32(-1.0f)),
+               e.f32(std::numeric_limits<float>::quiet_NaN()), y);
+  y = e.select(e.cmpf(CmpFPredicate::OEQ, x, e.f32(-1.0f)), e.neg(inf), y);
   return e.select(e.cmpf(CmpFPredicate::UNO, x, x), x, y);
 }
 

@@ -93,6 +93,8 @@ std::vector<KernelSpec> kernelSpecs() {
        }},
       {"log", f32, f32, one(emitLog)},
       {"exp", f32, f32, one(emitExp)},
+      {"expm1", f32, f32, one(emitExpm1)},
+      {"log1p", f32, f32, one(emitLog1p)},
       {"erfinv", f32, f32, one(emitErfinv)},
       {"sin2pi", f32, f32, one(emitSin2Pi)},
       {"cos2pi", f32, f32, one(emitCos2Pi)},
@@ -354,6 +356,32 @@ TEST_F(RandomExpandTest, Exp) {
   for (int k = 0; k < 60000; ++k) // dense over [-110, 95], where the interesting cases are
     x.push_back(-110.0f + 205.0f * rng::unitFloat(static_cast<uint32_t>(r.next())));
   compare<float, float>("exp", x, 1, [](float v, float *out) { *out = rng::expF(v); });
+}
+
+TEST_F(RandomExpandTest, Expm1) {
+  SplitMix r{14};
+  std::vector<float> x = allKindsOfFloats(40000);
+  // Dense over [-20, 90] (every k of the reduction), and near each threshold of the selects.
+  for (int k = 0; k < 60000; ++k)
+    x.push_back(-20.0f + 110.0f * rng::unitFloat(static_cast<uint32_t>(r.next())));
+  for (uint32_t bits : {0x3eb17218u, 0x3f851592u, 0x33000000u, 0x4195b844u, 0x42b17180u})
+    for (int d = -4; d <= 4; ++d)
+      for (uint32_t sign : {0u, 0x80000000u})
+        x.push_back(rng::floatOf((bits + d) | sign));
+  x.resize(x.size() - x.size() % kWidth);
+  compare<float, float>("expm1", x, 1, [](float v, float *out) { *out = rng::expm1F(v); });
+}
+
+TEST_F(RandomExpandTest, Log1p) {
+  SplitMix r{15};
+  std::vector<float> x = allKindsOfFloats(40000);
+  for (int k = 0; k < 60000; ++k) // dense over (-1, 3], where the reduction changes
+    x.push_back(-1.0f + 4.0f * rng::unitFloat(static_cast<uint32_t>(r.next())));
+  for (uint32_t bits : {0x3ed413d0u, 0xbe95f619u, 0x33800000u, 0xbf800000u, 0x4b800000u})
+    for (int d = -4; d <= 4; ++d)
+      x.push_back(rng::floatOf(bits + d));
+  x.resize(x.size() - x.size() % kWidth);
+  compare<float, float>("log1p", x, 1, [](float v, float *out) { *out = rng::log1pF(v); });
 }
 
 TEST_F(RandomExpandTest, Erfinv) {

@@ -129,6 +129,9 @@ inline constexpr float kErfinvFactorMin = 0x1.b9eddcp-1f;
 // Elementary functions of rule 7, f32 -> f32.
 mlir::Value emitLog(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 mlir::Value emitExp(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+// exp(x) - 1 and log(1 + x), accurate near 0 (rule 7's expm1_f and log1p_f).
+mlir::Value emitExpm1(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+mlir::Value emitLog1p(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 mlir::Value emitErfinv(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 // sin(2 pi u) and cos(2 pi u) for a unit float u (rule 3: the contract takes them of no other).
 mlir::Value emitSin2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value u);

@@ -65,6 +65,21 @@ inline constexpr float kLog2e = 1.44269504088896341f;
 inline constexpr float kExpMin = -104.0f;
 inline constexpr float kExpMax = 89.0f;
 
+// fdlibm expm1f/log1pf (as in musl). ln 2 = kFdLn2Hi + kFdLn2Lo; kFdLn2Hi has 16 significant
+// bits so k * kFdLn2Hi is exact for the |k| <= 128 they meet.
+inline constexpr float kFdLn2Hi = 0x1.62e3p-1f;     // 3f317180
+inline constexpr float kFdLn2Lo = 0x1.2fefa2p-17f;  // 3717f7d1
+inline constexpr float kFdInvLn2 = 0x1.715476p+0f;  // 3fb8aa3b
+// expm1f: the rational approximation's Q1, Q2 on [-0.5 ln 2, 0.5 ln 2] (scaled as fdlibm's).
+inline constexpr float kExpm1Q1 = -0x888868.0p-28f; // bd088868
+inline constexpr float kExpm1Q2 = 0xcf3010.0p-33f;  // 3acf3010
+// Above this expm1 overflows; from 27 ln 2 down it is -1.
+inline constexpr float kExpm1Overflow = 0x1.62e3p+6f; // 42b17180 (88.7216796875)
+inline constexpr uint32_t kExpm1MinusOneBits = 0x4195b844u; // |x| >= 27 ln 2
+// log1pf: Lg1..Lg4 of log(1 + s) - log(1 - s) ~ s * Lg(s^2).
+inline constexpr float kLog1pLg[4] = {0xaaaaaa.0p-24f, 0xccce13.0p-25f, 0x91e9ee.0p-25f,
+                                      0xf89e26.0p-26f};
+
 // Giles (2010), "Approximating the erfinv function", single precision.
 inline constexpr float kErfinvCentral[9] = {
     2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
@@ -221,6 +236,92 @@ inline float expF(float x) {
   int32_t n2 = n - n1;
   y = y * floatOf(static_cast<uint32_t>(n1 + 127) << 23);
   y = y * floatOf(static_cast<uint32_t>(n2 + 127) << 23);
+  return x != x ? x : y;
+}
+
+// 2^k * y for an int k in [-252, 254], as two exact power-of-two scalings (y * 2^k when that is a
+// normal float; overflow gives inf).
+inline float scaleByPowerOfTwo(float y, int32_t k) {
+  int32_t k1 = k >> 1; // arithmetic shift: floor(k / 2)
+  int32_t k2 = k - k1;
+  y = y * floatOf(static_cast<uint32_t>(k1 + 127) << 23);
+  return y * floatOf(static_cast<uint32_t>(k2 + 127) << 23);
+}
+
+// fdlibm expm1f with every branch computed and one selected. NaN stays NaN, x <= -27 ln 2 gives
+// -1, x > kExpm1Overflow +inf, |x| < 2^-25 (zeros and subnormals too) x itself.
+inline float expm1F(float x) {
+  uint32_t hx = bitsOf(x) & 0x7fffffffu;
+  float xc = x >= -32.0f ? x : -32.0f; // NaN takes -32, replaced at the end
+  xc = xc > 90.0f ? 90.0f : xc;
+  bool negative = xc < 0.0f;
+  // k = 0 for |x| <= 0.5 ln 2, +-1 below 1.5 ln 2, else round(x / ln 2) (ties away from 0).
+  int32_t kRound = static_cast<int32_t>(kFdInvLn2 * xc + (negative ? -0.5f : 0.5f));
+  int32_t kOne = negative ? -1 : 1;
+  int32_t k = hx < 0x3f851592u ? kOne : kRound;
+  k = hx <= 0x3eb17218u ? 0 : k;
+  float fk = static_cast<float>(k);
+  float hi = xc - fk * kFdLn2Hi;
+  float lo = fk * kFdLn2Lo;
+  float r = hi - lo;       // x - k ln 2, |r| <= 0.5 ln 2 (about)
+  float c = (hi - r) - lo; // what r lost
+  float hfx = 0.5f * r;
+  float hxs = r * hfx;
+  float r1 = 1.0f + hxs * (kExpm1Q1 + hxs * kExpm1Q2);
+  float t = 3.0f - r1 * hfx;
+  float e = hxs * ((r1 - t) / (6.0f - r * t));
+  float atZero = r - (r * e - hxs); // k == 0: c is 0
+  e = r * (e - c) - c;
+  e = e - hxs;
+  // exp(x) - 1 = 2^k (r - e + 1) - 1, arranged per k so that the last rounding is the only big one.
+  float atMinusOne = 0.5f * (r - e) - 0.5f;
+  float atOne = r < -0.25f ? -2.0f * (e - (r + 0.5f)) : 1.0f + 2.0f * (r - e);
+  float wide = scaleByPowerOfTwo((r - e) + 1.0f, k) - 1.0f; // k < 0 or k > 56
+  float twoToK = floatOf(static_cast<uint32_t>(k + 127) << 23);
+  float twoToMinusK = floatOf(static_cast<uint32_t>(127 - k) << 23);
+  float middle = ((r - e) + (1.0f - twoToMinusK)) * twoToK;   // 2 <= k < 23
+  float upper = (((r - e) - twoToMinusK) + 1.0f) * twoToK;    // 23 <= k <= 56
+  float y = k < 23 ? middle : upper;
+  y = (k < 0 || k > 56) ? wide : y;
+  y = k == 1 ? atOne : y;
+  y = k == -1 ? atMinusOne : y;
+  y = k == 0 ? atZero : y;
+  y = hx < 0x33000000u ? x : y;
+  y = x > kExpm1Overflow ? INFINITY : y;
+  y = (x < 0.0f && hx >= kExpm1MinusOneBits) ? -1.0f : y;
+  return x != x ? x : y;
+}
+
+// fdlibm log1pf with every branch computed and one selected. -1 -> -inf, below -1 -> NaN,
+// +inf -> +inf, NaN stays NaN, |x| < 2^-24 (zeros and subnormals too) x itself.
+inline float log1pF(float x) {
+  uint32_t ix = bitsOf(x);
+  // Reduction: 1 + x = 2^k * (1 + f), 1 + f in [sqrt(2)/2, sqrt(2)), and c the error of 1 + x.
+  float u = 1.0f + x;
+  uint32_t iu = bitsOf(u) + (0x3f800000u - 0x3f3504f3u);
+  int32_t k = static_cast<int32_t>(iu >> 23) - 0x7f;
+  float c = k >= 2 ? 1.0f - (u - x) : x - (u - 1.0f);
+  c = k < 25 ? c / u : 0.0f;
+  float f = floatOf((iu & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+  // sqrt(2)/2 <= 1 + x < sqrt(2): no reduction.
+  bool near = ix < 0x3ed413d0u || (ix >= 0x80000000u && ix <= 0xbe95f619u);
+  k = near ? 0 : k;
+  c = near ? 0.0f : c;
+  f = near ? x : f;
+  float s = f / (2.0f + f);
+  float z = s * s;
+  float w = z * z;
+  float t1 = w * (kLog1pLg[1] + w * kLog1pLg[3]);
+  float t2 = z * (kLog1pLg[0] + w * kLog1pLg[2]);
+  float rr = t2 + t1;
+  float hfsq = (0.5f * f) * f;
+  float dk = static_cast<float>(k);
+  float y = s * (hfsq + rr) + (dk * kFdLn2Lo + c);
+  y = ((y - hfsq) + f) + dk * kFdLn2Hi;
+  y = (ix & 0x7fffffffu) < 0x33800000u ? x : y;
+  y = x == INFINITY ? x : y;
+  y = x < -1.0f ? NAN : y;
+  y = x == -1.0f ? -INFINITY : y;
   return x != x ? x : y;
 }
 

@@ -354,6 +354,66 @@ TEST(ElementaryFunctions, Exp) {
   EXPECT_TRUE(std::isfinite(expF(88.72f)));
 }
 
+TEST(ElementaryFunctions, ConstantsAreFdlibms) {
+  EXPECT_EQ(bitsOf(kFdLn2Hi), 0x3f317180u);
+  EXPECT_EQ(bitsOf(kFdLn2Lo), 0x3717f7d1u);
+  EXPECT_EQ(bitsOf(kFdInvLn2), 0x3fb8aa3bu);
+  EXPECT_EQ(bitsOf(kExpm1Q1), 0xbd088868u);
+  EXPECT_EQ(bitsOf(kExpm1Q2), 0x3acf3010u);
+  EXPECT_EQ(bitsOf(kExpm1Overflow), 0x42b17180u);
+  EXPECT_EQ(bitsOf(kLog1pLg[0]), 0x3f2aaaaau);
+  EXPECT_EQ(bitsOf(kLog1pLg[1]), 0x3eccce13u);
+  EXPECT_EQ(bitsOf(kLog1pLg[2]), 0x3e91e9eeu);
+  EXPECT_EQ(bitsOf(kLog1pLg[3]), 0x3e789e26u);
+}
+
+// Every 251st float of both signs (reference: the double function, rounded only in the ulp).
+template <typename F, typename R>
+double worstUlpOver(uint32_t first, uint32_t last, F f, R ref) {
+  double worst = 0;
+  for (uint64_t b = first; b <= last; b += 251)
+    for (uint32_t sign : {0u, 0x80000000u}) {
+      float x = floatOf(static_cast<uint32_t>(b) | sign);
+      double want = ref(static_cast<double>(x));
+      if (std::isfinite(want) && std::fabs(want) < 3.4e38)
+        worst = std::max(worst, ulpError(f(x), want));
+    }
+  return worst;
+}
+
+TEST(ElementaryFunctions, Expm1) {
+  double worst = worstUlpOver(1, 0x42b17180u, expm1F, [](double v) { return std::expm1(v); });
+  recordMeasure("expm1_max_ulp", worst);
+  EXPECT_LT(worst, 1.0);
+  EXPECT_EQ(bitsOf(expm1F(0.0f)), 0u);
+  EXPECT_EQ(bitsOf(expm1F(-0.0f)), 0x80000000u);
+  EXPECT_EQ(expm1F(0x1p-149f), 0x1p-149f);
+  EXPECT_EQ(expm1F(INFINITY), INFINITY);
+  EXPECT_EQ(expm1F(-INFINITY), -1.0f);
+  EXPECT_EQ(expm1F(-20.0f), -1.0f);
+  EXPECT_EQ(expm1F(88.73f), INFINITY);
+  EXPECT_TRUE(std::isfinite(expm1F(88.72f)));
+  EXPECT_TRUE(std::isnan(expm1F(NAN)));
+  EXPECT_EQ(expm1F(1e-10f), 1e-10f);
+}
+
+TEST(ElementaryFunctions, Log1p) {
+  double worst = worstUlpOver(1, 0x7f7fffffu, log1pF, [](double v) {
+    return v <= -1 ? NAN : std::log1p(v);
+  });
+  recordMeasure("log1p_max_ulp", worst);
+  EXPECT_LT(worst, 1.0);
+  EXPECT_EQ(bitsOf(log1pF(0.0f)), 0u);
+  EXPECT_EQ(bitsOf(log1pF(-0.0f)), 0x80000000u);
+  EXPECT_EQ(log1pF(-1.0f), -INFINITY);
+  EXPECT_TRUE(std::isnan(log1pF(-1.5f)));
+  EXPECT_TRUE(std::isnan(log1pF(-INFINITY)));
+  EXPECT_TRUE(std::isnan(log1pF(NAN)));
+  EXPECT_EQ(log1pF(INFINITY), INFINITY);
+  EXPECT_EQ(log1pF(1e-10f), 1e-10f);
+  EXPECT_NEAR(log1pF(3.4e38f), std::log1p(3.4e38), 1e-4);
+}
+
 TEST(ElementaryFunctions, SinCos2Pi) {
   double worst = 0;
   auto check = [&](float u) {
