@@ -833,10 +833,6 @@ std::string benchmarkConfig(const std::string &file) {
   return buffer ? (*buffer)->getBuffer().str() : "";
 }
 
-std::vector<int64_t> shapeOf(init::ParamOp param) {
-  return std::vector<int64_t>(param.getTensorType().getShape().begin(),
-                              param.getTensorType().getShape().end());
-}
 } // namespace
 
 // Qwen3-30B-A3B: 30,532,122,624 parameters (the model card's "30.5B in total"); 48 layers,
