@@ -7,7 +7,8 @@
 #
 # MESH defaults to pp=16,dp=128,tp=8 (16,384 ranks) and pp=16,dp=4096,tp=8 (524,288 ranks);
 # CONFIG to benchmarks/configs/llama-3.1-405b.json (configs/mixtral-8x7b.json with, say,
-# pp=16,ep=8,dp=16 and SHARD=fsdp for experts).
+# pp=16,ep=8,dp=16 and SHARD=fsdp for experts; configs/deepseek-v3.json on pp=16,ep=64,dp=16
+# with SHARD=benchmarks/configs/fsdp-bytes-split.json, fsdp with the stages split by bytes).
 # Build the targets initc and init first.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"

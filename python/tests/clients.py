@@ -20,7 +20,8 @@ MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 # The model types whose configs the tests load with transformers.
 MODELS = {"llama": "llama_uneven.json", "mistral": "mistral_tiny.json",
-          "qwen2": "qwen2_tiny.json", "gpt2": "gpt2_tiny.json"}
+          "qwen2": "qwen2_tiny.json", "gpt2": "gpt2_tiny.json", "mixtral": "mixtral_tiny.json",
+          "qwen3_moe": "qwen3_moe_tiny.json", "deepseek_v3": "deepseek_v3_tiny.json"}
 
 
 def mesh_size(mesh):

@@ -28,7 +28,7 @@ ARCHS = {
 for _arch in ("qwen3", "phi3", "gemma3_text", "gpt_neox", "mixtral", "qwen3_moe", "bert", "t5",
               "vit", "deepseek_v3"):
     ARCHS[_arch] = os.path.join(HF_CONFIGS, _arch + ".json")
-IMPORTED = ("llama", "mistral", "qwen2", "gpt2")
+IMPORTED = ("llama", "mistral", "qwen2", "gpt2", "mixtral", "qwen3_moe", "deepseek_v3")
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16,

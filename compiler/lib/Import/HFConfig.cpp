@@ -38,7 +38,8 @@ constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
 // Bounds the IR size: even 2^16 layers is far past any released model.
 constexpr int64_t kMaxLayers = 65536;
 
-const StringRef kModelTypes[] = {"llama", "mistral", "qwen2", "mixtral", "gpt2"};
+const StringRef kModelTypes[] = {"llama",     "mistral",     "qwen2", "mixtral",
+                                 "qwen3_moe", "deepseek_v3", "gpt2"};
 
 std::string supportedList() { return llvm::join(ArrayRef<StringRef>(kModelTypes), ", "); }
 
@@ -167,6 +168,34 @@ public:
     return true;
   }
 
+  /// An optional list of layer numbers, each in [0, layers) (qwen3_moe's mlp_only_layers).
+  bool optionalLayerList(StringRef field, int64_t layers, std::vector<bool> &listed) {
+    listed.assign(size_t(layers), false);
+    const json::Value *value = find(field);
+    if (!value)
+      return true;
+    const json::Array *array = value->getAsArray();
+    if (!array)
+      return fail("'" + field + "' must be a list of layer numbers, but it is " +
+                  describe(*value));
+    for (const json::Value &entry : *array) {
+      std::optional<int64_t> layer = entry.getAsInteger();
+      if (!layer || *layer < 0 || *layer >= layers)
+        return fail("'" + field + "' lists " + describe(entry) + ", which is not a layer: the " +
+                    "model has layers 0.." + Twine(layers - 1) + " ('num_hidden_layers')");
+      listed[size_t(*layer)] = true;
+    }
+    return true;
+  }
+
+  /// `a * b` into `out`, or a message naming `what` when the product passes 2^40.
+  bool product(int64_t a, int64_t b, const Twine &what, int64_t &out) {
+    if (llvm::MulOverflow(a, b, out) || out > kMaxTensorElements)
+      return fail(what + " (" + Twine(a) + " x " + Twine(b) + ") is more than 2^40; check the "
+                  "values");
+    return true;
+  }
+
   StringRef getFileName() const { return fileName; }
 
 private:
@@ -189,11 +218,29 @@ private:
   std::string &error;
 };
 
-/// The sizes and switches of a llama-family config (llama, mistral, qwen2, mixtral).
+/// DeepSeek's multi-head latent attention: low-rank q and kv projections.
+struct LatentAttention {
+  std::optional<int64_t> qLoraRank; // null: one q_proj instead of q_a_proj / q_b_proj
+  int64_t kvLoraRank = 0, ropeDim = 0, nopeDim = 0, vDim = 0;
+  int64_t qOut = 0, kvOut = 0, oIn = 0; // heads x (nope + rope), x (nope + v), x v
+};
+
+/// The sizes and switches of a llama-family config (llama, mistral, qwen2, and the MoE models
+/// mixtral, qwen3_moe, deepseek_v3).
 struct LlamaConfig {
   int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kvHeads = 0, headDim = 0;
-  int64_t experts = 0; // mixtral's num_local_experts: a sparse MoE block in place of the MLP
   int64_t qDim = 0, kvDim = 0; // heads * headDim, kvHeads * headDim
+  // Mixture of experts: which layers hold a sparse block in place of the dense MLP, with
+  // `experts` stacked experts of intermediate size `expertIntermediate` each.
+  int64_t experts = 0, expertIntermediate = 0;
+  std::vector<bool> sparseLayers;
+  StringRef expertsField, expertSizeField; // the config fields of the two, for messages
+  int64_t sharedIntermediate = 0; // deepseek's shared experts as one MLP (0: none)
+  bool routerFirst = true;        // mixtral registers the router before the experts
+  bool routerFloat32 = false;     // deepseek keeps the router in f32 whatever the dtype
+  bool routerBias = false;        // deepseek's e_score_correction_bias buffer
+  bool qkNorm = false;            // qwen3's RMSNorm of each head of q and k
+  std::optional<LatentAttention> latent;
   double initializerRange = 0.02, ropeTheta = 10000.0;
   bool tieEmbeddings = false;
   bool qkvBias = false, oBias = false, mlpBias = false;
@@ -232,6 +279,8 @@ bool readPaddingRow(ConfigFields &fields, int64_t vocab, std::optional<int64_t> 
   return true;
 }
 
+bool readRopeScaling(ConfigFields &fields, LlamaConfig &c);
+
 bool readLlamaConfig(ConfigFields &fields, StringRef modelType, LlamaConfig &c) {
   if (!fields.requirePositive("vocab_size", c.vocab) ||
       !fields.requirePositive("hidden_size", c.hidden) ||
@@ -244,13 +293,36 @@ bool readLlamaConfig(ConfigFields &fields, StringRef modelType, LlamaConfig &c) 
   if (modelType == "mixtral") {
     if (!fields.requirePositive("num_local_experts", c.experts))
       return false;
+    c.expertIntermediate = c.intermediate;
+    c.expertsField = "num_local_experts", c.expertSizeField = "intermediate_size";
+    c.sparseLayers.assign(size_t(c.layers), true);
     c.ropeTheta = 1000000.0; // MixtralConfig.default_theta
+  } else if (modelType == "qwen3_moe") {
+    // Qwen3MoeDecoderLayer: a sparse block unless the layer is in mlp_only_layers or not a
+    // multiple of decoder_sparse_step (counting from 1); those keep a dense MLP.
+    std::optional<int64_t> step;
+    std::vector<bool> mlpOnly;
+    if (!fields.requirePositive("num_experts", "num_local_experts", c.experts) ||
+        !fields.requirePositive("moe_intermediate_size", c.expertIntermediate) ||
+        !fields.optionalPositive("decoder_sparse_step", step) ||
+        !fields.optionalLayerList("mlp_only_layers", c.layers, mlpOnly))
+      return false;
+    for (int64_t i = 0; i < c.layers; ++i)
+      c.sparseLayers.push_back(!mlpOnly[size_t(i)] && (i + 1) % step.value_or(1) == 0);
+    c.expertsField = "num_experts", c.expertSizeField = "moe_intermediate_size";
+    c.routerFirst = false;
+    c.qkNorm = true;
   }
 
   std::optional<int64_t> kvHeads, headDim;
   if (!fields.optionalPositive("num_key_value_heads", kvHeads) ||
       !fields.optionalPositive("head_dim", headDim))
     return false;
+  // Qwen3MoeConfig defaults it to 4, not to num_attention_heads: a size left out would give a
+  // model of another size without a word.
+  if (!kvHeads && modelType == "qwen3_moe")
+    return fields.fail("missing field 'num_key_value_heads', which model_type 'qwen3_moe' "
+                       "requires; add it as a positive integer");
   c.kvHeads = kvHeads.value_or(c.heads);
   if (c.heads % c.kvHeads != 0)
     return fields.fail("'num_attention_heads' (" + Twine(c.heads) +
@@ -283,17 +355,18 @@ bool readLlamaConfig(ConfigFields &fields, StringRef modelType, LlamaConfig &c) 
   // mistral has neither (transformers ignores the switches there, and so do we).
   if (modelType == "qwen2") {
     c.qkvBias = true;
-  } else if (modelType == "llama") {
+  } else if (modelType == "llama" || modelType == "qwen3_moe") {
     bool attentionBias = false;
     if (!fields.optionalBool("attention_bias", attentionBias) ||
-        !fields.optionalBool("mlp_bias", c.mlpBias))
+        (modelType == "llama" && !fields.optionalBool("mlp_bias", c.mlpBias)))
       return false;
     c.qkvBias = c.oBias = attentionBias;
   }
 
-  if (!readPaddingRow(fields, c.vocab, c.paddingRow))
-    return false;
+  return readPaddingRow(fields, c.vocab, c.paddingRow) && readRopeScaling(fields, c);
+}
 
+bool readRopeScaling(ConfigFields &fields, LlamaConfig &c) {
   // rope_scaling types other than default/dynamic rescale inv_freq at construction; the buffer
   // is non-persistent (in no checkpoint), so it is left out rather than emitted wrong.
   if (const json::Value *scaling = fields.find("rope_scaling")) {
@@ -314,6 +387,61 @@ bool readLlamaConfig(ConfigFields &fields, StringRef modelType, LlamaConfig &c) 
     c.emitInvFreq = !type || *type == "default" || *type == "dynamic";
   }
   return true;
+}
+
+/// DeepseekV3Config: MLA attention, the first `first_k_dense_replace` layers dense and the others
+/// a sparse block with routed and shared experts.
+bool readDeepseekConfig(ConfigFields &fields, LlamaConfig &c) {
+  LatentAttention a;
+  std::optional<int64_t> qLoraRank, shared, denseLayers;
+  if (!fields.requirePositive("vocab_size", c.vocab) ||
+      !fields.requirePositive("hidden_size", c.hidden) ||
+      !fields.requirePositive("intermediate_size", c.intermediate) ||
+      !fields.requirePositive("moe_intermediate_size", c.expertIntermediate) ||
+      !fields.requirePositive("num_hidden_layers", c.layers) ||
+      !fields.requirePositive("num_attention_heads", c.heads) ||
+      !fields.requirePositive("n_routed_experts", "num_local_experts", c.experts) ||
+      !fields.requirePositive("kv_lora_rank", a.kvLoraRank) ||
+      !fields.requirePositive("qk_rope_head_dim", a.ropeDim) ||
+      !fields.requirePositive("qk_nope_head_dim", a.nopeDim) ||
+      !fields.requirePositive("v_head_dim", a.vDim) ||
+      !fields.optionalPositive("q_lora_rank", qLoraRank) ||
+      !fields.optionalPositive("n_shared_experts", shared) ||
+      !fields.optionalInteger("first_k_dense_replace", denseLayers))
+    return false;
+  if (!checkLayers(fields, "num_hidden_layers", c.layers))
+    return false;
+  if (a.ropeDim % 2 != 0)
+    return fields.fail("'qk_rope_head_dim' is " + Twine(a.ropeDim) +
+                       ", but rotary embeddings need an even one: fix it");
+  if (denseLayers && *denseLayers < 0)
+    return fields.fail("'first_k_dense_replace' is " + Twine(*denseLayers) +
+                       "; it counts the leading dense layers, so it must be 0 or more");
+  a.qLoraRank = qLoraRank;
+  if (!fields.product(c.heads, a.nopeDim + a.ropeDim,
+                      "'num_attention_heads' times the q head dimension", a.qOut) ||
+      !fields.product(c.heads, a.nopeDim + a.vDim,
+                      "'num_attention_heads' times the k and v head dimensions", a.kvOut) ||
+      !fields.product(c.heads, a.vDim, "'num_attention_heads' times 'v_head_dim'", a.oIn) ||
+      !fields.product(c.expertIntermediate, shared.value_or(1),
+                      "'moe_intermediate_size' times 'n_shared_experts'", c.sharedIntermediate))
+    return false;
+  c.latent = a;
+  // Transformers' defaults: 3 dense layers, 1 shared expert.
+  for (int64_t i = 0; i < c.layers; ++i)
+    c.sparseLayers.push_back(i >= denseLayers.value_or(3));
+  c.expertsField = "n_routed_experts", c.expertSizeField = "moe_intermediate_size";
+  c.routerFirst = false;
+  c.routerFloat32 = c.routerBias = true;
+  c.headDim = a.ropeDim; // the rotary part of each head (DeepseekV3Config.head_dim)
+  bool attentionBias = false;
+  if (!fields.optionalPositiveNumber("initializer_range", c.initializerRange) ||
+      !fields.optionalPositiveNumber("rope_theta", c.ropeTheta) ||
+      !fields.optionalBool("tie_word_embeddings", c.tieEmbeddings) ||
+      !fields.optionalBool("attention_bias", attentionBias))
+    return false;
+  c.qkvBias = c.oBias = attentionBias;
+  return readPaddingRow(fields, c.vocab, c.paddingRow) && readRopeScaling(fields, c);
 }
 
 bool readGPT2Config(ConfigFields &fields, GPT2Config &c) {
@@ -515,34 +643,85 @@ bool buildLlama(StateDict &sd, const LlamaConfig &c, const InitStyle &style, Typ
 
   const char *qFields = "num_attention_heads, head_dim and hidden_size";
   const char *kvFields = "num_key_value_heads, head_dim and hidden_size";
+  auto attention = [&](const std::string &p) {
+    if (!c.latent)
+      return linear(p + "self_attn.q_proj", qDim, H, "heads", "embed", c.qkvBias, qFields) &&
+             linear(p + "self_attn.k_proj", kvDim, H, "kv_heads", "embed", c.qkvBias, kvFields) &&
+             linear(p + "self_attn.v_proj", kvDim, H, "kv_heads", "embed", c.qkvBias, kvFields) &&
+             linear(p + "self_attn.o_proj", H, qDim, "embed", "heads", c.oBias, qFields) &&
+             (!c.qkNorm ||
+              (sd.param(p + "self_attn.q_norm.weight", {c.headDim}, {"head_dim"}, w, "head_dim",
+                        ones) &&
+               sd.param(p + "self_attn.k_norm.weight", {c.headDim}, {"head_dim"}, w, "head_dim",
+                        ones)));
+    // MLA: the low-rank projections keep their rank dims whole (q_lora, kv_lora); the
+    // per-head ones split over heads as q/o do, column- then row-parallel.
+    const LatentAttention &a = *c.latent;
+    const char *rankFields = "kv_lora_rank, qk_rope_head_dim and hidden_size";
+    const char *headFields = "num_attention_heads, qk_nope_head_dim, qk_rope_head_dim, v_head_dim";
+    bool q = a.qLoraRank
+                 ? linear(p + "self_attn.q_a_proj", *a.qLoraRank, H, "q_lora", "embed",
+                          c.qkvBias, "q_lora_rank and hidden_size") &&
+                       sd.param(p + "self_attn.q_a_layernorm.weight", {*a.qLoraRank},
+                                {"q_lora"}, w, "q_lora_rank", ones) &&
+                       linear(p + "self_attn.q_b_proj", a.qOut, *a.qLoraRank, "heads", "q_lora",
+                              false, headFields)
+                 : linear(p + "self_attn.q_proj", a.qOut, H, "heads", "embed", false, headFields);
+    return q &&
+           linear(p + "self_attn.kv_a_proj_with_mqa", a.kvLoraRank + a.ropeDim, H,
+                  "kv_lora_rope", "embed", c.qkvBias, rankFields) &&
+           sd.param(p + "self_attn.kv_a_layernorm.weight", {a.kvLoraRank}, {"kv_lora"}, w,
+                    "kv_lora_rank", ones) &&
+           linear(p + "self_attn.kv_b_proj", a.kvOut, a.kvLoraRank, "heads", "kv_lora", false,
+                  headFields) &&
+           linear(p + "self_attn.o_proj", H, a.oIn, "embed", "heads", c.oBias, headFields);
+  };
+
   const char *mlpFields = "intermediate_size and hidden_size";
-  // The dense MLP, or mixtral's sparse MoE block as transformers 5 stores it: a router
-  // (mlp.gate, nn.Linear without bias) and the experts stacked along dim 0, gate and up
-  // projections fused, all normal(0, initializer_range) (MixtralPreTrainedModel._init_weights).
-  auto mlp = [&](const std::string &p) {
-    if (c.experts == 0)
-      return linear(p + "mlp.gate_proj", I, H, "mlp", "embed", c.mlpBias, mlpFields) &&
-             linear(p + "mlp.up_proj", I, H, "mlp", "embed", c.mlpBias, mlpFields) &&
-             linear(p + "mlp.down_proj", H, I, "embed", "mlp", c.mlpBias, mlpFields);
-    const int64_t E = c.experts;
-    const char *expertFields = "num_local_experts, intermediate_size and hidden_size";
+  auto denseMlp = [&](const std::string &p, int64_t size, const char *fields) {
+    return linear(p + "gate_proj", size, H, "mlp", "embed", c.mlpBias, fields) &&
+           linear(p + "up_proj", size, H, "mlp", "embed", c.mlpBias, fields) &&
+           linear(p + "down_proj", H, size, "embed", "mlp", c.mlpBias, fields);
+  };
+  // A sparse MoE block as transformers 5 stores it: the experts stacked along dim 0, gate and
+  // up projections fused, and a router (nn.Linear-like [E, H], no bias), all
+  // normal(0, initializer_range) (the *PreTrainedModel._init_weights of each family).
+  auto sparseMlp = [&](const std::string &p) {
+    const int64_t E = c.experts, X = c.expertIntermediate;
+    std::string expertFields =
+        (c.expertsField + ", " + c.expertSizeField + " and hidden_size").str();
+    std::string routerFields = (c.expertsField + " and hidden_size").str();
     // The router is replicated by the expert axis (each rank routes every token); the experts'
     // own dims are `expert_mlp`, which tensor parallelism leaves whole (torchtitan's default
     // expert_tensor_parallel_degree of 1).
-    return sd.param(p + "mlp.gate.weight", {E, H}, {"router", "embed"}, w,
-                    "num_local_experts and hidden_size", weight) &&
-           sd.param(p + "mlp.experts.gate_up_proj", {E, 2 * I, H},
-                    {"experts", "expert_mlp", "embed"}, w, expertFields, weight) &&
-           sd.param(p + "mlp.experts.down_proj", {E, H, I}, {"experts", "embed", "expert_mlp"},
-                    w, expertFields, weight);
+    Type routerType = c.routerFloat32 ? Type(Float32Type::get(sd.getContext())) : w;
+    auto router = [&] {
+      return sd.param(p + "mlp.gate.weight", {E, H}, {"router", "embed"}, routerType,
+                      routerFields, weight) &&
+             (!c.routerBias ||
+              sd.param(p + "mlp.gate.e_score_correction_bias", {E}, {"router"}, routerType,
+                       c.expertsField,
+                       [](OpBuilder &b, Location loc, RankedTensorType t) {
+                         return fill(b, loc, t, 0.0);
+                       },
+                       /*buffer=*/true));
+    };
+    auto experts = [&] {
+      return sd.param(p + "mlp.experts.gate_up_proj", {E, 2 * X, H},
+                      {"experts", "expert_mlp", "embed"}, w, expertFields, weight) &&
+             sd.param(p + "mlp.experts.down_proj", {E, H, X}, {"experts", "embed", "expert_mlp"},
+                      w, expertFields, weight);
+    };
+    // Shared experts run on every token like a dense MLP, and split over tp as one.
+    return (c.routerFirst ? router() && experts() : experts() && router()) &&
+           (c.sharedIntermediate == 0 ||
+            denseMlp(p + "mlp.shared_experts.", c.sharedIntermediate,
+                     "moe_intermediate_size, n_shared_experts and hidden_size"));
   };
   for (int64_t i = 0; i < c.layers; ++i) {
     std::string p = "model.layers." + std::to_string(i) + ".";
-    if (!linear(p + "self_attn.q_proj", qDim, H, "heads", "embed", c.qkvBias, qFields) ||
-        !linear(p + "self_attn.k_proj", kvDim, H, "kv_heads", "embed", c.qkvBias, kvFields) ||
-        !linear(p + "self_attn.v_proj", kvDim, H, "kv_heads", "embed", c.qkvBias, kvFields) ||
-        !linear(p + "self_attn.o_proj", H, qDim, "embed", "heads", c.oBias, qFields) ||
-        !mlp(p) ||
+    bool sparse = !c.sparseLayers.empty() && c.sparseLayers[size_t(i)];
+    if (!attention(p) || !(sparse ? sparseMlp(p) : denseMlp(p + "mlp.", I, mlpFields)) ||
         !sd.param(p + "input_layernorm.weight", {H}, {"embed"}, w, "hidden_size", ones) ||
         !sd.param(p + "post_attention_layernorm.weight", {H}, {"embed"}, w, "hidden_size", ones))
       return false;
@@ -716,9 +895,11 @@ OwningOpRef<ModuleOp> initc::import::importHFConfigText(MLIRContext &ctx, String
   LlamaConfig llama;
   GPT2Config gpt2;
   bool isGPT2 = *modelType == "gpt2";
-  if (isGPT2 ? !readGPT2Config(fields, gpt2) : !readLlamaConfig(fields, *modelType, llama))
+  if (isGPT2                       ? !readGPT2Config(fields, gpt2)
+      : *modelType == "deepseek_v3" ? !readDeepseekConfig(fields, llama)
+                                    : !readLlamaConfig(fields, *modelType, llama))
     return nullptr;
-  if (llama.experts > 0 && options.initStyle == "torch") {
+  if (llvm::is_contained(llama.sparseLayers, true) && options.initStyle == "torch") {
     error = (name + ": --init-style torch has no recipe for " + *modelType +
              "'s experts: transformers creates them with torch.empty and only _init_weights "
              "(--init-style hf) gives them values")

@@ -71,6 +71,7 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
       meshOp->setAttr(InitDialect::kStageAxisAttr, builder.getStringAttr(spec.axisNames[stageAxis]));
     std::vector<ParamOp> untied;
     std::vector<ParamShape> shapes;
+    std::vector<int64_t> rankBytes; // of each untied parameter's largest shard
 
     for (ParamOp param : module.getOps<ParamOp>()) {
       if (auto tied = param.getTiedToAttr()) {
@@ -92,6 +93,14 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
         param.emitError() << error;
         return signalPassFailure();
       }
+      int64_t bytes = (param.getTensorType().getElementTypeBitWidth() + 7) / 8;
+      for (size_t d = 0; d < shape.shape.size(); ++d) {
+        int64_t parts = 1;
+        for (int axis : split[d])
+          parts *= spec.shape[axis];
+        bytes *= (shape.shape[d] + parts - 1) / parts;
+      }
+      rankBytes.push_back(bytes);
       // Trailing unsplit dims are left out, as the mesh dialect prints them, but one is kept:
       // LLVM 19's parser rejects the empty list `#mesh.shard<@mesh, []>` its printer writes.
       while (split.size() > 1 && split.back().empty())
@@ -105,7 +114,7 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
     }
     if (stageAxis >= 0) {
       std::vector<int64_t> stages;
-      if (failed(rules->assignStages(shapes, stages, error))) {
+      if (failed(rules->assignStages(shapes, rankBytes, stages, error))) {
         module.emitError("--shard: ") << error;
         return signalPassFailure();
       }

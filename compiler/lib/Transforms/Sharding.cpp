@@ -215,11 +215,30 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
     return true;
   };
   for (auto &[key, value] : root.items()) {
-    if (key != "logical_axes" && key != "params" && key != "pipeline") {
+    if (key != "logical_axes" && key != "params" && key != "pipeline" && key != "preset") {
       error = "rules file '" + spec.str() + "': unknown key '" + key +
-              "' (expected \"logical_axes\", \"params\" or \"pipeline\")";
+              "' (expected \"logical_axes\", \"params\", \"pipeline\" or \"preset\")";
       return std::nullopt;
     }
+  }
+  // A preset with the file's pipeline split: the preset's rules, and "pipeline" alone beside.
+  if (auto preset = root.find("preset"); preset != root.end()) {
+    if (!preset->is_string() || !llvm::is_contained(presetNames(), preset->get<std::string>())) {
+      error = "rules file '" + spec.str() + "': \"preset\" must name one of replicated, fsdp, "
+              "tp, fsdp+tp";
+      return std::nullopt;
+    }
+    if (root.contains("logical_axes") || root.contains("params")) {
+      error = "rules file '" + spec.str() + "': \"preset\" takes the preset's rules whole, so "
+              "\"logical_axes\" and \"params\" cannot go beside it (only \"pipeline\"); drop "
+              "the preset, or the rules";
+      return std::nullopt;
+    }
+    std::optional<ShardingRules> base = load(preset->get<std::string>(), mesh, error);
+    if (!base)
+      return std::nullopt;
+    rules = std::move(*base);
+    rules.sourceName = spec.str();
   }
   if (auto pipeline = root.find("pipeline"); pipeline != root.end()) {
     const std::string where = "rules file '" + spec.str() + "': \"pipeline\"";
@@ -230,10 +249,24 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
       return std::nullopt;
     }
     for (auto &[key, value] : pipeline->items())
-      if (key != "axis" && key != "stages") {
-        error = where + ": unknown key '" + key + "' (expected \"axis\" and \"stages\")";
+      if (key != "axis" && key != "stages" && key != "split") {
+        error = where + ": unknown key '" + key + "' (expected \"axis\", \"stages\" or \"split\")";
         return std::nullopt;
       }
+    if (auto split = pipeline->find("split"); split != pipeline->end()) {
+      if (!split->is_string() ||
+          (split->get<std::string>() != "layers" && split->get<std::string>() != "bytes")) {
+        error = where + ".split must be \"layers\" (torchtitan's split, the default) or "
+                        "\"bytes\" (each stage's per-rank bytes balanced)";
+        return std::nullopt;
+      }
+      if (pipeline->contains("stages")) {
+        error = where + " gives both \"stages\" and \"split\": the stages already say where "
+                        "each layer goes; keep one";
+        return std::nullopt;
+      }
+      rules.splitByBytes = split->get<std::string>() == "bytes";
+    }
     rules.stageAxisName = axis->get<std::string>();
     if (rules.axisIndex(rules.stageAxisName) < 0) {
       error = where + " names mesh axis '" + rules.stageAxisName + "', which the mesh " +
@@ -331,6 +364,22 @@ mlir::LogicalResult ShardingRules::apply(const ParamShape &param, DimAxes &out,
     return true;
   };
   auto axisParts = [&](int index) { return mesh.shape[index]; };
+  // Expert parallelism gives every rank of its axes the same number of whole experts.
+  auto expertsDivide = [&](const Rule &rule, size_t d) {
+    if (rule.pattern != "experts")
+      return true;
+    int64_t parts = 1;
+    for (const std::string &axis : rule.meshAxes)
+      parts *= axisParts(axisIndex(axis));
+    if (param.shape[d] % parts == 0)
+      return true;
+    error = "parameter '" + param.name + "': its " + std::to_string(param.shape[d]) +
+            " experts do not divide over mesh axis '" + llvm::join(rule.meshAxes, "', '") +
+            "' of " + std::to_string(parts) + ": expert parallelism gives every rank of the " +
+            "axis the same number of whole experts; use an axis size that divides " +
+            std::to_string(param.shape[d]);
+    return false;
+  };
 
   if (!preset.empty()) {
     for (Rule &rule : rules) {
@@ -358,15 +407,8 @@ mlir::LogicalResult ShardingRules::apply(const ParamShape &param, DimAxes &out,
       }
       for (size_t d = 0; d < rank && d < param.axes.size(); ++d)
         if (param.axes[d] == rule.pattern && !used.count(axisIndex(rule.meshAxes[0]))) {
-          int64_t parts = axisParts(axisIndex(rule.meshAxes[0]));
-          if (rule.pattern == "experts" && param.shape[d] % parts != 0) {
-            error = "parameter '" + param.name + "': its " + std::to_string(param.shape[d]) +
-                    " experts do not divide over mesh axis '" + rule.meshAxes[0] + "' of " +
-                    std::to_string(parts) + ": expert parallelism gives every rank of the axis "
-                    "the same number of whole experts; use an axis size that divides " +
-                    std::to_string(param.shape[d]);
+          if (!expertsDivide(rule, d))
             return mlir::failure();
-          }
           if (!assign(d, rule.meshAxes[0]))
             return mlir::failure();
           rule.used = true;
@@ -413,6 +455,8 @@ mlir::LogicalResult ShardingRules::apply(const ParamShape &param, DimAxes &out,
       if (rule.byName || rule.pattern != param.axes[d])
         continue;
       rule.used = true;
+      if (!expertsDivide(rule, d))
+        return mlir::failure();
       for (auto &axis : rule.meshAxes)
         if (!assign(d, axis))
           return mlir::failure();
@@ -508,9 +552,65 @@ std::optional<int64_t> layerOf(StringRef name) {
   }
   return std::nullopt;
 }
+
+/// The `"split": "bytes"` rule: the model as the sequence [embedding, layer 0, ..., layer L-1,
+/// head], each item weighing the bytes its parameters put on one rank (a parameter outside the
+/// layers weighs with the item before it, as it is placed), cut into `count` contiguous non-empty
+/// runs whose heaviest is as light as can be; of the cuts that reach it, each run takes as much
+/// as fits, from the first stage on. Returns each layer's stage.
+std::vector<int64_t> splitLayersByBytes(llvm::ArrayRef<ParamShape> params,
+                                        llvm::ArrayRef<std::optional<int64_t>> layers,
+                                        llvm::ArrayRef<int64_t> rankBytes, int64_t numLayers,
+                                        int64_t count) {
+  std::vector<int64_t> weight(size_t(numLayers + 2), 0);
+  size_t lastLayerParam = 0;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (layers[i])
+      lastLayerParam = i;
+  int64_t item = 0; // the embedding until the first layer
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (layers[i])
+      item = *layers[i] + 1;
+    else if (i > lastLayerParam)
+      item = numLayers + 1;
+    if (!params[i].shape.empty())
+      weight[size_t(item)] += rankBytes[i];
+  }
+  // The runs of the greedy cut under `bound`: each run as long as fits, but never leaving fewer
+  // items than runs to come.
+  auto cut = [&](int64_t bound, std::vector<int64_t> *runOf) {
+    int64_t runs = 1, sum = 0, n = int64_t(weight.size());
+    for (int64_t i = 0; i < n; ++i) {
+      bool full = sum > 0 && sum + weight[size_t(i)] > bound;
+      bool forced = runOf && i > 0 && n - i == count - runs;
+      if ((full || forced) && runs < (runOf ? count : INT64_MAX)) {
+        ++runs;
+        sum = 0;
+      }
+      sum += weight[size_t(i)];
+      if (runOf)
+        runOf->push_back(runs - 1);
+    }
+    return runs;
+  };
+  int64_t low = *std::max_element(weight.begin(), weight.end()), high = 0;
+  for (int64_t w : weight)
+    high += w;
+  while (low < high) { // the lightest bound the greedy cut meets in `count` runs
+    int64_t mid = low + (high - low) / 2;
+    if (cut(mid, nullptr) <= count)
+      high = mid;
+    else
+      low = mid + 1;
+  }
+  std::vector<int64_t> runOf;
+  cut(low, &runOf);
+  return std::vector<int64_t>(runOf.begin() + 1, runOf.end() - 1);
+}
 } // namespace
 
 mlir::LogicalResult ShardingRules::assignStages(llvm::ArrayRef<ParamShape> params,
+                                                llvm::ArrayRef<int64_t> rankBytes,
                                                 std::vector<int64_t> &stages,
                                                 std::string &error) const {
   const int axis = stageAxis();
@@ -568,6 +668,15 @@ mlir::LogicalResult ShardingRules::assignStages(llvm::ArrayRef<ParamShape> param
                 " is on no pipeline stage: list it under one of \"stages\"";
         return mlir::failure();
       }
+  } else if (count > 1 && splitByBytes) {
+    if (numLayers + 2 < count) {
+      error = "mesh axis '" + axisName + "' has " + std::to_string(count) +
+              " pipeline stages but the model has " + std::to_string(numLayers) +
+              " layers: the bytes split gives every stage a layer, the embedding or the head, "
+              "so it needs at most " + std::to_string(numLayers + 2) + " stages; use fewer";
+      return mlir::failure();
+    }
+    layerStage = splitLayersByBytes(params, layers, rankBytes, numLayers, count);
   } else if (count > 1) {
     // torchtitan's generate_llm_fqn_per_model_part with its default weights: the embedding and
     // the final norm with the head count as one layer each; the L + 2 are split into `count`

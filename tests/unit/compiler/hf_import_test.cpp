@@ -10,6 +10,7 @@
 #include "mlir/Parser/Parser.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
@@ -629,11 +630,12 @@ TEST(HFImport, Errors) {
       {"{\"model_type\": ", "config.json: not valid JSON"},
       {"[1, 2]", "config.json: the top level is [1,2] (an array), but a config.json holds one "
                  "JSON object"},
-      {"{}", "config.json: missing field 'model_type'; set it to one of llama, mistral, qwen2, mixtral, "
-             "gpt2"},
+      {"{}", "config.json: missing field 'model_type'; set it to one of llama, mistral, qwen2, "
+             "mixtral, qwen3_moe, deepseek_v3, gpt2"},
       {R"({"model_type": 7})", "'model_type' must be a string, but it is 7"},
       {R"({"model_type": "bert"})",
-       "config.json: model_type 'bert' is not supported; supported: llama, mistral, qwen2, mixtral, gpt2"},
+       "config.json: model_type 'bert' is not supported; supported: llama, mistral, qwen2, "
+       "mixtral, qwen3_moe, deepseek_v3, gpt2"},
       {noVocab, "config.json: missing field 'vocab_size', which model_type 'llama' requires; add "
                 "it as a positive integer"},
       {R"({"model_type": "mistral", "vocab_size": 16, "hidden_size": "4096"})",
@@ -820,5 +822,124 @@ TEST(HFImport, Mixtral8x7BCountAndStackedExperts) {
                       HFImportOptions{"torch", "f32", 7});
   EXPECT_FALSE(torchStyle.module);
   EXPECT_NE(torchStyle.error.find("no recipe for mixtral's experts"), std::string::npos)
+      << torchStyle.error;
+}
+
+namespace {
+// A config of benchmarks/configs/, written out from the model card's config.json.
+std::string benchmarkConfig(const std::string &file) {
+  auto buffer = llvm::MemoryBuffer::getFile(std::string(INITC_SOURCE_DIR) + "/benchmarks/configs/" +
+                                            file);
+  return buffer ? (*buffer)->getBuffer().str() : "";
+}
+
+} // namespace
+
+// Qwen3-30B-A3B: 30,532,122,624 parameters (the model card's "30.5B in total"); 48 layers,
+// each with q/k norms and 128 experts stacked behind the router, which follows them.
+TEST(HFImport, Qwen3MoE30BCountAndLayout) {
+  Imported m(benchmarkConfig("qwen3-30b-a3b.json"), HFImportOptions{"hf", "bf16", 7});
+  ASSERT_TRUE(m.module) << m.error;
+  EXPECT_EQ(countParameters(m), 30532122624);
+  EXPECT_EQ(m.params.size(), 1u + 48 * 11 + 1 + 1 + 1);
+  EXPECT_EQ(shapeOf(m["model.layers.47.mlp.experts.gate_up_proj"]),
+            (std::vector<int64_t>{128, 1536, 2048}));
+  EXPECT_EQ(shapeOf(m["model.layers.47.mlp.experts.down_proj"]),
+            (std::vector<int64_t>{128, 2048, 768}));
+  EXPECT_EQ(shapeOf(m["model.layers.0.self_attn.q_proj.weight"]),
+            (std::vector<int64_t>{4096, 2048})); // head_dim 128, not 2048 / 32
+  EXPECT_EQ(shapeOf(m["model.layers.0.self_attn.k_norm.weight"]), (std::vector<int64_t>{128}));
+  std::vector<std::string> names = m.names();
+  auto at = [&](const std::string &n) { return std::find(names.begin(), names.end(), n); };
+  EXPECT_LT(at("model.layers.3.mlp.experts.down_proj"), at("model.layers.3.mlp.gate.weight"));
+  EXPECT_TRUE(m["model.layers.3.mlp.gate.weight"].getTensorType().getElementType().isBF16());
+}
+
+// qwen3_moe's dense layers: mlp_only_layers and decoder_sparse_step keep an MLP of
+// intermediate_size; a missing num_key_value_heads (4 in Qwen3MoeConfig, not the head count)
+// and a layer list naming no layer are errors.
+TEST(HFImport, Qwen3MoEDenseLayersAndErrors) {
+  const std::string base = R"({"model_type": "qwen3_moe", "vocab_size": 16, "hidden_size": 8,
+    "intermediate_size": 12, "moe_intermediate_size": 4, "num_hidden_layers": 4,
+    "num_attention_heads": 2, "num_experts": 2, )";
+  Imported m(base + R"("num_key_value_heads": 1, "mlp_only_layers": [0],
+    "decoder_sparse_step": 2})");
+  ASSERT_TRUE(m.module) << m.error;
+  EXPECT_TRUE(m["model.layers.0.mlp.gate_proj.weight"]); // listed
+  EXPECT_TRUE(m["model.layers.1.mlp.experts.gate_up_proj"]); // (1 + 1) % 2 == 0
+  EXPECT_TRUE(m["model.layers.2.mlp.up_proj.weight"]);
+  EXPECT_TRUE(m["model.layers.3.mlp.gate.weight"]);
+  EXPECT_EQ(shapeOf(m["model.layers.2.mlp.down_proj.weight"]), (std::vector<int64_t>{8, 12}));
+  Imported noKv(base + R"("mlp_only_layers": []})");
+  EXPECT_NE(noKv.error.find("missing field 'num_key_value_heads', which model_type 'qwen3_moe' "
+                            "requires"),
+            std::string::npos)
+      << noKv.error;
+  Imported badList(base + R"("num_key_value_heads": 1, "mlp_only_layers": [4]})");
+  EXPECT_NE(badList.error.find("'mlp_only_layers' lists 4, which is not a layer: the model has "
+                               "layers 0..3"),
+            std::string::npos)
+      << badList.error;
+}
+
+// DeepSeek-V3: 671,026,404,352 parameters (the model card's 671B, the multi-token prediction
+// module excluded, as transformers builds no layer 61), with MLA attention, 3 dense layers and
+// 58 sparse ones of 256 routed experts and a shared one; the router and its correction bias
+// stay f32 under --dtype bf16 (_keep_in_fp32_modules_strict).
+TEST(HFImport, DeepSeekV3CountAndLayout) {
+  Imported m(benchmarkConfig("deepseek-v3.json"), HFImportOptions{"hf", "bf16", 7});
+  ASSERT_TRUE(m.module) << m.error;
+  EXPECT_EQ(countParameters(m), 671026404352);
+  EXPECT_EQ(countBuffers(m, true), 58 * 256);
+  EXPECT_EQ(shapeOf(m["model.layers.0.self_attn.q_b_proj.weight"]),
+            (std::vector<int64_t>{24576, 1536}));
+  EXPECT_EQ(shapeOf(m["model.layers.0.self_attn.kv_a_proj_with_mqa.weight"]),
+            (std::vector<int64_t>{576, 7168}));
+  EXPECT_EQ(shapeOf(m["model.layers.0.self_attn.kv_b_proj.weight"]),
+            (std::vector<int64_t>{32768, 512}));
+  EXPECT_EQ(shapeOf(m["model.layers.0.self_attn.o_proj.weight"]),
+            (std::vector<int64_t>{7168, 16384}));
+  EXPECT_EQ(shapeOf(m["model.layers.2.mlp.gate_proj.weight"]),
+            (std::vector<int64_t>{18432, 7168}));
+  EXPECT_FALSE(m["model.layers.3.mlp.gate_proj.weight"]);
+  EXPECT_EQ(shapeOf(m["model.layers.3.mlp.experts.gate_up_proj"]),
+            (std::vector<int64_t>{256, 4096, 7168}));
+  EXPECT_EQ(shapeOf(m["model.layers.60.mlp.shared_experts.down_proj.weight"]),
+            (std::vector<int64_t>{7168, 2048}));
+  init::ParamOp gate = m["model.layers.3.mlp.gate.weight"];
+  init::ParamOp bias = m["model.layers.3.mlp.gate.e_score_correction_bias"];
+  ASSERT_TRUE(gate && bias);
+  EXPECT_TRUE(gate.getTensorType().getElementType().isF32());
+  EXPECT_TRUE(bias.getTensorType().getElementType().isF32());
+  EXPECT_TRUE(bias.getBuffer() && !bias.getNonpersistent());
+  EXPECT_TRUE(m["model.layers.3.mlp.experts.down_proj"].getTensorType().getElementType().isBF16());
+  // yarn rope scaling rescales inv_freq: left out, as for llama.
+  EXPECT_FALSE(m["model.rotary_emb.inv_freq"]);
+}
+
+TEST(HFImport, DeepSeekV3WithoutQLoraAndErrors) {
+  const std::string base = R"({"model_type": "deepseek_v3", "vocab_size": 16, "hidden_size": 8,
+    "intermediate_size": 12, "moe_intermediate_size": 4, "num_hidden_layers": 2,
+    "num_attention_heads": 2, "n_routed_experts": 2, "kv_lora_rank": 4, "qk_nope_head_dim": 2,
+    "v_head_dim": 3, )";
+  Imported m(base + R"("qk_rope_head_dim": 2, "q_lora_rank": null, "n_shared_experts": 2})");
+  ASSERT_TRUE(m.module) << m.error;
+  EXPECT_EQ(shapeOf(m["model.layers.0.self_attn.q_proj.weight"]), (std::vector<int64_t>{8, 8}));
+  EXPECT_FALSE(m["model.layers.0.self_attn.q_a_proj.weight"]);
+  // first_k_dense_replace defaults to 3: both layers dense.
+  EXPECT_TRUE(m["model.layers.1.mlp.gate_proj.weight"]);
+  EXPECT_EQ(shapeOf(m["model.rotary_emb.inv_freq"]), (std::vector<int64_t>{1}));
+  Imported sparse(base + R"("qk_rope_head_dim": 2, "n_shared_experts": 2,
+    "first_k_dense_replace": 0})");
+  ASSERT_TRUE(sparse.module) << sparse.error;
+  EXPECT_EQ(shapeOf(sparse["model.layers.0.mlp.shared_experts.up_proj.weight"]),
+            (std::vector<int64_t>{8, 8})); // 2 shared experts of 4
+  Imported odd(base + R"("qk_rope_head_dim": 3})");
+  EXPECT_NE(odd.error.find("'qk_rope_head_dim' is 3, but rotary embeddings need an even one"),
+            std::string::npos)
+      << odd.error;
+  Imported torchStyle(base + R"("qk_rope_head_dim": 2, "first_k_dense_replace": 1})",
+                      HFImportOptions{"torch", "f32", 7});
+  EXPECT_NE(torchStyle.error.find("no recipe for deepseek_v3's experts"), std::string::npos)
       << torchStyle.error;
 }

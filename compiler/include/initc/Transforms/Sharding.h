@@ -68,8 +68,10 @@ public:
   /// name, `model.layers.N.`) goes where the rules file's "stages" lists it or, without one,
   /// where torchtitan's split puts it; parameters before the first layer go on the first stage,
   /// the ones after the last layer on the last (ir-spec/sharding.md). Fails, naming the layer,
-  /// when the stages do not fit the model.
-  mlir::LogicalResult assignStages(llvm::ArrayRef<ParamShape> params, std::vector<int64_t> &stages,
+  /// when the stages do not fit the model. `rankBytes` is, per parameter, the bytes of its
+  /// largest shard: the weights of the `"split": "bytes"` rule.
+  mlir::LogicalResult assignStages(llvm::ArrayRef<ParamShape> params,
+                                   llvm::ArrayRef<int64_t> rankBytes, std::vector<int64_t> &stages,
                                    std::string &error) const;
 
 private:
@@ -89,6 +91,7 @@ private:
   std::vector<Rule> rules;
   std::string stageAxisName;                    // empty: no pipeline stages
   std::vector<std::vector<int64_t>> stageLayers; // a rules file's layers per stage, if given
+  bool splitByBytes = false; // "split": "bytes": balance each stage's per-rank bytes
   int axisIndex(llvm::StringRef name) const;
 };
 

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Mixture-of-experts imports on expert-parallel meshes (ir-spec/import-hf.md, sharding.md):
+# qwen3_moe (a dense layer among sparse ones, q/k norms, biases) and deepseek_v3 (MLA attention,
+# a dense first layer, shared experts, the router and its correction bias in f32 beside bf16
+# weights) assemble to the same bytes on ep=2,tp=2, ep=2,dp=2, pp=2,ep=2 and ep=4 as on dp=2,
+# verify on each; each rank of ep=2,tp=2 alone writes its file again; on ep=4 every rank holds
+# exactly its one expert of each stacked tensor and the whole router; an ep that does not divide
+# the experts fails naming the tensor; the bytes split places deepseek_v3's layers by weight.
+source "$(dirname "$0")/../common.bash"
+
+echo '{"pipeline": {"axis": "pp"}, "logical_axes": {"experts": "ep"}}' >"$WORK/pp-ep.json"
+echo '{"logical_axes": {"experts": "ep"}}' >"$WORK/ep.json"
+for model in qwen3_moe deepseek_v3; do
+  "$INITC" import hf "$ROOT/tests/e2e/configs/${model}_tiny.json" --dtype bf16 --seed 7 \
+    -o "$WORK/$model.mlir" || fail "import $model"
+  reference=""
+  for spec in "dp=2:fsdp" "ep=2,tp=2:tp" "ep=2,dp=2:fsdp" "pp=2,ep=2:$WORK/pp-ep.json" \
+    "ep=4:$WORK/ep.json"; do
+    mesh=${spec%%:*} shard=${spec##*:} n=$(mesh_size "$mesh")
+    tag=$model-${mesh//[=,]/_}
+    "$INITC" compile "$WORK/$model.mlir" --mesh "$mesh" --shard "$shard" -o "$WORK/prog-$tag" \
+      >/dev/null || fail "compile $tag"
+    "${MPIRUN[@]}" -np "$n" "$WORK/prog-$tag/init" --layout ranks --out "$WORK/ckpt-$tag" \
+      --quiet || fail "run $tag on $n ranks"
+    "$INITC" verify "$WORK/ckpt-$tag" >/dev/null || fail "verify $tag"
+    "$INITC" assemble "$WORK/ckpt-$tag" -o "$WORK/$tag.safetensors" >/dev/null \
+      || fail "assemble $tag"
+    if [[ -z $reference ]]; then
+      reference="$WORK/$tag.safetensors"
+    else
+      cmp "$reference" "$WORK/$tag.safetensors" || fail "$tag differs from dp=2"
+    fi
+    echo "ok $tag"
+  done
+  for ((k = 0; k < 4; k++)); do
+    "$WORK/prog-$model-ep_2_tp_2/init" --layout ranks --rank "$k" --out "$WORK/alone-$model" \
+      --quiet || fail "--rank $k $model ep=2,tp=2"
+    file=$(printf "rank-%05d-of-00004.safetensors" "$k")
+    cmp "$WORK/ckpt-$model-ep_2_tp_2/$file" "$WORK/alone-$model/$file" \
+      || fail "--rank $k differs ($model ep=2,tp=2)"
+  done
+  $PYTHON - "$WORK/ckpt-$model-ep_4" <<'PY' || fail "$model: ep=4 rank files do not hold their experts"
+import json, struct, sys
+for rank in range(4):
+    with open(f"{sys.argv[1]}/rank-{rank:05d}-of-00004.safetensors", "rb") as f:
+        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    tensors = json.loads(header["__metadata__"]["initc.tensors"])
+    experts = [n for n in header if ".mlp.experts." in n]
+    assert len(experts) == 4, experts  # two sparse layers, two stacked tensors each
+    for name in experts:
+        assert header[name]["shape"][0] == 1, (rank, name, header[name]["shape"])
+        assert tensors[name]["offset"][0] == rank, (rank, name, tensors[name])
+    routers = [n for n in header if ".mlp.gate." in n]
+    assert routers, rank
+    for name in routers:  # replicated: every rank routes every token
+        assert header[name]["shape"][0] == 4, (rank, name, header[name]["shape"])
+PY
+  echo "ok $model: ep=4 rank files hold their experts"
+  fails_cleanly "$model: 3 expert ranks for 4 experts" \
+    "parameter 'model.layers.[0-9].mlp.experts.gate_up_proj': its 4 experts do not divide over mesh axis 'ep' of 3" \
+    "$INITC" compile "$WORK/$model.mlir" --mesh ep=3,tp=2 --shard tp -o "$WORK/prog-$model-ep3"
+  no_output "$WORK/prog-$model-ep3"
+  fails_cleanly "$model: a rules file's 3 expert ranks for 4 experts" \
+    "parameter 'model.layers.[0-9].mlp.experts.gate_up_proj': its 4 experts do not divide over mesh axis 'ep' of 3" \
+    "$INITC" compile "$WORK/$model.mlir" --mesh ep=3 --shard "$WORK/ep.json" -o "$WORK/prog-$model-ep3"
+  no_output "$WORK/prog-$model-ep3"
+done
+# The bytes split (sharding.md): deepseek_v3's embedding (1001 x 64) outweighs its dense layer 0,
+# so on pp=4 stage 0 holds the embedding alone where torchtitan's split gives it layer 0 too:
+# embedding / layers 0-1 / layer 2 / norm and head, and the same bytes as on dp=2.
+echo '{"preset": "replicated", "pipeline": {"axis": "pp", "split": "bytes"}}' >"$WORK/bytes.json"
+"$INITC" compile "$WORK/deepseek_v3.mlir" --mesh pp=4 --shard "$WORK/bytes.json" \
+  -o "$WORK/prog-bytes" >/dev/null || fail "compile the bytes split"
+"${MPIRUN[@]}" -np 4 "$WORK/prog-bytes/init" --layout ranks --out "$WORK/ckpt-bytes" --quiet \
+  || fail "run the bytes split"
+"$INITC" assemble "$WORK/ckpt-bytes" -o "$WORK/bytes.safetensors" >/dev/null \
+  || fail "assemble the bytes split"
+cmp "$WORK/deepseek_v3-dp_2.safetensors" "$WORK/bytes.safetensors" \
+  || fail "the bytes split differs from dp=2"
+$PYTHON - "$WORK/ckpt-bytes" <<'PY' || fail "the bytes split placed the wrong layers"
+import json, struct, sys
+expected = [
+    lambda n: n == "model.embed_tokens.weight",
+    lambda n: n.startswith(("model.layers.0.", "model.layers.1.")),
+    lambda n: n.startswith("model.layers.2."),
+    lambda n: n in ("model.norm.weight", "lm_head.weight"),
+]
+for rank in range(4):
+    with open(f"{sys.argv[1]}/rank-{rank:05d}-of-00004.safetensors", "rb") as f:
+        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    for name, entry in header.items():
+        if name != "__metadata__":
+            elements = 1
+            for d in entry["shape"]:
+                elements *= d
+            assert bool(elements) == expected[rank](name), (rank, name, entry["shape"])
+PY
+echo "ok the bytes split"
+echo "ok moe meshes"
