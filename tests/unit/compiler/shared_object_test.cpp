@@ -244,25 +244,25 @@ TEST_F(SharedObjectTest, KernelBuiltInCppReadsShapesThroughMemRefViews) {
   Location loc = builder.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   builder.setInsertionPointToEnd(module->getBody());
-  func::FuncOp kernel = initc::target::createKernelFunction(builder, loc, "iota_2d");
-  ASSERT_TRUE(initc::target::hasKernelSignature(kernel));
+  func::FuncOp kernel = initc::createKernelFunction(builder, loc, "iota_2d");
+  ASSERT_TRUE(initc::hasKernelSignature(kernel));
   Block *entry = &kernel.getBody().front();
   builder.setInsertionPointToStart(entry);
   auto arg = [&](unsigned i) { return entry->getArgument(i); };
   auto index = [&](int64_t v) { return builder.create<arith::ConstantIndexOp>(loc, v); };
   Value two = index(2);
-  Value globalShape = initc::target::viewPointerAsMemRef(
-      builder, loc, arg(initc::target::kKernelGlobalShape), builder.getI64Type(), two);
-  Value offsets = initc::target::viewPointerAsMemRef(
-      builder, loc, arg(initc::target::kKernelOffset), builder.getI64Type(), two);
-  Value localShape = initc::target::viewPointerAsMemRef(
-      builder, loc, arg(initc::target::kKernelLocalShape), builder.getI64Type(), two);
+  Value globalShape = initc::viewPointerAsMemRef(
+      builder, loc, arg(initc::kKernelGlobalShape), builder.getI64Type(), two);
+  Value offsets = initc::viewPointerAsMemRef(
+      builder, loc, arg(initc::kKernelOffset), builder.getI64Type(), two);
+  Value localShape = initc::viewPointerAsMemRef(
+      builder, loc, arg(initc::kKernelLocalShape), builder.getI64Type(), two);
   Value end = builder.create<arith::IndexCastOp>(loc, builder.getIndexType(),
-                                                 arg(initc::target::kKernelEnd));
+                                                 arg(initc::kKernelEnd));
   Value begin = builder.create<arith::IndexCastOp>(loc, builder.getIndexType(),
-                                                   arg(initc::target::kKernelBegin));
-  Value outView = initc::target::viewPointerAsMemRef(
-      builder, loc, arg(initc::target::kKernelOut), builder.getF32Type(), end);
+                                                   arg(initc::kKernelBegin));
+  Value outView = initc::viewPointerAsMemRef(
+      builder, loc, arg(initc::kKernelOut), builder.getF32Type(), end);
   auto loadIndex = [&](Value memref, int64_t i) -> Value {
     Value v = builder.create<memref::LoadOp>(loc, memref, ValueRange{index(i)});
     return builder.create<arith::IndexCastOp>(loc, builder.getIndexType(), v);

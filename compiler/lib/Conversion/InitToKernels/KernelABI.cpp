@@ -7,7 +7,7 @@
 
 using namespace mlir;
 
-namespace initc::target {
+namespace initc {
 
 FunctionType getKernelFunctionType(MLIRContext *ctx) {
   Type ptr = LLVM::LLVMPointerType::get(ctx);
@@ -62,4 +62,4 @@ Value viewPointerAsMemRef(OpBuilder &builder, Location loc, Value ptr, Type elem
   return builder.create<UnrealizedConversionCastOp>(loc, memrefType, desc).getResult(0);
 }
 
-} // namespace initc::target
+} // namespace initc

@@ -9,8 +9,8 @@ KernelBody::KernelBody(func::FuncOp func, ElementwiseOp fused, int64_t groupCoun
                        int64_t vectorBlocks, bool convertsBF16)
     : b(OpBuilder::atBlockBegin(&func.getBody().front())), loc(func.getLoc()),
       ptr(LLVM::LLVMPointerType::get(func.getContext())), i64(b.getI64Type()),
-      out(func.getArgument(target::kKernelOut)), begin(func.getArgument(target::kKernelBegin)),
-      end(func.getArgument(target::kKernelEnd)),
+      out(func.getArgument(kKernelOut)), begin(func.getArgument(kKernelBegin)),
+      end(func.getArgument(kKernelEnd)),
       region(fused.getBody().front()), rank(fused.getType().getRank()),
       element(fused.getType().getElementType()),
       storeType(element.isInteger(1) ? b.getI8Type() : element),
@@ -18,10 +18,10 @@ KernelBody::KernelBody(func::FuncOp func, ElementwiseOp fused, int64_t groupCoun
       vectorBlocks(vectorBlocks), convertsBF16(convertsBF16),
       layout(planGroupLayout(region, rank, element, storeType, vectorBlocks, convertsBF16,
                              vectorizable)) {
-  Value gshapePtr = func.getArgument(target::kKernelGlobalShape),
-        offPtr = func.getArgument(target::kKernelOffset),
-        lshapePtr = func.getArgument(target::kKernelLocalShape),
-        argsPtr = func.getArgument(target::kKernelArgs);
+  Value gshapePtr = func.getArgument(kKernelGlobalShape),
+        offPtr = func.getArgument(kKernelOffset),
+        lshapePtr = func.getArgument(kKernelLocalShape),
+        argsPtr = func.getArgument(kKernelArgs);
   for (int64_t d = 0; d < rank; ++d) {
     gshape.push_back(load(gshapePtr, d));
     off.push_back(load(offPtr, d));

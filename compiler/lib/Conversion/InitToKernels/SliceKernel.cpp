@@ -49,7 +49,7 @@ func::FuncOp initc::buildKernel(OpBuilder &builder, Location loc, StringRef name
   // The ABI's argument attributes carry the runtime's promises (ir-spec/lowering.md): `out`
   // overlaps no input array and no pointer is kept, so LLVM vectorizes without run-time alias
   // checks.
-  func::FuncOp func = target::createKernelFunction(builder, loc, name);
+  func::FuncOp func = createKernelFunction(builder, loc, name);
   func->setAttr("initc.kernel", builder.getUnitAttr());
   slice_kernel::KernelBody(func, fused, groupCount, vectorBlocks, convertsBF16).build();
   return func;

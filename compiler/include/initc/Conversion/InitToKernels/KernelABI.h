@@ -16,7 +16,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
-namespace initc::target {
+namespace initc {
 
 /// Argument positions of a kernel function.
 enum KernelArg : unsigned {
@@ -47,4 +47,4 @@ mlir::func::FuncOp createKernelFunction(mlir::OpBuilder &builder, mlir::Location
 mlir::Value viewPointerAsMemRef(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value ptr,
                                 mlir::Type elementType, mlir::Value size);
 
-} // namespace initc::target
+} // namespace initc
