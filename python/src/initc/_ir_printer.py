@@ -5,7 +5,7 @@ its own framework."""
 import math
 
 # The elementwise ops of the init dialect (ir-spec/dialect.md), printed `init.OP %a[, %b] : T`.
-UNARY_OPS = ("erfinv", "exp", "log", "sqrt", "sign")
+UNARY_OPS = ("erfinv", "exp", "log", "expm1", "log1p", "sqrt", "sign")
 BINARY_OPS = ("add", "sub", "mul", "div")
 
 

@@ -27,7 +27,8 @@ def powers(dtype="float32"):
 
 
 class Ops(nn.Module):
-    """Concatenations, repeats, views of aranges, masks, outer products, clamps, exp and log."""
+    """Concatenations, repeats, views of aranges, masks, outer products, clamps, exp, log, expm1
+    and log1p (in-place too)."""
 
     def __init__(self):
         super().__init__()
@@ -45,6 +46,10 @@ class Ops(nn.Module):
             "arange_bf16": torch.arange(0, 16, 2, dtype=torch.bfloat16),
             "exp": (torch.arange(8.) / 4).exp(),
             "log": torch.arange(1., 9.).log(),
+            "expm1": torch.expm1((torch.arange(16.) - 8) / 4),
+            "log1p": ((torch.arange(16.) - 7) / 8).log1p(),
+            "expm1_": (torch.arange(8.) / -64).expm1_(),
+            "log1p_": torch.log1p_(torch.arange(8.) / 1024),
         }
         for name, value in buffers.items():
             self.register_buffer(name, value)
@@ -69,3 +74,4 @@ class TensorArguments(nn.Module):
 
 def tensor_arguments(random_std=False):
     return TensorArguments(random_std)
+
