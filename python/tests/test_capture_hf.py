@@ -352,6 +352,85 @@ def test_deterministic_ops_give_torchs_bits(tmp_path):
                 "%s: %s != %s" % (name, a, b)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_linspace_and_cumsum_give_torchs_bits(tmp_path, dtype):
+    """torch.linspace (both halves, a viewed one) and cumsum of constants and aranges: bitwise
+    torch's CPU kernels (linspace's fused multiply-add as on every x86 CPU with AVX2)."""
+    from initc.capture.cli import main
+    model = tmp_path / "linspaces.mlir"
+    assert main(["--factory", OPS + ":linspaces", "--kwargs", json.dumps({"dtype": dtype}),
+                 "-o", str(model)]) == 0
+    assert "init.linspace dim 1 start -1.0 end 1.0" in model.read_text()
+    ours = compile_and_run(model, tmp_path, "dp=1", "replicated", 1)
+    capture_ops = import_capture_ops()
+    eager = capture_ops.linspaces(dtype).state_dict()
+    buffers = [k for k in eager if not k.startswith("lin.")]
+    assert len(buffers) == len(capture_ops.LINSPACES) + 7
+    for name in buffers:
+        a, b = ours[name], eager[name]
+        assert a.dtype == b.dtype and torch.equal(a.view(torch.uint8), b.view(torch.uint8)), \
+            "%s: %s != %s" % (name, a, b)
+
+
+def test_linspace_and_cumsum_without_counterpart_are_refused(capsys, tmp_path):
+    (tmp_path / "bad.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\n"
+        "def build(op):\n"
+        "    m = nn.Linear(4, 4)\n"
+        "    if op == 'f64':\n"
+        "        m.register_buffer('b', torch.linspace(0, 1, 8, dtype=torch.float64))\n"
+        "    else:\n"
+        "        m.register_buffer('b', torch.randn(8).cumsum(0))\n"
+        "    return m\n")
+    for op, message in [("f64", "torch.linspace in f64 (init.linspace makes f32, bf16 and f16"),
+                        ("cumsum", "torch.cumsum of a tensor other than a constant or an "
+                                   "integer arange")]:
+        code, lines, out = capture_in_process(capsys, tmp_path, "--factory",
+                                              tmp_path / "bad.py:build", "--kwargs",
+                                              json.dumps({"op": op}))
+        assert code == 1 and len(lines) == 1 and not out.exists(), lines
+        assert message in lines[0] and "bad.py:" in lines[0], lines
+
+
+def test_concatenated_random_parts_have_torchs_distributions(tmp_path):
+    """torch.cat / stack of random draws and constants: the constants bitwise, each random part
+    in its own distribution (KS against eager torch, two seeds), the same bits on 4 ranks."""
+    from initc.capture.cli import main
+    capture_ops = import_capture_ops()
+    parts = {"cat": [(slice(0, 64), slice(None)), (slice(72, 128), slice(None))],
+             "stack": [(slice(None), 0), (slice(None), 2)],
+             "fans": [(slice(None), slice(0, 64)), (slice(None), slice(64, 112))]}
+    constants = {"cat": ((slice(64, 72), slice(None)), 0.0), "stack": ((slice(None), 1), 1.0)}
+    runs = []
+    for seed in (0, 1):
+        model = tmp_path / ("parts-%d.mlir" % seed)
+        assert main(["--factory", OPS + ":random_parts", "--seed", str(seed), "-o", str(model)]) == 0
+        (tmp_path / str(seed)).mkdir()
+        runs.append(compile_and_run(model, tmp_path / str(seed), "dp=1", "replicated", 1))
+    four = compile_and_run(tmp_path / "parts-0.mlir", tmp_path, "dp=2,tp=2", "fsdp+tp", 4)
+    for name, t in runs[0].items():
+        assert torch.equal(four[name].view(torch.uint8), t.view(torch.uint8)), name
+    for seed, ours in enumerate(runs):
+        torch.manual_seed(seed)
+        eager = capture_ops.random_parts().state_dict()
+        assert sorted(ours) == sorted(eager)
+        for name, (where, value) in constants.items():
+            assert torch.equal(ours[name][where], torch.full_like(eager[name][where], value)), name
+        for name, regions in parts.items():
+            for where in regions:
+                a, b = ours[name][where].reshape(-1).double(), eager[name][where].reshape(-1).double()
+                p = scipy.stats.ks_2samp(a.numpy(), b.numpy()).pvalue
+                assert p >= 1e-3, "%s%s (seed %d): KS p = %g" % (name, where, seed, p)
+
+
+def test_a_random_part_used_twice_is_refused(capsys, tmp_path):
+    code, lines, out = capture_in_process(capsys, tmp_path, "--factory", OPS + ":random_parts",
+                                          "--kwargs", '{"repeated": true}')
+    assert code == 1 and len(lines) == 1 and not out.exists(), lines
+    assert "twice holds some elements of the random tensor drawn at " in lines[0], lines
+    assert "capture_ops.py:" in lines[0] and "more than once" in lines[0], lines
+
+
 def test_distributions_take_constant_tensor_arguments(capsys, tmp_path):
     code, lines, out = capture_in_process(capsys, tmp_path, "--factory", OPS + ":tensor_arguments")
     assert code == 0, lines

@@ -69,6 +69,8 @@ class ParamEmitter:
             text = "init.fill %s : %s" % (fmt_float(a["value"]), ty)
         elif op == "iota":
             text = "init.iota dim %d start %s step %s : %s" % (a["dim"], fmt_float(a["start"]), fmt_float(a["step"]), ty)
+        elif op == "linspace":
+            text = "init.linspace dim %d start %s end %s : %s" % (a["dim"], fmt_float(a["start"]), fmt_float(a["end"]), ty)
         elif op == "eye":
             text = "init.eye : %s" % ty
         elif op in ("tril", "triu"):

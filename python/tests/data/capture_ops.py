@@ -75,3 +75,50 @@ class TensorArguments(nn.Module):
 def tensor_arguments(random_std=False):
     return TensorArguments(random_std)
 
+
+class RandomParts(nn.Module):
+    """Parameters concatenated and stacked from several random draws and constants (and, with
+    `repeated`, one draw used twice)."""
+
+    def __init__(self, repeated):
+        super().__init__()
+        self.cat = nn.Parameter(torch.cat([torch.randn(64, 32) * 0.02, torch.zeros(8, 32),
+                                           torch.rand(56, 32) - 0.5]))
+        self.stack = nn.Parameter(torch.stack([torch.randn(256), torch.ones(256),
+                                               torch.rand(256) * 4], dim=1))
+        self.fans = nn.Parameter(torch.cat([nn.init.kaiming_uniform_(torch.empty(16, 64)),
+                                            torch.empty(16, 48).normal_(1.0, 0.5)], dim=1))
+        if repeated:
+            a = torch.randn(4, 8)
+            self.twice = nn.Parameter(torch.cat([a, a]))
+
+
+def random_parts(repeated=False):
+    return RandomParts(repeated)
+
+
+LINSPACES = [(0.0, 1.0, 2), (0.0, 1.0, 7), (-3.7, 11.3, 30), (0.001, 0.1, 12), (1e-3, 7.0, 65),
+             (-1.0, 1.0, 1000), (2.5, -1e4, 257), (0.0, 0.1, 24), (5.0, 5.0, 9), (3.0, 4.0, 1)]
+
+
+class Linspaces(nn.Module):
+    """torch.linspace over bounds and sizes whose two halves round differently, a viewed one,
+    and cumulative sums of constants and aranges."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        for i, (start, end, steps) in enumerate(LINSPACES):
+            self.register_buffer("linspace%d" % i, torch.linspace(start, end, steps, dtype=dtype))
+        self.register_buffer("grid", torch.linspace(-1, 1, 16, dtype=dtype)[None, :, None]
+                             .expand(3, 16, 2).contiguous())
+        self.register_buffer("cumsum_ones", torch.ones(6, 5, dtype=dtype).cumsum(0))
+        self.register_buffer("cumsum_fill", torch.full((40,), 0.375, dtype=dtype).cumsum(-1))
+        self.register_buffer("cumsum_arange", torch.arange(3, 40, 2, dtype=dtype).cumsum(0))
+        self.register_buffer("cumsum_down", torch.arange(9, -9, -1, dtype=dtype).cumsum(0))
+        self.register_buffer("cumsum_long", torch.arange(10).cumsum(0))
+        self.register_buffer("cumsum_mask", torch.ones(7, dtype=torch.bool).cumsum(0))
+        self.lin = nn.Linear(4, 4)
+
+
+def linspaces(dtype="float32"):
+    return Linspaces(getattr(torch, dtype))
