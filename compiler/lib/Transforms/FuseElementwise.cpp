@@ -135,6 +135,8 @@ private:
     return v;
   }
   Value convert(Value scalar, Type from, Type to);
+  Value fmaF32(Value a, Value x, Value c);
+  Value linspace(LinspaceOp op, int64_t count, Value index, Type element);
 };
 
 Value ElementEmitter::toElement(Value scalar, Type element) {
@@ -214,6 +216,68 @@ Value ElementEmitter::convert(Value scalar, Type from, Type to) {
   if (src.isInteger(64) && dst.isInteger(1))
     return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, scalar, i64(0));
   return scalar;
+}
+
+// a * x + c for f32 operands with one rounding, without an FMA instruction (the portable
+// kernels have none): a * x is exact in f64; the f64 sum is rounded to odd (TwoSum gives its
+// error), and rounding that to f32 is the rounding of the exact value (53 >= 24 + 2).
+Value ElementEmitter::fmaF32(Value a, Value x, Value c) {
+  Type f64 = b.getF64Type(), i64Type = b.getI64Type();
+  auto wide = [&](Value v) { return b.create<arith::ExtFOp>(loc, f64, v).getResult(); };
+  Value p = b.create<arith::MulFOp>(loc, wide(a), wide(x));
+  Value w = wide(c);
+  Value sum = b.create<arith::AddFOp>(loc, p, w);
+  Value bb = b.create<arith::SubFOp>(loc, sum, p);
+  Value err = b.create<arith::AddFOp>(
+      loc, b.create<arith::SubFOp>(loc, p, b.create<arith::SubFOp>(loc, sum, bb)),
+      b.create<arith::SubFOp>(loc, w, bb));
+  Value bits = b.create<arith::BitcastOp>(loc, i64Type, sum);
+  Value inexact = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::ONE, err, constant(0, f64));
+  Value even = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                       b.create<arith::AndIOp>(loc, bits, i64(1)), i64(0));
+  // The exact value is beyond `sum` (away from zero) when err has sum's sign.
+  Value errBits = b.create<arith::BitcastOp>(loc, i64Type, err);
+  Value outward = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge,
+                                          b.create<arith::XOrIOp>(loc, bits, errBits), i64(0));
+  Value odd = b.create<arith::SelectOp>(loc, outward, b.create<arith::AddIOp>(loc, bits, i64(1)),
+                                        b.create<arith::SubIOp>(loc, bits, i64(1)));
+  Value adjust = b.create<arith::AndIOp>(loc, inexact, even);
+  Value rounded = b.create<arith::BitcastOp>(loc, f64,
+                                             b.create<arith::SelectOp>(loc, adjust, odd, bits));
+  return b.create<arith::TruncFOp>(loc, b.getF32Type(), rounded);
+}
+
+// torch.linspace's CPU kernel: step = (end - start) / (n - 1); the first n / 2 elements are
+// start + step * k, the others end - step * (n - 1 - k). f32 computes each with one rounding
+// (the kernel is built with FMA contraction); 16-bit types round after every operation, the
+// integers included (c10's BFloat16 and Half arithmetic).
+Value ElementEmitter::linspace(LinspaceOp op, int64_t count, Value index, Type element) {
+  Type f32Type = b.getF32Type();
+  Value start = roundTo(f32(op.getStart().convertToDouble()), element);
+  if (count == 1)
+    return start;
+  Value end = roundTo(f32(op.getEnd().convertToDouble()), element);
+  auto number = [&](Value i) {
+    return roundTo(b.create<arith::SIToFPOp>(loc, f32Type, i).getResult(), element);
+  };
+  Value span = roundTo(b.create<arith::SubFOp>(loc, end, start), element);
+  Value step = roundTo(b.create<arith::DivFOp>(loc, span, number(i64(count - 1))), element);
+  Value up = number(index);
+  Value down = number(b.create<arith::SubIOp>(loc, i64(count - 1), index));
+  Value first, second;
+  if (element.isF32()) {
+    first = fmaF32(step, up, start);
+    second = fmaF32(b.create<arith::NegFOp>(loc, step), down, end);
+  } else {
+    first = roundTo(b.create<arith::AddFOp>(
+                        loc, start, roundTo(b.create<arith::MulFOp>(loc, step, up), element)),
+                    element);
+    second = roundTo(b.create<arith::SubFOp>(
+                         loc, end, roundTo(b.create<arith::MulFOp>(loc, step, down), element)),
+                     element);
+  }
+  Value low = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, index, i64(count / 2));
+  return b.create<arith::SelectOp>(loc, low, first, second);
 }
 
 Value ElementEmitter::random(Operation *op, Type element) {
@@ -329,6 +393,8 @@ FailureOr<Value> ElementEmitter::emitOp(Value value) {
           loc, isa<TrilOp>(op) ? arith::CmpIPredicate::sle : arith::CmpIPredicate::sge, diff, i64(k));
     }
     result = element.isInteger(1) ? cond : convert(cond, b.getI1Type(), element);
+  } else if (auto lin = dyn_cast<LinspaceOp>(op)) {
+    result = linspace(lin, type.getDimSize(lin.getDim()), dim(lin.getDim()), element);
   } else if (auto rope = dyn_cast<RopeInvFreqOp>(op)) {
     // A table computed here in double precision, indexed by the element's position.
     SmallVector<float> table;
@@ -354,7 +420,7 @@ FailureOr<Value> ElementEmitter::emitOp(Value value) {
     else
       v = b.create<arith::DivFOp>(loc, *l, *r);
     result = roundTo(v, element);
-  } else if (isa<ErfinvOp, ExpOp, LogOp>(op)) {
+  } else if (isa<ErfinvOp, ExpOp, LogOp, Expm1Op, Log1pOp>(op)) {
     auto x = operand(op->getOperand(0));
     if (failed(x))
       return failure();
@@ -363,6 +429,10 @@ FailureOr<Value> ElementEmitter::emitOp(Value value) {
         return random::emitErfinv(b, loc, f);
       if (isa<ExpOp>(op))
         return random::emitExp(b, loc, f);
+      if (isa<Expm1Op>(op))
+        return random::emitExpm1(b, loc, f);
+      if (isa<Log1pOp>(op))
+        return random::emitLog1p(b, loc, f);
       return random::emitLog(b, loc, f);
     });
     result = roundTo(v, element);

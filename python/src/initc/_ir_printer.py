@@ -5,7 +5,7 @@ its own framework."""
 import math
 
 # The elementwise ops of the init dialect (ir-spec/dialect.md), printed `init.OP %a[, %b] : T`.
-UNARY_OPS = ("erfinv", "exp", "log", "sqrt", "sign")
+UNARY_OPS = ("erfinv", "exp", "log", "expm1", "log1p", "sqrt", "sign")
 BINARY_OPS = ("add", "sub", "mul", "div")
 
 
@@ -69,6 +69,8 @@ class ParamEmitter:
             text = "init.fill %s : %s" % (fmt_float(a["value"]), ty)
         elif op == "iota":
             text = "init.iota dim %d start %s step %s : %s" % (a["dim"], fmt_float(a["start"]), fmt_float(a["step"]), ty)
+        elif op == "linspace":
+            text = "init.linspace dim %d start %s end %s : %s" % (a["dim"], fmt_float(a["start"]), fmt_float(a["end"]), ty)
         elif op == "eye":
             text = "init.eye : %s" % ty
         elif op in ("tril", "triu"):

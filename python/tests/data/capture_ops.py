@@ -27,7 +27,8 @@ def powers(dtype="float32"):
 
 
 class Ops(nn.Module):
-    """Concatenations, repeats, views of aranges, masks, outer products, clamps, exp and log."""
+    """Concatenations, repeats, views of aranges, masks, outer products, clamps, exp, log, expm1
+    and log1p (in-place too)."""
 
     def __init__(self):
         super().__init__()
@@ -45,6 +46,10 @@ class Ops(nn.Module):
             "arange_bf16": torch.arange(0, 16, 2, dtype=torch.bfloat16),
             "exp": (torch.arange(8.) / 4).exp(),
             "log": torch.arange(1., 9.).log(),
+            "expm1": torch.expm1((torch.arange(16.) - 8) / 4),
+            "log1p": ((torch.arange(16.) - 7) / 8).log1p(),
+            "expm1_": (torch.arange(8.) / -64).expm1_(),
+            "log1p_": torch.log1p_(torch.arange(8.) / 1024),
         }
         for name, value in buffers.items():
             self.register_buffer(name, value)
@@ -69,3 +74,51 @@ class TensorArguments(nn.Module):
 
 def tensor_arguments(random_std=False):
     return TensorArguments(random_std)
+
+
+class RandomParts(nn.Module):
+    """Parameters concatenated and stacked from several random draws and constants (and, with
+    `repeated`, one draw used twice)."""
+
+    def __init__(self, repeated):
+        super().__init__()
+        self.cat = nn.Parameter(torch.cat([torch.randn(64, 32) * 0.02, torch.zeros(8, 32),
+                                           torch.rand(56, 32) - 0.5]))
+        self.stack = nn.Parameter(torch.stack([torch.randn(256), torch.ones(256),
+                                               torch.rand(256) * 4], dim=1))
+        self.fans = nn.Parameter(torch.cat([nn.init.kaiming_uniform_(torch.empty(16, 64)),
+                                            torch.empty(16, 48).normal_(1.0, 0.5)], dim=1))
+        if repeated:
+            a = torch.randn(4, 8)
+            self.twice = nn.Parameter(torch.cat([a, a]))
+
+
+def random_parts(repeated=False):
+    return RandomParts(repeated)
+
+
+LINSPACES = [(0.0, 1.0, 2), (0.0, 1.0, 7), (-3.7, 11.3, 30), (0.001, 0.1, 12), (1e-3, 7.0, 65),
+             (-1.0, 1.0, 1000), (2.5, -1e4, 257), (0.0, 0.1, 24), (5.0, 5.0, 9), (3.0, 4.0, 1)]
+
+
+class Linspaces(nn.Module):
+    """torch.linspace over bounds and sizes whose two halves round differently, a viewed one,
+    and cumulative sums of constants and aranges."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        for i, (start, end, steps) in enumerate(LINSPACES):
+            self.register_buffer("linspace%d" % i, torch.linspace(start, end, steps, dtype=dtype))
+        self.register_buffer("grid", torch.linspace(-1, 1, 16, dtype=dtype)[None, :, None]
+                             .expand(3, 16, 2).contiguous())
+        self.register_buffer("cumsum_ones", torch.ones(6, 5, dtype=dtype).cumsum(0))
+        self.register_buffer("cumsum_fill", torch.full((40,), 0.375, dtype=dtype).cumsum(-1))
+        self.register_buffer("cumsum_arange", torch.arange(3, 40, 2, dtype=dtype).cumsum(0))
+        self.register_buffer("cumsum_down", torch.arange(9, -9, -1, dtype=dtype).cumsum(0))
+        self.register_buffer("cumsum_long", torch.arange(10).cumsum(0))
+        self.register_buffer("cumsum_mask", torch.ones(7, dtype=torch.bool).cumsum(0))
+        self.lin = nn.Linear(4, 4)
+
+
+def linspaces(dtype="float32"):
+    return Linspaces(getattr(torch, dtype))

@@ -458,6 +458,33 @@ protected:
     kernel(out, shape.data(), box.offset.data(), box.shape.data(), begin, end, args);
   }
 
+  // Runs `kernel` over `box` of a tensor of `shape` in every split of splitsOf, compares each
+  // element with want(local index) and returns all bytes written, for comparing CPUs.
+  static std::vector<uint8_t> runSplits(initrt::KernelFn kernel, const initrt::Param &param,
+                                        const std::vector<int64_t> &shape, const Box &box,
+                                        size_t width,
+                                        const std::function<std::vector<uint8_t>(int64_t)> &want,
+                                        const std::string &what) {
+    std::vector<uint8_t> all;
+    for (const std::vector<int64_t> &cuts : splitsOf(box.elements())) {
+      std::vector<uint8_t> out(size_t(box.elements()) * width, 0xa5);
+      for (size_t s = 0; s + 1 < cuts.size(); ++s)
+        callKernel(kernel, param, out.data(), shape, box, cuts[s], cuts[s + 1]);
+      int failures = 0;
+      for (int64_t local = 0; local < box.elements() && failures < 5; ++local) {
+        std::vector<uint8_t> bytes = want(local);
+        if (std::memcmp(bytes.data(), out.data() + size_t(local) * width, width)) {
+          ++failures;
+          ADD_FAILURE() << what << ": local element " << local << " of box offset "
+                        << box.offset.back() << " (" << cuts.size() - 1
+                        << " pieces) differs from the reference";
+        }
+      }
+      all.insert(all.end(), out.begin(), out.end());
+    }
+    return all;
+  }
+
   MLIRContext context;
   std::string tempDir;
   std::vector<void *> handles;
@@ -555,6 +582,209 @@ TEST_F(KernelReferenceTest, IndexArgumentsHoldAcrossRows) {
           }
         }
       }
+  }
+}
+
+// The stored bytes of a float result: rule 9's one NaN, else the value (widened for f64).
+std::vector<uint8_t> storedBytes(float v, const std::string &dtype) {
+  std::vector<uint8_t> bytes(dtype == "f64" ? 8 : dtype == "bf16" ? 2 : 4);
+  if (dtype == "f64") {
+    double d = std::isnan(v) ? std::numeric_limits<double>::quiet_NaN() : double(v);
+    std::memcpy(bytes.data(), &d, 8);
+  } else if (dtype == "bf16") {
+    uint16_t h = std::isnan(v) ? uint16_t(0x7fc0) : rng::toBF16Bits(v);
+    std::memcpy(bytes.data(), &h, 2);
+  } else {
+    uint32_t b = std::isnan(v) ? 0x7fc00000u : rng::bitsOf(v);
+    std::memcpy(bytes.data(), &b, 4);
+  }
+  return bytes;
+}
+
+// `v` as an element of `dtype` holds it, as f32: bf16 rounded (rule 8), f32 and f64 as they are
+// (an f64 sample is the f32 one widened, and the transcendental ops take f32).
+float held(float v, const std::string &dtype) {
+  return dtype == "bf16" ? rng::floatOf(uint32_t(rng::toBF16Bits(v)) << 16) : v;
+}
+
+std::string exactDecimal(double v) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  std::string s = text;
+  return s.find_first_of(".en") == std::string::npos ? s + ".0" : s;
+}
+
+TEST_F(KernelReferenceTest, Expm1AndLog1pMatchTheReference) {
+  // init.expm1 and init.log1p of random samples and of index sweeps through their branches
+  // (expm1: |x| < 2^-25, the k = 0, -1 and 1 ranges and the scaled ones, x <= -27 ln 2,
+  // overflow; log1p: below -1, -1, the near-zero and reduced ranges), and mamba's dt_proj.bias
+  // recipe dt + log(-expm1(-dt)) as the capture writes it, in f32, bf16 and f64: every element
+  // has the reference's bits, on slices and splits, and every vector width the same bytes.
+  struct Recipe {
+    std::string name, dtype, body; // body: init ops over TYPE, ending in %0
+    std::function<float(uint64_t)> reference;
+  };
+  const int64_t n = 517;
+  auto key = [](const std::string &name) { return rng::deriveKey(kSeed, name, 0); };
+  std::vector<Recipe> recipes;
+  struct Uniform {
+    const char *op;
+    float (*fn)(float);
+    double low, high; // the operand's bounds
+  };
+  const Uniform uniforms[] = {{"expm1", rng::expm1F, -30.0, 30.0},
+                              {"log1p", rng::log1pF, -1.0, 4.0}};
+  for (std::string dtype : {"f32", "bf16", "f64"})
+    for (const Uniform &u : uniforms) {
+      std::string name = std::string(u.op) + "_uniform_" + dtype;
+      recipes.push_back({name, dtype,
+                         "%x = init.uniform " + exactDecimal(u.low) + ", " + exactDecimal(u.high) +
+                             " stream 0 : TYPE\n%0 = init." + u.op + " %x : TYPE\n",
+                         [=](uint64_t i) {
+                           return u.fn(held(rng::uniformAt(key(name), i, u.low, u.high), dtype));
+                         }});
+    }
+  // Sweeps: x = start + step * i in f64, rounded to f32, as init.iota computes it.
+  struct Sweep {
+    const char *name, *op;
+    double start, step;
+    float (*fn)(float);
+  };
+  for (Sweep sweep : {Sweep{"expm1_wide", "expm1", -100.0, 0.375, rng::expm1F},
+                      Sweep{"expm1_small", "expm1", -0x1p-21, 0x1p-29, rng::expm1F},
+                      Sweep{"log1p_wide", "log1p", -1.5, 0x1p-7, rng::log1pF},
+                      Sweep{"log1p_small", "log1p", -0x1p-21, 0x1p-29, rng::log1pF}})
+    recipes.push_back({sweep.name, "f32",
+                       "%x = init.iota dim 0 start " + exactDecimal(sweep.start) + " step " +
+                           exactDecimal(sweep.step) + " : TYPE\n%0 = init." + sweep.op +
+                           " %x : TYPE\n",
+                       [=](uint64_t i) {
+                         return sweep.fn(float(sweep.start + sweep.step * double(i)));
+                       }});
+  // mamba's dt_proj.bias (transformers' init_mamba_weights: time_step_min 0.001, max 0.1,
+  // floor 1e-4); the capture writes -x as -0.0 - x.
+  const double span = std::log(0.1) - std::log(0.001), low = std::log(0.001);
+  recipes.push_back(
+      {"dt_proj.bias", "f32",
+       "%u = init.uniform 0.0, 1.0 stream 0 : TYPE\n"
+       "%span = init.fill " + exactDecimal(span) + " : TYPE\n"
+       "%low = init.fill " + exactDecimal(low) + " : TYPE\n"
+       "%z = init.fill -0.0 : TYPE\n"
+       "%a = init.mul %u, %span : TYPE\n%b = init.add %a, %low : TYPE\n"
+       "%e = init.exp %b : TYPE\n"
+       "%dt = init.clamp %e min 1.0e-4 max 0x7FF0000000000000 : TYPE\n"
+       "%n = init.sub %z, %dt : TYPE\n%m = init.expm1 %n : TYPE\n%p = init.sub %z, %m : TYPE\n"
+       "%l = init.log %p : TYPE\n%0 = init.add %dt, %l : TYPE\n",
+       [=](uint64_t i) {
+         float u = rng::uniformAt(key("dt_proj.bias"), i, 0.0, 1.0);
+         float e = rng::expF(u * float(span) + float(low));
+         float dt = e < 1.0e-4f ? 1.0e-4f : e;
+         return dt + rng::logF(-0.0f - rng::expm1F(-0.0f - dt));
+       }});
+
+  std::string text = "init.seed " + std::to_string(kSeed) + "\n";
+  for (const Recipe &r : recipes) {
+    std::string type = "tensor<" + std::to_string(n) + "x" + r.dtype + ">", body = r.body;
+    for (size_t at; (at = body.find("TYPE")) != std::string::npos;)
+      body.replace(at, 4, type);
+    text += "init.param @\"" + r.name + "\" : " + type + " {\n" + body + "init.yield %0 : " +
+            type + "\n}\n";
+  }
+  // SSE2, AVX2 with two block groups, and the host's widest vectors.
+  const std::vector<std::string> specs = {"x86-64", "x86-64-v3:2", "native:3x16"};
+  std::vector<uint8_t> first;
+  for (const std::string &spec : specs) {
+    initrt::Program program;
+    void *handle = compile(text, spec, program);
+    ASSERT_NE(handle, nullptr);
+    ASSERT_EQ(program.params.size(), recipes.size());
+    std::vector<uint8_t> all;
+    for (size_t p = 0; p < recipes.size(); ++p) {
+      const Recipe &r = recipes[p];
+      auto kernel = reinterpret_cast<initrt::KernelFn>(
+          dlsym(handle, program.params[p].kernel.c_str()));
+      ASSERT_NE(kernel, nullptr) << r.name;
+      size_t width = storedBytes(0, r.dtype).size();
+      for (const Box &box : {Box{{0}, {n}}, Box{{3}, {n - 5}}}) {
+        std::vector<uint8_t> bytes = runSplits(
+            kernel, program.params[p], {n}, box, width,
+            [&](int64_t local) {
+              return storedBytes(r.reference(uint64_t(local + box.offset[0])), r.dtype);
+            },
+            spec + ": " + r.name);
+        all.insert(all.end(), bytes.begin(), bytes.end());
+      }
+    }
+    if (first.empty())
+      first = all;
+    else
+      EXPECT_TRUE(first == all) << specs.front() << " and " << spec << " kernels differ";
+  }
+  // The sweeps reach the branches named above.
+  EXPECT_EQ(rng::expm1F(-100.0f), -1.0f);
+  EXPECT_TRUE(std::isinf(rng::expm1F(float(-100.0 + 0.375 * (n - 1)))));
+  EXPECT_TRUE(std::isnan(rng::log1pF(-1.5f)));
+  EXPECT_TRUE(std::isinf(rng::log1pF(float(-1.5 + 0x1p-7 * 64))));
+}
+
+TEST_F(KernelReferenceTest, LinspaceMatchesTheReference) {
+  // init.linspace (ir-spec/dialect.md) in f32 (one rounding per half's multiply-add, which the
+  // portable kernels make without an FMA instruction) and bf16 (every operation rounded), along
+  // the last dim of a matrix and alone, on every vector width.
+  struct Line {
+    double start, end;
+    int64_t n;
+  };
+  const std::vector<Line> lines = {{-3.7, 11.3, 30}, {0.001, 0.1, 12}, {2.5, -1.0e4, 257},
+                                   {-1.0, 1.0, 1000}, {1.0e-3, 7.0, 65}, {5.0, 5.0, 9}};
+  auto reference = [](const Line &l, const std::string &dtype, int64_t k) {
+    auto r = [&](float v) { return held(v, dtype); };
+    float s = r(float(l.start)), e = r(float(l.end));
+    float step = r(r(e - s) / r(float(l.n - 1)));
+    if (dtype == "f32")
+      return k < l.n / 2 ? std::fma(step, float(k), s) : std::fma(-step, float(l.n - 1 - k), e);
+    return k < l.n / 2 ? r(s + r(step * r(float(k)))) : r(e - r(step * r(float(l.n - 1 - k))));
+  };
+  std::string text = "init.seed 1\n";
+  std::vector<std::pair<Line, std::string>> params;
+  for (const Line &l : lines)
+    for (std::string dtype : {"f32", "bf16"}) {
+      std::string type = "tensor<3x" + std::to_string(l.n) + "x" + dtype + ">";
+      text += "init.param @p" + std::to_string(params.size()) + " : " + type +
+              " {\n  %0 = init.linspace dim 1 start " + exactDecimal(l.start) + " end " +
+              exactDecimal(l.end) + " : " + type + "\n  init.yield %0 : " + type + "\n}\n";
+      params.push_back({l, dtype});
+    }
+  std::vector<uint8_t> first;
+  for (const std::string &spec : {"x86-64", "x86-64-v3:2", "native:3x16"}) {
+    initrt::Program program;
+    void *handle = compile(text, spec, program);
+    ASSERT_NE(handle, nullptr);
+    ASSERT_EQ(program.params.size(), params.size());
+    std::vector<uint8_t> all;
+    for (size_t p = 0; p < params.size(); ++p) {
+      const auto &[line, dtype] = params[p];
+      auto kernel = reinterpret_cast<initrt::KernelFn>(
+          dlsym(handle, program.params[p].kernel.c_str()));
+      ASSERT_NE(kernel, nullptr);
+      size_t width = dtype == "f32" ? 4 : 2;
+      const std::vector<int64_t> shape = {3, line.n};
+      for (const Box &box : {Box{{0, 0}, shape}, Box{{1, 1}, {2, line.n - 2}}}) {
+        std::vector<uint8_t> bytes = runSplits(
+            kernel, program.params[p], shape, box, width,
+            [&](int64_t local) {
+              int64_t k = local % box.shape[1] + box.offset[1];
+              return storedBytes(reference(line, dtype, k), dtype);
+            },
+            spec + ": linspace(" + exactDecimal(line.start) + ", " + exactDecimal(line.end) +
+                ", " + std::to_string(line.n) + ") " + dtype);
+        all.insert(all.end(), bytes.begin(), bytes.end());
+      }
+    }
+    if (first.empty())
+      first = all;
+    else
+      EXPECT_TRUE(first == all) << "x86-64 and " << spec << " kernels differ";
   }
 }
 

@@ -17,7 +17,7 @@ DTYPES = {
 FLOAT_TYPES = ("f32", "f16", "bf16", "f64")
 RANDOM_OPS = ("uniform", "normal", "trunc_normal", "variance_scaling", "orthogonal")
 # Ops whose element values depend on the element's position (not only on its linear index).
-INDEXED_OPS = ("iota", "eye", "tril", "triu", "index_mask", "orthogonal")
+INDEXED_OPS = ("iota", "linspace", "eye", "tril", "triu", "index_mask", "orthogonal")
 _sequence = itertools.count()
 
 
@@ -289,7 +289,7 @@ def rebuild(node, shape, dim_map, memo=None):
         if dim_map is None:
             return unsupported("reshaping %s (its values depend on their position)" % op,
                                shape, node.dtype)
-        if op == "iota":
+        if op in ("iota", "linspace"):
             d = attrs["dim"]
             if node.shape[d] == 1:
                 return fill(attrs["start"], shape, node.dtype)
@@ -449,11 +449,19 @@ def select(cond, on_true, on_false):
 POINTWISE_OPS = ("fill", "add", "sub", "mul", "div", "cast", "select", "clamp") + UNARY_OPS
 
 
-def shifted(node, shape, dim, lo):
+def shifted(node, shape, dim, lo, place=None):
     """`node` placed over `shape` so that its element at index i along `dim` is the one at
     i - lo (the other dims equal): the part of a concatenation that starts at `lo`. Exact
     where init IR can say it: fills, and iotas whose shifted start is an exact integer (iota
-    computes start + i * step in f64); None otherwise."""
+    computes start + i * step in f64); None otherwise. A random op is drawn over `shape`, each
+    element at its own index as any random op (the same distribution), and `place(old map)`
+    records which of the part's elements it holds where, so that a part read twice (a repeat)
+    is found."""
+    if node.op in RANDOM_OPS and place is not None and node.op != "orthogonal":
+        src = explicit_random(node)  # its fan is the part's
+        out = src.derived(shape)
+        out.imap, out.where = place(node.imap), user_location()
+        return out
     if node.op == "fill":
         return fill(node.attrs["value"], shape, node.dtype)
     if node.op == "iota":
@@ -471,9 +479,14 @@ def shifted(node, shape, dim, lo):
         if attrs["dim"] == dim:
             attrs["index"] += lo
         return Node("index_mask", shape, node.dtype, **attrs)
+    if node.op == "linspace":
+        # Its values follow from its size along its dim, which a shift along it would change.
+        if node.attrs["dim"] == dim and (lo or shape[dim] != node.shape[dim]):
+            return None
+        return Node("linspace", shape, node.dtype, **node.attrs)
     if node.op not in POINTWISE_OPS or not node.args:
         return None
-    args = [shifted(a, shape, dim, lo) for a in node.args]
+    args = [shifted(a, shape, dim, lo, place) for a in node.args]
     if any(a is None for a in args):
         return None
     return node.derived(shape, args)
@@ -483,20 +496,20 @@ def concatenate(parts, dim, shape, dtype):
     """torch.cat of the expressions `parts` along `dim` (each already of the result's dtype):
     selects over range masks of each part's shifted value."""
     what = "torch.cat of tensors whose values init IR cannot move to another position " \
-           "(only constants and integer aranges)"
+           "(only constants, integer aranges and random draws)"
     if any(first_unsupported(p) is not None for p in parts):
         return unsupported("", shape, dtype, inputs=parts)
     offsets, lo = [], 0
     for p in parts:
         offsets.append(lo)
         lo += p.shape[dim]
+    numel, strides = math.prod(shape), [math.prod(shape[d + 1:]) for d in range(len(shape))]
     placed = []
     for p, at in zip(parts, offsets):
         if p.shape[dim] == 0:
             continue
-        if random_leaves(p):
-            return unsupported(what + "; a random part is drawn at its own index", shape, dtype)
-        q = shifted(p, shape, dim, at)
+        q = shifted(p, shape, dim, at, lambda inner, p=p, at=at: IndexMap(
+            "place", inner, p.shape, strides, at * strides[dim], numel))
         if q is None:
             return unsupported(what, shape, dtype)
         placed.append((q, at, at + p.shape[dim]))
@@ -504,3 +517,49 @@ def concatenate(parts, dim, shape, dtype):
     for q, a, b in reversed(placed[:-1]):
         value = select(range_mask(shape, dim, a, b), q, value)
     return value
+
+
+# Significant bits of each type, and of the type torch.cumsum accumulates it in on the CPU
+# (at::acc_type: double for float, float for the 16-bit types); i64 sums are computed here in f64.
+PRECISION = {"f64": 53, "f32": 24, "bf16": 8, "f16": 11, "i64": 53}
+CUMSUM_ACCUMULATOR = {"f64": 53, "f32": 53, "bf16": 24, "f16": 24, "i64": 53}
+
+
+def cumulative_sum(node, dim, dtype):
+    """torch.cumsum of `node` (already in `dtype`) along `dim`, where every partial sum torch's
+    CPU loop adds is exact in its accumulator, so the result is the exact sum rounded once: of
+    a constant c, (k + 1) * c (an iota); of an arange a + b * k along `dim` with integer a and b,
+    (k + 1) * a + b * k * (k + 1) / 2, computed exactly in f64 and converted. None otherwise."""
+    n = node.shape[dim]
+    acc = CUMSUM_ACCUMULATOR.get(dtype)
+    if acc is None or n == 0:
+        return None
+    if node.op == "fill":
+        c = node.attrs["value"]
+        if not math.isfinite(c):
+            return None
+        if c == 0 or abs(c.as_integer_ratio()[0]) * n < 2 ** acc:
+            return Node("iota", node.shape, dtype, dim=dim, start=c, step=c)
+        return None
+    if node.op != "iota" or node.attrs["dim"] != dim:
+        return None
+    a, b = node.attrs["start"], node.attrs["step"]
+    if not (float(a).is_integer() and float(b).is_integer()):
+        return None
+    a, b = int(a), int(b)
+    # Every element exact in the type, every partial sum exact in the accumulator and in f64.
+    if max(abs(a), abs(a + b * (n - 1))) >= 2 ** PRECISION[dtype]:
+        return None
+    k = torch.arange(n, dtype=torch.float64)
+    sums = (k + 1) * a + b * k * (k + 1) / 2
+    if sums.abs().max().item() >= 2 ** acc or (abs(b) + 2 * abs(a)) * n * n >= 2 ** 53:
+        return None
+    shape = node.shape
+    here = Node("iota", shape, "f64", dim=dim, start=0.0, step=1.0)
+    after = Node("iota", shape, "f64", dim=dim, start=1.0, step=1.0)
+    value = Node("mul", shape, "f64", (after, fill(a, shape, "f64")))
+    if b:
+        triangle = Node("mul", shape, "f64", (Node("mul", shape, "f64", (here, after)),
+                                               fill(b / 2, shape, "f64")))
+        value = Node("add", shape, "f64", (value, triangle))
+    return cast(value, dtype)

@@ -10,10 +10,10 @@ from torch.overrides import TorchFunctionMode
 
 from .diagnostics import CaptureError, meta_failure, user_location
 from .expressions import (DTYPES, FLOAT_TYPES, INDEXED_OPS, RANDOM_OPS, UNARY_OPS, IndexMap, Node,
-                          binary, broadcast, cast, compute_type, concatenate, explicit_random, fill,
-                          first_unsupported, is_index_free, negate, normal_node, random_leaves,
-                          range_mask, reshape, select, trunc_normal_node, uniform_node,
-                          unsupported, variance_scaling_node)
+                          binary, broadcast, cast, compute_type, concatenate, cumulative_sum,
+                          explicit_random, fill, first_unsupported, is_index_free, negate,
+                          normal_node, random_leaves, range_mask, reshape, round_to, select,
+                          trunc_normal_node, uniform_node, unsupported, variance_scaling_node)
 from .hooks import INIT_BY_FUNC, ORIGINAL_INIT
 from .storages import (Storage, contiguous_strides, describe_view, dim_order, storage_key,
                        storage_numel,
@@ -504,6 +504,21 @@ class Capture(TorchFunctionMode):
             start = kwargs.get("start", nums[0] if len(nums) > 1 else 0)
             step = kwargs.get("step", nums[2] if len(nums) > 2 else 1)
             return Node("iota", shape, dt, dim=0, start=float(start), step=float(step))
+        if name == "linspace":
+            bounds = [kwargs.get(k, args[i] if len(args) > i else None)
+                      for i, k in enumerate(("start", "end"))]
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds):
+                return unsupported("torch.linspace with bounds that are not numbers", shape, dt)
+            start, end = (float(v) for v in bounds)
+            if dt not in ("f32", "bf16", "f16"):
+                return unsupported("torch.linspace in %s (init.linspace makes f32, bf16 and f16: "
+                                   "make it in float32 and convert it)" % dt, shape, dt)
+            if not all(math.isfinite(round_to(v, dt)) for v in (start, end)):
+                return unsupported("torch.linspace(%s, %s) with bounds that are not finite in %s"
+                                   % (start, end, dt), shape, dt)
+            if shape[0] <= 1:
+                return fill(start, shape, dt)
+            return Node("linspace", shape, dt, dim=0, start=start, end=end)
         if name == "eye":
             return Node("eye", shape, dt)
         if name in ("rand", "rand_like"):
@@ -579,6 +594,16 @@ class Capture(TorchFunctionMode):
                     continue  # torch.cat skips legacy empty 1-d tensors
                 parts.append(cast(self.value(t, part_shape), dt))
             return concatenate(parts, dim, shape, dt)
+        if base == "cumsum" and x is not None:
+            dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+            dim = dim + len(shape) if dim < 0 else dim
+            v = self.value(x, shape, dt)
+            summed = cumulative_sum(v, dim, dt) if first_unsupported(v) is None else None
+            if summed is not None:
+                return summed
+            return unsupported("torch.cumsum of a tensor other than a constant or an integer "
+                               "arange along the summed dim (its sums would not be exact)",
+                               shape, dt, inputs=(v,))
         if base == "repeat" and len(args) >= 2:
             sizes = tuple(args[1]) if isinstance(args[1], (list, tuple, torch.Size)) else tuple(args[1:])
             v = self.value(x, None, dt)

@@ -14,6 +14,26 @@ init.param @add_mixed_types : tensor<4xf32> {
 
 // -----
 
+// elementwise ops, C1
+init.param @expm1_changes_type : tensor<4xbf16> {
+  %a = init.fill 1.0 : tensor<4xf32>
+  // expected-error @+1 {{'init.expm1' op requires the same type for all operands and results}}
+  %0 = "init.expm1"(%a) : (tensor<4xf32>) -> tensor<4xbf16>
+  init.yield %0 : tensor<4xbf16>
+}
+
+// -----
+
+// elementwise ops, C1
+init.param @log1p_of_integers : tensor<4xi64> {
+  %a = init.fill 1.0 : tensor<4xi64>
+  // expected-error @+1 {{'init.log1p' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xi64>'}}
+  %0 = init.log1p %a : tensor<4xi64>
+  init.yield %0 : tensor<4xi64>
+}
+
+// -----
+
 // init.clamp, C1
 init.param @clamp_reversed_bounds : tensor<4xf32> {
   %x = init.normal mean 0.0 std 1.0 stream 0 : tensor<4xf32>

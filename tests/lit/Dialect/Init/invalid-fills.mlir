@@ -30,6 +30,33 @@ init.param @integer_fill_too_large : tensor<4xi64> {
 
 // -----
 
+// init.linspace, C1
+init.param @linspace_dim_out_of_range : tensor<12xf32> {
+  // expected-error @+1 {{'init.linspace' op dim 1 is out of range for a tensor of rank 1}}
+  %0 = init.linspace dim 1 start 0.0 end 1.0 : tensor<12xf32>
+  init.yield %0 : tensor<12xf32>
+}
+
+// -----
+
+// init.linspace, C2
+init.param @linspace_f64 : tensor<12xf64> {
+  // expected-error @+1 {{'init.linspace' op cannot produce f64: its fused multiply-add has no exact f64 form in the kernels; compute it in f32 and cast, or load the values}}
+  %0 = init.linspace dim 0 start 0.0 end 1.0 : tensor<12xf64>
+  init.yield %0 : tensor<12xf64>
+}
+
+// -----
+
+// init.linspace, C3
+init.param @linspace_end_overflows_f16 : tensor<12xf16> {
+  // expected-error @+1 {{'init.linspace' op end (7.000000e+04) is not finite in 'f16'}}
+  %0 = init.linspace dim 0 start 0.0 end 70000.0 : tensor<12xf16>
+  init.yield %0 : tensor<12xf16>
+}
+
+// -----
+
 // init.iota, C1
 init.param @iota_dim_out_of_range : tensor<1x16xi64> {
   // expected-error @+1 {{'init.iota' op dim 2 is out of range for a tensor of rank 2}}

@@ -82,6 +82,18 @@ init.param @unary_ops : tensor<64xf16> {
   init.yield %5 : tensor<64xf16>
 }
 
+// CHECK-LABEL: init.param @accurate_near_zero : tensor<64xf64> {
+// CHECK:         %[[X:.+]] = init.uniform -5.000000e-01, 5.000000e-01 stream 0 : tensor<64xf64>
+// CHECK:         %[[A:.+]] = init.expm1 %[[X]] : tensor<64xf64>
+// CHECK:         %[[B:.+]] = init.log1p %[[A]] : tensor<64xf64>
+// CHECK:         init.yield %[[B]] : tensor<64xf64>
+init.param @accurate_near_zero : tensor<64xf64> {
+  %x = init.uniform -0.5, 0.5 stream 0 : tensor<64xf64>
+  %0 = init.expm1 %x : tensor<64xf64>
+  %1 = init.log1p %0 : tensor<64xf64>
+  init.yield %1 : tensor<64xf64>
+}
+
 // CHECK-LABEL: init.param @model.embed_tokens.padded : tensor<32x8xf64> axes ["vocab", "embed"] {
 // CHECK:         %[[PAD:.+]] = init.index_mask dim 0 index 1 : tensor<32x8xi1>
 // CHECK:         %[[Z:.+]] = init.fill 0.000000e+00 : tensor<32x8xf64>
@@ -123,6 +135,13 @@ init.param @identity : tensor<4x6xbf16> {
 init.param @position_ids : tensor<1x16xi64> buffer nonpersistent {
   %0 = init.iota dim 1 start 0.0 step 1.0 : tensor<1x16xi64>
   init.yield %0 : tensor<1x16xi64>
+}
+
+// CHECK-LABEL: init.param @drop_path_rates : tensor<2x12xbf16> buffer nonpersistent {
+// CHECK:         %[[L:.+]] = init.linspace dim 1 start 0.000000e+00 end 1.000000e-01 : tensor<2x12xbf16>
+init.param @drop_path_rates : tensor<2x12xbf16> buffer nonpersistent {
+  %0 = init.linspace dim 1 start 0.0 end 0.1 : tensor<2x12xbf16>
+  init.yield %0 : tensor<2x12xbf16>
 }
 
 // CHECK-LABEL: init.param @rotary_emb.inv_freq : tensor<8xf32> buffer nonpersistent {

@@ -447,6 +447,27 @@ LogicalResult IotaOp::verify() {
   return verifyDim(*this, getType(), getDim());
 }
 
+LogicalResult LinspaceOp::verify() {
+  // C1: dim in range. C2: not f64. C3: start and end finite in the element type.
+  if (failed(verifyDim(*this, getType(), getDim())))
+    return failure();
+  Type element = getType().getElementType();
+  if (element.isF64())
+    return emitOpError("cannot produce f64: its fused multiply-add has no exact f64 form in "
+                       "the kernels; compute it in f32 and cast, or load the values");
+  const llvm::fltSemantics &semantics = cast<FloatType>(element).getFloatSemantics();
+  for (auto [what, attr] : {std::pair{"start", getStartAttr()}, std::pair{"end", getEndAttr()}}) {
+    // Rounded through f32, as the kernels and PyTorch round it.
+    llvm::APFloat v((float)attr.getValueAsDouble());
+    bool lost = false;
+    v.convert(semantics, llvm::APFloat::rmNearestTiesToEven, &lost);
+    if (!v.isFinite())
+      return emitOpError() << what << " (" << attr.getValueAsDouble() << ") is not finite in "
+                           << element;
+  }
+  return success();
+}
+
 LogicalResult EyeOp::verify() {
   // C1: a matrix.
   if (getType().getRank() != 2)

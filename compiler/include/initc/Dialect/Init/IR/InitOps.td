@@ -281,6 +281,23 @@ def Init_IotaOp : Init_Op<"iota", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Init_LinspaceOp : Init_Op<"linspace", [Pure]> {
+  let summary = "evenly spaced values from start to end along one dim, as torch.linspace";
+  let description = [{
+    The size of `dim` is the number of values. The first half counts up from `start`, the
+    second half down from `end`, with the roundings of PyTorch's CPU kernel (a fused
+    multiply-add in f32). See [ir-spec: init.linspace](../dialect.md#initlinspace).
+
+    ```mlir
+    %rates = init.linspace dim 0 start 0.0 end 0.1 : tensor<12xf32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$dim, F64Attr:$start, F64Attr:$end);
+  let results = (outs Init_FloatTensor:$result);
+  let assemblyFormat = "`dim` $dim `start` $start `end` $end attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Init_EyeOp : Init_Op<"eye", [Pure]> {
   let summary = "the identity matrix, like torch.nn.init.eye_";
   let description = [{
@@ -409,6 +426,8 @@ class Init_UnaryOp<string mnemonic, string what> : Init_Op<mnemonic,
 def Init_ErfinvOp : Init_UnaryOp<"erfinv", "inverse error function">;
 def Init_ExpOp : Init_UnaryOp<"exp", "exponential">;
 def Init_LogOp : Init_UnaryOp<"log", "natural logarithm">;
+def Init_Expm1Op : Init_UnaryOp<"expm1", "exp(x) - 1, accurate near 0">;
+def Init_Log1pOp : Init_UnaryOp<"log1p", "log(1 + x), accurate near 0">;
 def Init_SqrtOp : Init_UnaryOp<"sqrt", "square root (IEEE, correctly rounded)">;
 def Init_SignOp : Init_UnaryOp<"sign", "sign: -1, 0 or 1 (NaN stays NaN)">;
 
