@@ -42,11 +42,20 @@ def _aligned_empty(shape, dtype, alignment=4096):
 def _array(program, param, sharding, threads):
     dtype = _numpy_dtype(param.dtype)
     shape = tuple(param.global_shape)
+    # Devices that hold the same box (replicas along a mesh axis the spec leaves out) share one
+    # fill: on the CPU their buffers then alias one host array, as jax's own fully replicated
+    # path does. Safe under donation: jax hands such arrays to PJRT as kImmutableZeroCopy host
+    # buffers, which the runtime promises never to write (never reused for an aliased output).
+    filled = {}
 
     def callback(index):
         offset, box = _box(index, shape)
-        out = _aligned_empty(box, dtype)
-        program.fill_box(param.name, offset, out, threads)
+        key = (tuple(offset), tuple(box))
+        out = filled.get(key)
+        if out is None:
+            out = _aligned_empty(box, dtype)
+            program.fill_box(param.name, offset, out, threads)
+            filled[key] = out
         return out
 
     return jax.make_array_from_callback(shape, sharding, callback)
