@@ -4,12 +4,14 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <initrt/initrt.h>
 
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace nb = nanobind;
@@ -117,6 +119,52 @@ public:
   void fillBox(const std::string &name, const std::vector<int64_t> &offset,
                nb::ndarray<nb::device::cpu> array, int threads) const {
     const initrt_program *program = open();
+    Box box = checkedBox(program, name, offset, array);
+    initrt_box c = box.c();
+    char err[kMessageBytes] = "";
+    initrt_status status;
+    {
+      nb::gil_scoped_release unlocked;
+      status = initrt_fill_box(program, c.name, c.ndim, c.offset, c.shape, c.strides, c.buf,
+                               c.buf_bytes, threads, err, sizeof err);
+    }
+    if (status != INITRT_OK)
+      raiseStatus(status, err);
+  }
+
+  // Fills every (name, offset, array) of `boxes` as fillBox would, in one run of the runtime's
+  // threads (initrt_fill_boxes): every box is checked before any is written.
+  void fillBoxes(const std::vector<std::tuple<std::string, std::vector<int64_t>,
+                                              nb::ndarray<nb::device::cpu>>> &boxes,
+                 int threads) const {
+    const initrt_program *program = open();
+    std::vector<Box> checked;
+    checked.reserve(boxes.size());
+    for (const auto &[name, offset, array] : boxes)
+      checked.push_back(checkedBox(program, name, offset, array));
+    std::vector<initrt_box> c;
+    c.reserve(checked.size());
+    for (const Box &box : checked)
+      c.push_back(box.c());
+    run(program, c.size(), c.data(), threads);
+  }
+
+private:
+  // One destination checked against its parameter, as initrt_box wants it.
+  struct Box {
+    std::string name;
+    std::vector<int64_t> offset, shape, strides;
+    void *data = nullptr;
+    size_t bytes = 0;
+    initrt_box c() const {
+      return {name.c_str(), int32_t(shape.size()), offset.data(), shape.data(),
+              strides.data(), data, bytes};
+    }
+  };
+
+  static Box checkedBox(const initrt_program *program, const std::string &name,
+                        const std::vector<int64_t> &offset,
+                        const nb::ndarray<nb::device::cpu> &array) {
     const std::string expected = dtypeOf(program, name);
     if (array.ndim() != offset.size())
       raiseStatus(INITRT_INVALID_ARGUMENT,
@@ -131,29 +179,35 @@ public:
                   (name + " is " + expected + " but the array's elements are " +
                    dtypeName(got))
                       .c_str());
-    std::vector<int64_t> shape(array.ndim()), strides(array.ndim());
+    Box box;
+    box.name = name;
+    box.offset = offset;
+    box.shape.resize(array.ndim());
+    box.strides.resize(array.ndim());
     uint64_t extent = array.ndim() == 0 || array.size() > 0 ? 1 : 0;
     for (size_t d = 0; d < array.ndim(); ++d) {
-      shape[d] = int64_t(array.shape(d));
-      strides[d] = array.stride(d);
-      if (array.size() > 0 && strides[d] > 0)
-        extent += uint64_t(shape[d] - 1) * uint64_t(strides[d]);
+      box.shape[d] = int64_t(array.shape(d));
+      box.strides[d] = array.stride(d);
+      if (array.size() > 0 && box.strides[d] > 0)
+        extent += uint64_t(box.shape[d] - 1) * uint64_t(box.strides[d]);
     }
-    const size_t bytes = size_t(extent) * (got.bits / 8);
-    void *data = array.data();
+    box.bytes = size_t(extent) * (got.bits / 8);
+    box.data = array.data();
+    return box;
+  }
+
+  static void run(const initrt_program *program, size_t count, const initrt_box *boxes,
+                  int threads) {
     char err[kMessageBytes] = "";
     initrt_status status;
     {
       nb::gil_scoped_release unlocked;
-      status = initrt_fill_box(program, name.c_str(), int32_t(shape.size()), offset.data(),
-                               shape.data(), strides.data(), data, bytes, threads, err,
-                               sizeof err);
+      status = initrt_fill_boxes(program, count, boxes, threads, err, sizeof err);
     }
     if (status != INITRT_OK)
       raiseStatus(status, err);
   }
 
-private:
   const initrt_program *open() const {
     if (program_ == nullptr)
       throw nb::value_error("the program is closed");
@@ -218,5 +272,6 @@ NB_MODULE(_native, m) {
       .def("fill", &Program::fill, nb::arg("rank"), nb::arg("name"), nb::arg("buffer"),
            nb::arg("threads") = 0)
       .def("fill_box", &Program::fillBox, nb::arg("name"), nb::arg("offset"), nb::arg("array"),
-           nb::arg("threads") = 0);
+           nb::arg("threads") = 0)
+      .def("fill_boxes", &Program::fillBoxes, nb::arg("boxes"), nb::arg("threads") = 0);
 }

@@ -67,6 +67,29 @@ def main():
             expected["model.norm.weight"][shard.index].tobytes()
     assert len(norm.addressable_shards) == jax.local_device_count()
     print("%d arrays, %d shards bitwise equal" % (len(arrays), shards), flush=True)
+    check_replicas_share_one_fill(mesh, prog_dir, expected)
+
+
+def check_replicas_share_one_fill(mesh, prog_dir, expected):
+    """An array whose boxes repeat along "tp" (P("dp") on the 2 x 4 mesh): the devices holding
+    one box share one fill, and donating the array to a computation on every device still gives
+    each device the right result (nothing wrote the shared buffers under another's input)."""
+    name = "model.layers.0.mlp.down_proj.weight"
+    with initc.load(prog_dir) as prog:
+        array = initc.jax.init(prog, {name: NamedSharding(mesh, P("dp"))}, threads=1)[name]
+    want = expected[name]
+    boxes = {str(shard.index) for shard in array.addressable_shards}
+    buffers = {shard.data.unsafe_buffer_pointer() for shard in array.addressable_shards}
+    assert len(boxes) < len(array.addressable_shards), boxes  # some box is on two devices
+    assert len(buffers) == len(boxes), (len(buffers), len(boxes))
+    step = jax.jit(lambda x: x * 2 + 1, donate_argnums=0, out_shardings=array.sharding)
+    result = step(array)
+    assert array.is_deleted()
+    for shard in result.addressable_shards:
+        box = want[shard.index].astype(np.float32)
+        assert np.asarray(shard.data).tobytes() == (box * 2 + 1).astype(want.dtype).tobytes()
+    print("replicas share one fill: %d boxes for %d shards, donation safe"
+          % (len(boxes), len(result.addressable_shards)), flush=True)
 
 
 if __name__ == "__main__":

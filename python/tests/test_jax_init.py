@@ -31,6 +31,8 @@ def test_eight_devices_two_by_four_mesh_bitwise(mesh_program_bf16, reference_bf1
          str(reference)], capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "21 arrays, 168 shards bitwise equal" in result.stdout, result.stdout
+    assert "replicas share one fill: 2 boxes for 8 shards, donation safe" in result.stdout, \
+        result.stdout
 
 
 def test_two_processes_on_localhost_bitwise(mesh_program_bf16, reference_bf16):
@@ -61,6 +63,8 @@ def test_two_processes_on_localhost_bitwise(mesh_program_bf16, reference_bf16):
     for worker, output in zip(workers, outputs):
         assert worker.returncode == 0, output
         assert "21 arrays, 84 shards bitwise equal" in output, output
+        assert re.search(r"replicas share one fill: \d+ boxes for 4 shards, donation safe",
+                         output), output
 
 
 def test_torchax_model_gets_the_pytorch_paths_values(mesh_program_bf16):

@@ -66,6 +66,179 @@ initrt_status guarded(char *err, size_t errlen, Body body) {
   }
 }
 
+// A checked box of one parameter, as the jobs that fill it: written in place for a row-major
+// destination (one job) or a strided one (one job per contiguous block); a whole-tensor
+// transform into a strided destination is computed whole into scratch, then scattered.
+struct BoxPlan {
+  std::vector<initrt::ShardJob> jobs;
+  bool scatter = false;
+  initrt::ShardJob whole;       // with scatter: the box, computed into scratch
+  std::vector<int64_t> blockAt; // with scatter: block b goes to out + blockAt[b] elements
+  size_t blockBytes = 0;
+  int64_t elementBytes = 0;
+  char *out = nullptr;
+};
+
+// Checks one box as initrt_fill_box describes it and plans its jobs; writes nothing. Messages
+// start with `caller`.
+initrt_status planBox(const initrt_program *prog, const std::string &caller, const char *name,
+                      int32_t ndim, const int64_t *offset, const int64_t *shape,
+                      const int64_t *strides, void *buf, size_t buf_bytes, BoxPlan &plan, char *err,
+                      size_t errlen) {
+  auto found = prog->indexByName.find(name);
+  if (found == prog->indexByName.end())
+    return report(INITRT_NOT_FOUND, caller + "the program has no parameter named " + name, err,
+                  errlen);
+  const size_t p = found->second;
+  const initrt::Param &param = prog->program.params[p];
+  const std::string where = caller + param.name + ": ";
+  const size_t rank = param.shape.size();
+  if (ndim < 0 || size_t(ndim) != rank)
+    return report(INITRT_INVALID_ARGUMENT,
+                  where + "the box has " + std::to_string(ndim) + " dims, the parameter " +
+                      std::to_string(rank),
+                  err, errlen);
+  if (rank > 0 && (!offset || !shape))
+    return report(INITRT_INVALID_ARGUMENT, where + "offset and shape must not be NULL", err,
+                  errlen);
+  initrt::Slice box;
+  box.offset.assign(offset, offset + rank);
+  box.shape.assign(shape, shape + rank);
+  for (size_t d = 0; d < rank; ++d)
+    if (box.offset[d] < 0 || box.shape[d] < 0 || box.offset[d] > param.shape[d] - box.shape[d])
+      return report(INITRT_INVALID_ARGUMENT,
+                    where + "the box [" + std::to_string(box.offset[d]) + ", " +
+                        std::to_string(box.offset[d] + box.shape[d]) + ") of dim " +
+                        std::to_string(d) + " is outside [0, " + std::to_string(param.shape[d]) +
+                        ")",
+                    err, errlen);
+  const int64_t elementBytes = initrt::dtypeBytes(param.dtype);
+  const int64_t elements = box.numElements();
+  // Element strides with those of dims of size 1 made contiguous (any value is valid there).
+  std::vector<int64_t> stride(rank);
+  for (size_t d = rank; d-- > 0;) {
+    int64_t contiguous = d + 1 < rank ? stride[d + 1] * box.shape[d + 1] : 1;
+    stride[d] = strides && box.shape[d] > 1 ? strides[d] : contiguous;
+  }
+  if (elements > 0) {
+    for (size_t d = rank; d-- > 0;) {
+      int64_t inner = d + 1 < rank ? stride[d + 1] * box.shape[d + 1] : 1;
+      if (d + 1 == rank ? stride[d] != 1 : stride[d] < inner)
+        return report(INITRT_INVALID_ARGUMENT,
+                      where + "the destination's stride " + std::to_string(stride[d]) + " of dim " +
+                          std::to_string(d) +
+                          (d + 1 == rank ? " is not 1: the innermost dim must be contiguous"
+                                         : " is below the " + std::to_string(inner) +
+                                               " elements of the dims after it") +
+                          "; fill a row-major (contiguous) buffer and copy it instead",
+                      err, errlen);
+    }
+  }
+  uint64_t extent = 0; // elements from buf to just past the last element
+  if (elements > 0) {
+    extent = 1;
+    for (size_t d = 0; d < rank; ++d)
+      extent += uint64_t(box.shape[d] - 1) * uint64_t(stride[d]);
+  }
+  if (extent * uint64_t(elementBytes) > buf_bytes)
+    return report(INITRT_SIZE_MISMATCH,
+                  where + "the box needs " + std::to_string(extent * uint64_t(elementBytes)) +
+                      " bytes from buf but it has " + std::to_string(buf_bytes),
+                  err, errlen);
+  if (elements == 0)
+    return INITRT_OK;
+  if (!buf)
+    return report(INITRT_INVALID_ARGUMENT, where + "buf must not be NULL", err, errlen);
+  if (!alignedFor(buf, param))
+    return report(INITRT_INVALID_ARGUMENT, caller + misalignment(buf, param), err, errlen);
+  initrt::ShardJob whole;
+  whole.param = &param;
+  whole.kernel = prog->kernels->kernel(p);
+  whole.base = prog->kernels->baseTensor(p);
+  if (param.load && !whole.base)
+    return report(INITRT_BAD_BASE, caller + prog->kernels->baseFailure(p), err, errlen);
+  // Dims [contiguousFrom, rank) are laid out row-major in buf: each index of the dims before
+  // them is one contiguous block, which a kernel writes in place.
+  size_t contiguousFrom = rank;
+  while (contiguousFrom > 0 &&
+         stride[contiguousFrom - 1] ==
+             (contiguousFrom < rank ? stride[contiguousFrom] * box.shape[contiguousFrom] : 1))
+    --contiguousFrom;
+  char *out = static_cast<char *>(buf);
+  if (contiguousFrom == 0) {
+    whole.slice = box;
+    whole.bytes = uint64_t(elements) * uint64_t(elementBytes);
+    whole.out = buf;
+    plan.jobs.push_back(std::move(whole));
+    return INITRT_OK;
+  }
+  initrt::Slice block = box;
+  for (size_t d = 0; d < contiguousFrom; ++d)
+    block.shape[d] = 1;
+  const int64_t blockElements = block.numElements();
+  const int64_t blocks = elements / blockElements;
+  // Block b, whose outer index is b in row-major order, starts at element `at` of buf.
+  std::vector<int64_t> index(contiguousFrom, 0);
+  const bool scatter = !param.transform.empty();
+  for (int64_t b = 0; b < blocks; ++b) {
+    int64_t at = 0;
+    for (size_t d = 0; d < contiguousFrom; ++d)
+      at += index[d] * stride[d];
+    if (scatter) {
+      plan.blockAt.push_back(at);
+    } else {
+      initrt::ShardJob job = whole;
+      job.slice = block;
+      for (size_t d = 0; d < contiguousFrom; ++d)
+        job.slice.offset[d] = box.offset[d] + index[d];
+      job.bytes = uint64_t(blockElements) * uint64_t(elementBytes);
+      job.out = out + at * elementBytes;
+      plan.jobs.push_back(std::move(job));
+    }
+    for (size_t d = contiguousFrom; d-- > 0;) {
+      if (++index[d] < box.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  if (scatter) {
+    // A whole-tensor transform computes the whole matrix for every job: compute the box once
+    // into scratch (runBoxPlans) and scatter its blocks.
+    plan.scatter = true;
+    whole.slice = box;
+    whole.bytes = uint64_t(elements) * uint64_t(elementBytes);
+    plan.whole = std::move(whole);
+    plan.blockBytes = size_t(blockElements * elementBytes);
+    plan.elementBytes = elementBytes;
+    plan.out = out;
+  }
+  return INITRT_OK;
+}
+
+// Runs every plan's in-place jobs in one parallel run (the threads share them all and meet once
+// at the end), then the scattered boxes one after another (one box of scratch at a time).
+void runBoxPlans(const std::vector<BoxPlan> &plans, int threads) {
+  initrt::RunOptions options;
+  options.threads = threads;
+  options.prefault = true; // the caller's buffers are often new, never touched
+  std::vector<initrt::ShardJob> jobs;
+  for (const BoxPlan &plan : plans)
+    jobs.insert(jobs.end(), plan.jobs.begin(), plan.jobs.end());
+  if (!jobs.empty())
+    initrt::runShardJobs(jobs, options);
+  for (const BoxPlan &plan : plans) {
+    if (!plan.scatter)
+      continue;
+    std::vector<char> scratch(size_t(plan.whole.bytes));
+    initrt::ShardJob whole = plan.whole;
+    whole.out = scratch.data();
+    initrt::runShardJobs({whole}, options);
+    for (size_t b = 0; b < plan.blockAt.size(); ++b)
+      std::memcpy(plan.out + plan.blockAt[b] * plan.elementBytes,
+                  scratch.data() + b * plan.blockBytes, plan.blockBytes);
+  }
+}
+
 } // namespace
 
 extern "C" {
@@ -260,147 +433,34 @@ initrt_status initrt_fill_box(const initrt_program *prog, const char *name, int3
     return report(INITRT_INVALID_ARGUMENT, "initrt_fill_box: prog and name must not be NULL", err,
                   errlen);
   return guarded(err, errlen, [&] {
-    auto found = prog->indexByName.find(name);
-    if (found == prog->indexByName.end())
-      return report(INITRT_NOT_FOUND,
-                    std::string("initrt_fill_box: the program has no parameter named ") + name,
-                    err, errlen);
-    const size_t p = found->second;
-    const initrt::Param &param = prog->program.params[p];
-    const std::string where = "initrt_fill_box: " + param.name + ": ";
-    const size_t rank = param.shape.size();
-    if (ndim < 0 || size_t(ndim) != rank)
-      return report(INITRT_INVALID_ARGUMENT,
-                    where + "the box has " + std::to_string(ndim) + " dims, the parameter " +
-                        std::to_string(rank),
-                    err, errlen);
-    if (rank > 0 && (!offset || !shape))
-      return report(INITRT_INVALID_ARGUMENT, where + "offset and shape must not be NULL", err,
-                    errlen);
-    initrt::Slice box;
-    box.offset.assign(offset, offset + rank);
-    box.shape.assign(shape, shape + rank);
-    for (size_t d = 0; d < rank; ++d)
-      if (box.offset[d] < 0 || box.shape[d] < 0 || box.offset[d] > param.shape[d] - box.shape[d])
-        return report(INITRT_INVALID_ARGUMENT,
-                      where + "the box [" + std::to_string(box.offset[d]) + ", " +
-                          std::to_string(box.offset[d] + box.shape[d]) + ") of dim " +
-                          std::to_string(d) + " is outside [0, " +
-                          std::to_string(param.shape[d]) + ")",
-                      err, errlen);
-    const int64_t elementBytes = initrt::dtypeBytes(param.dtype);
-    const int64_t elements = box.numElements();
-    // Element strides with those of dims of size 1 made contiguous (any value is valid there).
-    std::vector<int64_t> stride(rank);
-    for (size_t d = rank; d-- > 0;) {
-      int64_t contiguous = d + 1 < rank ? stride[d + 1] * box.shape[d + 1] : 1;
-      stride[d] = strides && box.shape[d] > 1 ? strides[d] : contiguous;
-    }
-    if (elements > 0) {
-      for (size_t d = rank; d-- > 0;) {
-        int64_t inner = d + 1 < rank ? stride[d + 1] * box.shape[d + 1] : 1;
-        if (d + 1 == rank ? stride[d] != 1 : stride[d] < inner)
-          return report(INITRT_INVALID_ARGUMENT,
-                        where + "the destination's stride " + std::to_string(stride[d]) +
-                            " of dim " + std::to_string(d) +
-                            (d + 1 == rank ? " is not 1: the innermost dim must be contiguous"
-                                           : " is below the " + std::to_string(inner) +
-                                                 " elements of the dims after it") +
-                            "; fill a row-major (contiguous) buffer and copy it instead",
-                        err, errlen);
-      }
-    }
-    uint64_t extent = 0; // elements from buf to just past the last element
-    if (elements > 0) {
-      extent = 1;
-      for (size_t d = 0; d < rank; ++d)
-        extent += uint64_t(box.shape[d] - 1) * uint64_t(stride[d]);
-    }
-    if (extent * uint64_t(elementBytes) > buf_bytes)
-      return report(INITRT_SIZE_MISMATCH,
-                    where + "the box needs " + std::to_string(extent * uint64_t(elementBytes)) +
-                        " bytes from buf but it has " + std::to_string(buf_bytes),
-                    err, errlen);
-    if (elements == 0)
-      return INITRT_OK;
-    if (!buf)
-      return report(INITRT_INVALID_ARGUMENT, where + "buf must not be NULL", err, errlen);
-    if (!alignedFor(buf, param))
-      return report(INITRT_INVALID_ARGUMENT, "initrt_fill_box: " + misalignment(buf, param), err,
-                    errlen);
-    initrt::ShardJob whole;
-    whole.param = &param;
-    whole.kernel = prog->kernels->kernel(p);
-    whole.base = prog->kernels->baseTensor(p);
-    if (param.load && !whole.base)
-      return report(INITRT_BAD_BASE, "initrt_fill_box: " + prog->kernels->baseFailure(p), err,
-                    errlen);
-    initrt::RunOptions options;
-    options.threads = threads;
-    options.prefault = true; // the caller's buffers are often new, never touched
+    std::vector<BoxPlan> plans(1);
+    initrt_status status = planBox(prog, "initrt_fill_box: ", name, ndim, offset, shape, strides,
+                                   buf, buf_bytes, plans[0], err, errlen);
+    if (status == INITRT_OK)
+      runBoxPlans(plans, threads);
+    return status;
+  });
+}
 
-    // Dims [contiguousFrom, rank) are laid out row-major in buf: each index of the dims before
-    // them is one contiguous block, which a kernel writes in place.
-    size_t contiguousFrom = rank;
-    while (contiguousFrom > 0 &&
-           stride[contiguousFrom - 1] == (contiguousFrom < rank ? stride[contiguousFrom] *
-                                                                      box.shape[contiguousFrom]
-                                                                : 1))
-      --contiguousFrom;
-    char *out = static_cast<char *>(buf);
-    if (contiguousFrom == 0) {
-      whole.slice = box;
-      whole.bytes = uint64_t(elements) * uint64_t(elementBytes);
-      whole.out = buf;
-      initrt::runShardJobs({whole}, options);
-      return INITRT_OK;
+initrt_status initrt_fill_boxes(const initrt_program *prog, size_t count,
+                                const struct initrt_box *boxes, int threads, char *err,
+                                size_t errlen) {
+  if (!prog || (!boxes && count > 0))
+    return report(INITRT_INVALID_ARGUMENT, "initrt_fill_boxes: prog and boxes must not be NULL",
+                  err, errlen);
+  return guarded(err, errlen, [&] {
+    std::vector<BoxPlan> plans(count);
+    for (size_t i = 0; i < count; ++i) {
+      const std::string where = "initrt_fill_boxes: boxes[" + std::to_string(i) + "]: ";
+      const struct initrt_box &box = boxes[i];
+      if (!box.name)
+        return report(INITRT_INVALID_ARGUMENT, where + "name must not be NULL", err, errlen);
+      initrt_status status = planBox(prog, where, box.name, box.ndim, box.offset, box.shape,
+                                     box.strides, box.buf, box.buf_bytes, plans[i], err, errlen);
+      if (status != INITRT_OK)
+        return status; // nothing written yet
     }
-    initrt::Slice block = box;
-    for (size_t d = 0; d < contiguousFrom; ++d)
-      block.shape[d] = 1;
-    const int64_t blockElements = block.numElements();
-    const int64_t blocks = elements / blockElements;
-    // The offset in buf of block b, whose outer index is b in row-major order.
-    auto visitBlocks = [&](auto &&visit) {
-      std::vector<int64_t> index(contiguousFrom, 0);
-      for (int64_t b = 0; b < blocks; ++b) {
-        int64_t at = 0;
-        for (size_t d = 0; d < contiguousFrom; ++d)
-          at += index[d] * stride[d];
-        visit(b, index, at);
-        for (size_t d = contiguousFrom; d-- > 0;) {
-          if (++index[d] < box.shape[d])
-            break;
-          index[d] = 0;
-        }
-      }
-    };
-    if (!param.transform.empty()) {
-      // A whole-tensor transform computes the whole matrix for every job: compute the box once
-      // into scratch and scatter its blocks.
-      std::vector<char> scratch(size_t(elements * elementBytes));
-      whole.slice = box;
-      whole.bytes = scratch.size();
-      whole.out = scratch.data();
-      initrt::runShardJobs({whole}, options);
-      const size_t blockBytes = size_t(blockElements * elementBytes);
-      visitBlocks([&](int64_t b, const std::vector<int64_t> &, int64_t at) {
-        std::memcpy(out + at * elementBytes, scratch.data() + size_t(b) * blockBytes, blockBytes);
-      });
-      return INITRT_OK;
-    }
-    std::vector<initrt::ShardJob> jobs;
-    jobs.reserve(size_t(blocks));
-    visitBlocks([&](int64_t, const std::vector<int64_t> &index, int64_t at) {
-      initrt::ShardJob job = whole;
-      job.slice = block;
-      for (size_t d = 0; d < contiguousFrom; ++d)
-        job.slice.offset[d] = box.offset[d] + index[d];
-      job.bytes = uint64_t(blockElements) * uint64_t(elementBytes);
-      job.out = out + at * elementBytes;
-      jobs.push_back(std::move(job));
-    });
-    initrt::runShardJobs(jobs, options);
+    runBoxPlans(plans, threads);
     return INITRT_OK;
   });
 }

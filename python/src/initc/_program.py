@@ -119,6 +119,22 @@ class Program:
                 out = out.view(np.uint16)  # numpy exports no bfloat16 through DLPack
         self._native.fill_box(name, [int(o) for o in offset], out, threads)
 
+    def fill_boxes(self, boxes, threads=0):
+        """Fills every (name, offset, out) of `boxes` as fill_box would, in one run of the
+        runtime's threads, which then meet once rather than once per box (what a busy host makes
+        costly). Every box is checked before any is written; a refusal is initc.Error naming
+        the box (boxes[i]) and its parameter."""
+        np = sys.modules.get("numpy")
+        converted = []
+        for name, offset, out in boxes:
+            if np is not None and isinstance(out, np.ndarray):
+                if not out.flags.writeable:
+                    raise ValueError("%s: the array is read-only" % name)
+                if out.dtype.name == "bfloat16":
+                    out = out.view(np.uint16)  # numpy exports no bfloat16 through DLPack
+            converted.append((name, [int(o) for o in offset], out))
+        self._native.fill_boxes(converted, threads)
+
     def array(self, name, rank=0, threads=0):
         """A new numpy array holding `rank`'s shard of `name`."""
         import numpy as np

@@ -42,12 +42,23 @@ def _aligned_empty(shape, dtype, alignment=4096):
 def _array(program, param, sharding, threads):
     dtype = _numpy_dtype(param.dtype)
     shape = tuple(param.global_shape)
+    # Every distinct box this process's devices hold, filled in one run of the runtime's
+    # threads (initrt_fill_boxes) before jax asks for them. Devices that hold the same box
+    # (replicas along a mesh axis the spec leaves out) share one fill: on the CPU their buffers
+    # then alias one host array, as jax's own fully replicated path does. Safe under donation:
+    # jax hands such arrays to PJRT as kImmutableZeroCopy host buffers, which the runtime
+    # promises never to write (never reused for an aliased output).
+    filled = {}
+    for index in sharding.addressable_devices_indices_map(shape).values():
+        offset, box = _box(index, shape)
+        key = (tuple(offset), tuple(box))
+        if key not in filled:
+            filled[key] = (offset, _aligned_empty(box, dtype))
+    program.fill_boxes([(param.name, offset, out) for offset, out in filled.values()], threads)
 
     def callback(index):
         offset, box = _box(index, shape)
-        out = _aligned_empty(box, dtype)
-        program.fill_box(param.name, offset, out, threads)
-        return out
+        return filled[(tuple(offset), tuple(box))][1]
 
     return jax.make_array_from_callback(shape, sharding, callback)
 

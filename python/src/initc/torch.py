@@ -125,9 +125,11 @@ def init_(module, prog, names=None, threads=0):
     them). A DTensor fills its local tensor only; tied parameters are filled once. Nothing is
     written unless every tensor matches: an unknown name is a KeyError, a shape a ValueError, a
     dtype a TypeError, two tensors under one program name, placements that do not fit the local
-    tensor or a tensor off the CPU a ValueError; a fill that fails after others were written
-    (an unreadable base checkpoint) raises initc.Error saying which were. threads <= 0: one per CPU this
-    process may run on (processes sharing a host's CPUs should divide them). Returns the module."""
+    tensor or a tensor off the CPU a ValueError, a base checkpoint (init.load) that cannot be
+    read an initc.Error saying none was filled (or, when it failed while filling, that some may
+    be). Every box is filled in one run of the runtime's threads. threads <= 0: one per CPU
+    this process may run on (processes sharing a host's CPUs should divide them). Returns the
+    module."""
     names = dict(names or {})
     owned = not isinstance(prog, Program)
     program = load(prog) if owned else prog
@@ -182,22 +184,31 @@ def init_(module, prog, names=None, threads=0):
                           "memory; set them before use" % ", ".join(unfilled), stacklevel=2)
         with torch.no_grad():
             located = [(ir_name, *_locate(ir_name, tensor, DTensor)) for ir_name, tensor in plan]
-            for done, (ir_name, local, boxes) in enumerate(located):
-                try:
-                    for local_offset, global_offset, shape in boxes:
-                        view = local
-                        for d, (start, length) in enumerate(zip(local_offset, shape)):
-                            view = view.narrow(d, start, length)
-                        program.fill_box(ir_name, global_offset, view, threads)
-                except Error as e:
-                    # Say what is left: the tensors before this one hold their values.
-                    raise Error("%s (%d of the module's %d tensors were filled; %s and those "
-                                "after it were not)" % (e, done, len(plan), claimed[ir_name][0]),
-                                e.status) from e
+            boxes = []
+            for ir_name, local, local_boxes in located:
+                for local_offset, global_offset, shape in local_boxes:
+                    view = local
+                    for d, (start, length) in enumerate(zip(local_offset, shape)):
+                        view = view.narrow(d, start, length)
+                    boxes.append((ir_name, global_offset, view))
+            # One run for every box: the runtime checks them all (an unreadable base checkpoint
+            # included) before it writes any.
+            try:
+                program.fill_boxes(boxes, threads)
+            except Error as e:
+                written = "none" if _refused(e) else "some, maybe"
+                raise Error("%s (%s of the module's %d tensors were filled)"
+                            % (e, written, len(plan)), e.status) from e
     finally:
         if owned:
             program.close()
     return module
+
+
+def _refused(error):
+    """Whether a fill_boxes failure was a refusal before anything was written: the runtime's
+    refusals name the box (initrt_fill_boxes in initrt.h), a failure while filling does not."""
+    return str(error).startswith("initrt_fill_boxes: boxes[")
 
 
 def _fill_box_layout(tensor):

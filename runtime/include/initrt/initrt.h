@@ -8,6 +8,7 @@
  *   initrt_fill(prog, rank, info.name, buf, info.bytes, 0, err, sizeof err);
  *   initrt_fill_box(prog, name, ndim, offset, shape, strides, buf, bytes, 0, err, sizeof err);
  *                                                    // any box, whatever the program's mesh
+ *   initrt_fill_boxes(prog, count, boxes, 0, err, sizeof err);   // many, in one parallel run
  *   initrt_program_close(prog);
  *
  * Nothing here aborts: every failure is a status plus a message in `err` (when given). A program
@@ -127,6 +128,26 @@ initrt_status initrt_fill_all(const initrt_program *prog, int64_t rank, void *co
 initrt_status initrt_fill_box(const initrt_program *prog, const char *name, int32_t ndim,
                               const int64_t *offset, const int64_t *shape, const int64_t *strides,
                               void *buf, size_t buf_bytes, int threads, char *err, size_t errlen);
+
+/* One box for initrt_fill_boxes: the arguments of initrt_fill_box from name to buf_bytes. */
+struct initrt_box {
+  const char *name;
+  int32_t ndim;
+  const int64_t *offset;
+  const int64_t *shape;
+  const int64_t *strides; /* NULL: row-major contiguous */
+  void *buf;
+  size_t buf_bytes;
+};
+
+/* Fills `count` boxes, each as initrt_fill_box would, in one parallel run: the threads share the
+ * boxes' work and meet once at the end, where a call per box makes them meet once per box (a
+ * cost that grows with the tensors, and with the machine's load). Every box is checked before
+ * anything is written: on a refusal, err names the box (boxes[i]) and no destination is written.
+ * Boxes must not overlap in memory. Memory as initrt_fill_box's, for one box at a time. */
+initrt_status initrt_fill_boxes(const initrt_program *prog, size_t count,
+                                const struct initrt_box *boxes, int threads, char *err,
+                                size_t errlen);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,5 +1,6 @@
 // initrt_fill_box: any box of any parameter, into contiguous or strided memory, has the bytes the
-// executor computes for the ranks of a mesh, whatever mesh the program was compiled for.
+// executor computes for the ranks of a mesh, whatever mesh the program was compiled for; and
+// initrt_fill_boxes, many boxes in one run, the same bytes as one call per box.
 #include "executor/executor.h"
 #include "initrt/base/program_io.h"
 #include "initrt/initrt.h"
@@ -200,5 +201,80 @@ TEST_F(CApiBoxTest, RefusesBadBoxesAndDestinationsWithAReason) {
                             sizeof err),
             INITRT_OK);
   EXPECT_EQ(a, b);
+  initrt_program_close(prog);
+}
+
+TEST_F(CApiBoxTest, ManyBoxesInOneRunHoldWhatOneCallPerBoxWrites) {
+  std::string dir = makeProgramDir("one", "dp=1");
+  Program program;
+  std::string error;
+  ASSERT_TRUE(readProgram(dir, program, error)) << error;
+  char err[512] = "";
+  initrt_program *prog = nullptr;
+  ASSERT_EQ(initrt_program_open(dir.c_str(), &prog, err, sizeof err), INITRT_OK) << err;
+  // Random boxes of every parameter, half into padded (strided) memory.
+  std::mt19937_64 random(53);
+  struct Case {
+    std::vector<int64_t> offset, shape, strides;
+    std::vector<char> one, many;
+  };
+  std::vector<Case> cases;
+  std::vector<initrt_box> boxes;
+  for (int trial = 0; trial < 6; ++trial) {
+    for (const Param &param : program.params) {
+      const size_t rank = param.shape.size();
+      Case c;
+      c.offset.resize(rank), c.shape.resize(rank), c.strides.resize(rank);
+      bool empty = false;
+      for (size_t d = 0; d < rank; ++d) {
+        if (param.shape[d] == 0) { // a box of no elements
+          empty = true;
+          continue;
+        }
+        c.offset[d] = int64_t(random() % uint64_t(param.shape[d]));
+        c.shape[d] = 1 + int64_t(random() % uint64_t(param.shape[d] - c.offset[d]));
+      }
+      for (size_t d = rank; d-- > 0;)
+        c.strides[d] = d + 1 == rank ? 1 : c.strides[d + 1] * c.shape[d + 1] + trial % 2;
+      int64_t extent = empty ? 0 : 1;
+      for (size_t d = 0; d < rank && !empty; ++d)
+        extent += (c.shape[d] - 1) * c.strides[d];
+      c.one.assign(size_t(extent * dtypeBytes(param.dtype)), 0x5a);
+      c.many = c.one;
+      ASSERT_EQ(initrt_fill_box(prog, param.name.c_str(), int32_t(rank), c.offset.data(),
+                                c.shape.data(), c.strides.data(), c.one.data(), c.one.size(), 1,
+                                err, sizeof err),
+                INITRT_OK)
+          << err;
+      cases.push_back(std::move(c));
+      boxes.push_back({param.name.c_str(), int32_t(rank), nullptr, nullptr, nullptr, nullptr, 0});
+    }
+  }
+  for (size_t i = 0; i < cases.size(); ++i) // pointers into cases, now that it stays put
+    boxes[i] = {boxes[i].name,           boxes[i].ndim,         cases[i].offset.data(),
+                cases[i].shape.data(),   cases[i].strides.data(), cases[i].many.data(),
+                cases[i].many.size()};
+  ASSERT_EQ(initrt_fill_boxes(prog, boxes.size(), boxes.data(), 3, err, sizeof err), INITRT_OK)
+      << err;
+  for (size_t i = 0; i < cases.size(); ++i)
+    EXPECT_EQ(cases[i].one, cases[i].many) << boxes[i].name << " box " << i;
+
+  // One bad box refuses the whole call, naming it, and nothing is written.
+  std::vector<char> &valid = cases[1].many; // a box of layer.w, after one that is refused
+  ASSERT_FALSE(valid.empty());
+  std::fill(valid.begin(), valid.end(), 0x11);
+  std::vector<initrt_box> bad(boxes.begin(), boxes.begin() + 2);
+  int64_t outside[INITRT_MAX_DIMS] = {1 << 20};
+  bad[0].offset = outside;
+  EXPECT_EQ(initrt_fill_boxes(prog, bad.size(), bad.data(), 2, err, sizeof err),
+            INITRT_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(err, "initrt_fill_boxes: boxes[0]: embed.weight: "), nullptr) << err;
+  EXPECT_EQ(valid, std::vector<char>(valid.size(), 0x11)) << "a refused call wrote";
+  bad[0] = boxes[0];
+  bad[1].name = "nope";
+  EXPECT_EQ(initrt_fill_boxes(prog, bad.size(), bad.data(), 2, err, sizeof err), INITRT_NOT_FOUND);
+  EXPECT_NE(std::strstr(err, "boxes[1]: the program has no parameter named nope"), nullptr) << err;
+  EXPECT_EQ(initrt_fill_boxes(prog, 0, nullptr, 1, err, sizeof err), INITRT_OK);
+  EXPECT_EQ(initrt_fill_boxes(prog, 1, nullptr, 1, err, sizeof err), INITRT_INVALID_ARGUMENT);
   initrt_program_close(prog);
 }
