@@ -152,9 +152,9 @@ def test_megatron_boxes_follow_megatron_partitioning(tmp_path):
      r"within each tp shard, over 'dp_shard' \(2\) by FSDP2: that nests evenly only when 4 "
      r"divides it"),
     ("gpt2_tiny.json", "dp=2,tp=2", "torchtitan",
-     r"parameter 'transformer.wte.weight' is not one torchtitan's llama plan"),
+     r"parameter 'transformer.wte.weight' is none of those torchtitan's llama plan"),
     ("mixtral_tiny.json", "dp=2", "megatron",
-     r"parameter 'model.layers.0.mlp.gate.weight' is not one Megatron's llama layers"),
+     r"parameter 'model.layers.0.mlp.gate.weight' is none of those Megatron's llama layers"),
     ("llama_uneven.json", "tp=2", "megatron",
      r"parameter 'model.embed_tokens.weight' dim 0 \(1001\) does not divide over mesh axis 'tp' "
      r"of 2"),

@@ -297,10 +297,10 @@ mlir::LogicalResult initc::applyTrainerPreset(Trainer trainer, const MeshSpec &m
   const size_t rank = param.shape.size();
   const size_t wantRank = style == Style::Row ? 2 : 1;
   if (!style || rank < wantRank || rank > 2) {
-    error = "--shard " + preset + ": parameter '" + param.name + "' is not one " +
+    error = "--shard " + preset + ": parameter '" + param.name + "' is none of those " +
             (trainer == Trainer::Torchtitan ? "torchtitan's llama plan (parallelize_llama)"
                                             : "Megatron's llama layers (GPTModel)") +
-            " shards: the preset fits llama-style models (embed_tokens, self_attn.{q,k,v,o}_proj, "
+            " shard: the preset fits llama-style models (embed_tokens, self_attn.{q,k,v,o}_proj, "
             "mlp.{gate,up,down}_proj, the norms, lm_head); write a rules file for this model";
     return mlir::failure();
   }
