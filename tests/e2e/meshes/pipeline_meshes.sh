@@ -3,7 +3,7 @@
 # meshes with a stage axis (pp=2,dp=2, pp=3, pp=4, pp=2,tp=2) assembles to the same bytes as on
 # dp=2, from the ranks, hf and dcp layouts; each rank alone (--rank K) writes its file again;
 # on pp=4 every rank file holds exactly its stage's tensors (torchtitan's split of 2 layers:
-# embedding / layer 0 / layer 1 / norm and head) and the others as 0-element entries; a stage
+# embedding / layer 0 / layer 1 / norm and head) and lists no other stage's; a stage
 # axis the model cannot fill, or a rule sending a layer to two stages, fails with one message.
 source "$(dirname "$0")/../common.bash"
 
@@ -38,33 +38,30 @@ for spec in "pp=2,dp=2:fsdp" "pp=3:replicated" "pp=4:replicated" "pp=2,tp=2:tp";
   echo "ok $tag"
 done
 
-# pp=4: which tensors each rank file holds with elements.
-$PYTHON - "$WORK/ckpt-pp_4-ranks" <<'PY' || fail "pp=4 rank files do not hold their stages"
-import json, struct, sys, re
+# pp=4: each rank file lists exactly its stage's tensors, every one with elements, and no
+# other stage's.
+$PYTHON - "$WORK/ckpt-pp_4-ranks" "$WORK/ref.safetensors" <<'PY' || fail "pp=4 rank files do not hold their stages"
+import json, struct, sys
 expected = [
     lambda n: n == "model.embed_tokens.weight",
     lambda n: n.startswith("model.layers.0."),
     lambda n: n.startswith("model.layers.1."),
     lambda n: n in ("model.norm.weight", "lm_head.weight"),
 ]
-names = set()
+def header(path):
+    with open(path, "rb") as f:
+        return json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+everything = set(header(sys.argv[2])) - {"__metadata__"}
+held = set()
 for rank in range(4):
-    with open(f"{sys.argv[1]}/rank-{rank:05d}-of-00004.safetensors", "rb") as f:
-        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
-    held = []
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        names.add(name)
-        elements = 1
-        for d in entry["shape"]:
-            elements *= d
-        if elements:
-            held.append(name)
-        assert bool(elements) == expected[rank](name), (rank, name, entry["shape"])
-    assert held, rank
-for rank, holds in enumerate(expected):
-    assert any(holds(n) for n in names), rank
+    entries = header(f"{sys.argv[1]}/rank-{rank:05d}-of-00004.safetensors")
+    tensors = json.loads(entries.pop("__metadata__")["initc.tensors"])
+    assert set(tensors) == set(entries), rank
+    assert set(entries) == {n for n in everything if expected[rank](n)}, (rank, sorted(entries))
+    for name, entry in entries.items():
+        assert all(entry["shape"]), (rank, name, entry["shape"])
+    held |= set(entries)
+assert held == everything, sorted(everything - held)
 PY
 echo "ok pp=4 rank files hold their stages"
 
