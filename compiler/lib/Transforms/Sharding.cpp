@@ -348,9 +348,11 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
       rules.rules.push_back(rule);
     }
   }
-  // Name patterns win over logical axes: put them first.
-  std::stable_partition(rules.rules.begin(), rules.rules.end(),
-                        [](const Rule &r) { return r.byName; });
+  // Name patterns win over logical axes: put them first. A preset's rules keep their order
+  // (experts, tensor, then fsdp's free dim): moved first, fsdp would take the experts' dim.
+  if (rules.preset.empty())
+    std::stable_partition(rules.rules.begin(), rules.rules.end(),
+                          [](const Rule &r) { return r.byName; });
   return rules;
 }
 
