@@ -102,7 +102,8 @@ static int runInitc(int argc, char **argv) {
     command->add_option("--mesh", mesh, "mesh axes and sizes, e.g. dp=2,tp=2")->check(nonEmptyWord);
     command
         ->add_option("--shard", shard,
-                     "preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file")
+                     "preset (replicated, fsdp, tp, fsdp+tp; the trainers' layouts torchtitan, "
+                     "megatron, maxtext) or a JSON rules file")
         ->check(nonEmpty);
   };
   addModelOptions(inspect, inspectArgs.model, inspectArgs.mesh, inspectArgs.shard);

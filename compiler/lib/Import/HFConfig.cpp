@@ -142,14 +142,17 @@ public:
   /// 0 in f32.
   bool optionalPositiveNumber(StringRef field, double &out) {
     const json::Value *value = find(field);
-    if (!value)
-      return true;
-    std::optional<double> v = value->getAsNumber();
+    return !value || positiveNumberFrom(field, *value, out);
+  }
+
+  /// `value` (of `field`, as the messages name it) as a positive number that f32 holds.
+  bool positiveNumberFrom(StringRef field, const json::Value &value, double &out) {
+    std::optional<double> v = value.getAsNumber();
     if (!v || !std::isfinite(*v) || !(*v > 0))
-      return fail("'" + field + "' must be a positive number, but it is " + describe(*value) +
+      return fail("'" + field + "' must be a positive number, but it is " + describe(value) +
                   "; fix or remove it");
     if (!std::isfinite((float)*v) || !((float)*v >= FLT_MIN))
-      return fail("'" + field + "' is " + describe(*value) + ", which is " +
+      return fail("'" + field + "' is " + describe(value) + ", which is " +
                   (std::isfinite((float)*v) ? ((float)*v > 0 ? "subnormal" : "0") : "infinite") +
                   " in f32, the precision initc computes in; use a value from 1.2e-38 to 3.4e38");
     out = *v;
@@ -367,25 +370,45 @@ bool readLlamaConfig(ConfigFields &fields, StringRef modelType, LlamaConfig &c) 
 }
 
 bool readRopeScaling(ConfigFields &fields, LlamaConfig &c) {
-  // rope_scaling types other than default/dynamic rescale inv_freq at construction; the buffer
-  // is non-persistent (in no checkpoint), so it is left out rather than emitted wrong.
-  if (const json::Value *scaling = fields.find("rope_scaling")) {
-    const json::Object *object = scaling->getAsObject();
-    if (!object)
-      return fields.fail("'rope_scaling' must be an object or null, but it is " +
-                         describe(*scaling));
-    std::optional<StringRef> type;
-    for (StringRef key : {"rope_type", "type"}) {
-      const json::Value *entry = object->get(key);
-      if (!entry || entry->kind() == json::Value::Null || type)
-        continue;
-      type = entry->getAsString();
-      if (!type)
-        return fields.fail("'rope_scaling." + key.str() + "' must be a string such as " +
-                           "\"default\" or \"linear\", but it is " + describe(*entry));
-    }
-    c.emitInvFreq = !type || *type == "default" || *type == "dynamic";
+  // The RoPE fields as transformers 5 reads them (PreTrainedConfig.convert_rope_params_to_dict):
+  // a non-empty `rope_scaling` object, else `rope_parameters`, is the one dict; its `rope_theta`
+  // wins over the top-level one. rope types other than default/dynamic rescale inv_freq at
+  // construction; the buffer is non-persistent (in no checkpoint), so it is left out rather
+  // than emitted wrong.
+  const json::Value *scaling = fields.find("rope_scaling");
+  StringRef field = "rope_scaling";
+  if (scaling && scaling->getAsObject() && scaling->getAsObject()->empty())
+    scaling = nullptr;
+  if (!scaling) {
+    scaling = fields.find("rope_parameters");
+    field = "rope_parameters";
   }
+  if (!scaling)
+    return true;
+  const json::Object *object = scaling->getAsObject();
+  if (!object)
+    return fields.fail("'" + field + "' must be an object or null, but it is " +
+                       describe(*scaling));
+  for (const auto &[key, value] : *object)
+    if (value.getAsObject())
+      return fields.fail("'" + field + "." + key.str() + "' is an object, but the models " +
+                         "initc imports have one RoPE for every layer: give one flat object " +
+                         "such as {\"rope_type\": \"default\", \"rope_theta\": 10000.0}");
+  if (const json::Value *theta = object->get("rope_theta");
+      theta && theta->kind() != json::Value::Null &&
+      !fields.positiveNumberFrom((field + ".rope_theta").str(), *theta, c.ropeTheta))
+    return false;
+  std::optional<StringRef> type;
+  for (StringRef key : {"rope_type", "type"}) {
+    const json::Value *entry = object->get(key);
+    if (!entry || entry->kind() == json::Value::Null || type)
+      continue;
+    type = entry->getAsString();
+    if (!type)
+      return fields.fail("'" + field + "." + key.str() + "' must be a string such as " +
+                         "\"default\" or \"linear\", but it is " + describe(*entry));
+  }
+  c.emitInvFreq = !type || *type == "default" || *type == "dynamic";
   return true;
 }
 

@@ -40,7 +40,8 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
     }
     if (shard.empty()) {
       if (!mesh.empty()) { // a mesh alone would be dropped: say how to use it
-        module.emitError("--mesh needs --shard: pass a preset (replicated, fsdp, tp, fsdp+tp) or "
+        module.emitError("--mesh needs --shard: pass a preset (replicated, fsdp, tp, fsdp+tp, "
+                         "torchtitan, megatron, maxtext) or "
                          "a JSON rules file");
         return signalPassFailure();
       }
@@ -81,6 +82,7 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
       }
       ParamShape shape;
       shape.name = param.getSymName().str();
+      shape.buffer = param.getBuffer();
       shape.shape.assign(param.getTensorType().getShape().begin(),
                          param.getTensorType().getShape().end());
       if (auto axes = param.getAxes())

@@ -1,5 +1,6 @@
 //===- Sharding.cpp - meshes and sharding rules ---------------------------===//
 #include "initc/Transforms/Sharding.h"
+#include "TrainerPresets.h"
 #include "initc/Support/Nesting.h"
 #include "initrt/base/json_text.h"
 
@@ -79,7 +80,8 @@ mlir::LogicalResult initc::parseMeshSpec(StringRef text, MeshSpec &mesh, std::st
 }
 
 llvm::ArrayRef<StringRef> ShardingRules::presetNames() {
-  static const StringRef names[] = {"replicated", "fsdp", "tp", "fsdp+tp"};
+  static const StringRef names[] = {"replicated", "fsdp",     "tp",     "fsdp+tp",
+                                    "torchtitan", "megatron", "maxtext"};
   return names;
 }
 
@@ -113,6 +115,13 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
         return std::string(n);
     return std::string();
   };
+  if (std::optional<Trainer> trainer = trainerOfPreset(spec)) {
+    rules.preset = spec.str();
+    if (failed(checkTrainerMesh(*trainer, mesh, rules.stageAxisName, error)))
+      return std::nullopt;
+    rules.megatronStages = *trainer == Trainer::Megatron;
+    return rules;
+  }
   if (llvm::is_contained(presetNames(), spec)) {
     rules.preset = spec.str();
     rules.stageAxisName = findAxis(kStageAxisNames);
@@ -142,7 +151,8 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
 
   auto buffer = llvm::MemoryBuffer::getFile(spec);
   if (!buffer) {
-    error = "--shard '" + spec.str() + "' is neither a preset (replicated, fsdp, tp, fsdp+tp) " +
+    error = "--shard '" + spec.str() + "' is neither a preset (replicated, fsdp, tp, fsdp+tp, " +
+            "torchtitan, megatron, maxtext) " +
             "nor a readable rules file: " + buffer.getError().message();
     return std::nullopt;
   }
@@ -225,7 +235,7 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
   if (auto preset = root.find("preset"); preset != root.end()) {
     if (!preset->is_string() || !llvm::is_contained(presetNames(), preset->get<std::string>())) {
       error = "rules file '" + spec.str() + "': \"preset\" must name one of replicated, fsdp, "
-              "tp, fsdp+tp";
+              "tp, fsdp+tp, torchtitan, megatron, maxtext";
       return std::nullopt;
     }
     if (root.contains("logical_axes") || root.contains("params")) {
@@ -267,6 +277,8 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
       }
       rules.splitByBytes = split->get<std::string>() == "bytes";
     }
+    if (pipeline->contains("split") || pipeline->contains("stages"))
+      rules.megatronStages = false; // the file's split replaces the preset's
     rules.stageAxisName = axis->get<std::string>();
     if (rules.axisIndex(rules.stageAxisName) < 0) {
       error = where + " names mesh axis '" + rules.stageAxisName + "', which the mesh " +
@@ -336,14 +348,28 @@ std::optional<ShardingRules> ShardingRules::load(StringRef spec, const MeshSpec 
       rules.rules.push_back(rule);
     }
   }
-  // Name patterns win over logical axes: put them first.
-  std::stable_partition(rules.rules.begin(), rules.rules.end(),
-                        [](const Rule &r) { return r.byName; });
+  // Name patterns win over logical axes: put them first. A preset's rules keep their order
+  // (experts, tensor, then fsdp's free dim): moved first, fsdp would take the experts' dim.
+  if (rules.preset.empty())
+    std::stable_partition(rules.rules.begin(), rules.rules.end(),
+                          [](const Rule &r) { return r.byName; });
   return rules;
 }
 
 mlir::LogicalResult ShardingRules::apply(const ParamShape &param, DimAxes &out,
                                          std::string &error) {
+  if (std::optional<Trainer> trainer = trainerOfPreset(preset)) {
+    if (failed(applyTrainerPreset(*trainer, mesh, param, out, error)))
+      return mlir::failure();
+    for (auto &dim : out)
+      if (llvm::is_contained(dim, stageAxis())) {
+        error = "parameter '" + param.name + "': mesh axis '" + stageAxisName +
+                "' is the pipeline stage axis, which places whole parameters: it cannot split "
+                "a dim";
+        return mlir::failure();
+      }
+    return mlir::success();
+  }
   size_t rank = param.shape.size();
   out.assign(rank, {});
   std::set<int> used;
@@ -668,6 +694,21 @@ mlir::LogicalResult ShardingRules::assignStages(llvm::ArrayRef<ParamShape> param
                 " is on no pipeline stage: list it under one of \"stages\"";
         return mlir::failure();
       }
+  } else if (count > 1 && megatronStages) {
+    // Megatron's default split (get_num_layers_to_build): L / P layers on every stage, the
+    // embedding on the first stage and the final norm and output layer on the last.
+    if (numLayers % count != 0) {
+      error = "--shard megatron: mesh axis '" + axisName + "' has " + std::to_string(count) +
+              " pipeline stages but the model has " + std::to_string(numLayers) +
+              " layers: Megatron gives every stage the same number of layers, so " +
+              std::to_string(count) + " must divide " + std::to_string(numLayers) +
+              "; use another pp, or list the layers of each stage in a rules file "
+              "({\"preset\": \"megatron\", \"pipeline\": {\"axis\": \"" + axisName +
+              "\", \"stages\": [...]}})";
+      return mlir::failure();
+    }
+    for (int64_t layer = 0; layer < numLayers; ++layer)
+      layerStage[size_t(layer)] = layer / (numLayers / count);
   } else if (count > 1 && splitByBytes) {
     if (numLayers + 2 < count) {
       error = "mesh axis '" + axisName + "' has " + std::to_string(count) +

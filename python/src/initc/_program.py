@@ -183,10 +183,11 @@ def compile(model, mesh=None, shard=None, out=None, target_cpu=None):
     or on PATH) and opens it: the Program that initc.load returns.
 
     mesh: "dp=2,tp=2" or {"dp": 2, "tp": 2} (the compiler's default, one device, when None);
-    shard: a preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file; out: the program
-    directory to write (a temporary one, removed when the Program is closed or collected, when
-    None); target_cpu: the compiler's --target-cpu list. A Program fills any box whatever mesh
-    it was compiled for, so the mesh only matters to prog/init and to the rank-based calls.
+    shard: a preset (replicated, fsdp, tp, fsdp+tp, torchtitan, megatron, maxtext) or a JSON
+    rules file; out: the program directory to write (a temporary one, removed when the Program
+    is closed or collected, when None); target_cpu: the compiler's --target-cpu list. A
+    Program fills any box whatever mesh it was compiled for, so the mesh only matters to
+    prog/init and to the rank-based calls.
     Raises initc.Error with the compiler's message when it fails."""
     model = os.fspath(model)
     if not os.path.isfile(model):

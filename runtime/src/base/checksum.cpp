@@ -33,6 +33,8 @@ std::string checksumHex(const void *data, size_t bytes) {
   return checksumToHex(XXH3_64bits(data, bytes));
 }
 
+std::string emptyChecksum() { return checksumHex(nullptr, 0); }
+
 // XXH3_state_t wants 64-byte alignment; XXH3_createState provides it.
 struct StreamingChecksum::State {
   XXH3_state_t *xxh = nullptr;

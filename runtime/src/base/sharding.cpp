@@ -84,6 +84,10 @@ int64_t rankOf(const Mesh &mesh, const std::vector<int64_t> &coords) {
 
 } // namespace
 
+bool onParamStage(const Mesh &mesh, const Param &param, int64_t rank) {
+  return param.stageAxis < 0 || onStage(param, meshCoords(mesh, rank));
+}
+
 Slice sliceForRank(const Mesh &mesh, const Param &param, int64_t rank) {
   std::vector<int64_t> coords = meshCoords(mesh, rank);
   Slice slice;

@@ -43,7 +43,8 @@ public:
       error = why;
       return nullptr;
     }
-    if (!recordsDigest(index, shard->records, digest) || digest != index.digests[size_t(rank)]) {
+    if (!recordsDigest(index, shard->records, rank, digest) ||
+        digest != index.digests[size_t(rank)]) {
       error = kNotThisJobsFile;
       return nullptr;
     }
@@ -84,12 +85,17 @@ public:
         error = where + ": " + error + ": " + rerunHint(dir, rank, !otherId.empty());
         return false;
       }
-      for (const IndexParam &item : index.params)
+      size_t held = 0; // the file lists no tensor of another pipeline stage
+      for (const IndexParam &item : index.params) {
+        if (!onParamStage(index.mesh, item.param, rank))
+          continue;
+        ++held;
         if (!indexedEntry(shard->reader, shard->records, index, item, rank, error)) {
           error = item.param.name + " on " + where + ": " + error + ": " + rerunHint(dir, rank);
           return false;
         }
-      if (shard->reader.tensors().size() != index.params.size()) {
+      }
+      if (shard->reader.tensors().size() != held) {
         error = where + ": holds tensors index.json does not list: " + rerunHint(dir, rank);
         return false;
       }

@@ -364,9 +364,14 @@ bool readIndex(const std::string &dir, Index &index, std::string &error) {
 /// A rank's shard digest from its file's records, in the index's param order; false when a
 /// listed tensor has no record (reported separately).
 bool recordsDigest(const Index &index, const std::map<std::string, ShardTensorRecord> &records,
-                   uint64_t &digest) {
+                   int64_t rank, uint64_t &digest) {
   StreamingChecksum sum;
+  const std::string empty = emptyChecksum();
   for (const IndexParam &item : index.params) {
+    if (!onParamStage(index.mesh, item.param, rank)) {
+      sum.update(empty.data(), empty.size());
+      continue;
+    }
     auto record = records.find(item.param.name);
     if (record == records.end())
       return false;

@@ -113,10 +113,11 @@ std::string indexChecksum(OrderedJson document);
 
 bool readIndex(const std::string &dir, Index &index, std::string &error);
 
-/// A rank's shard digest from its file's records, in the index's param order; false when a
-/// listed tensor has no record (reported separately).
+/// Rank `rank`'s shard digest from its file's records, in the index's param order (a tensor of
+/// another pipeline stage, which the file does not list, counts as empty); false when a listed
+/// tensor has no record (reported separately).
 bool recordsDigest(const Index &index, const std::map<std::string, ShardTensorRecord> &records,
-                   uint64_t &digest);
+                   int64_t rank, uint64_t &digest);
 
 uint64_t elementCount(const std::vector<int64_t> &shape);
 

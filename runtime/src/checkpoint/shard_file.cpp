@@ -51,7 +51,8 @@ bool shardFileContents(const std::string &path, const Program &program, int64_t 
       return false;
     }
     const Param &param = *tensor.param;
-    if (!param.persistent)
+    // A rank of another pipeline stage holds none of the parameter: its file does not list it.
+    if (!param.persistent || !onParamStage(program.mesh, param, rank))
       continue;
     if (tensor.slice.shape.size() != param.shape.size() ||
         tensor.slice.offset.size() != param.shape.size()) {
@@ -145,10 +146,11 @@ bool ShardFileStream::openFile(const std::string &path, const std::vector<ShardT
     error = error.rfind("cannot write", 0) == 0 ? error : "cannot write " + path + ": " + error;
     return false;
   }
-  // entries holds the persistent tensors in layout order; offsets follow the file's order.
+  // entries holds some of the layout's tensors (the persistent ones the file stores), in layout
+  // order; offsets follow the file's order.
   std::vector<size_t> persistent;
-  for (size_t t = 0; t < tensors.size(); ++t)
-    if (tensors[t].param && tensors[t].param->persistent)
+  for (size_t t = 0; t < tensors.size() && persistent.size() < entries.size(); ++t)
+    if (tensors[t].param && tensors[t].param->name == entries[persistent.size()].name)
       persistent.push_back(t);
   if (persistent.size() != entries.size()) {
     error = "cannot write " + path + ": the file lists other tensors than its layout (internal "
@@ -290,6 +292,10 @@ ShardState shardState(const std::string &dir, const Program &program, int64_t ra
     const Param &param = program.params[i];
     if (!param.persistent)
       continue;
+    if (!onParamStage(program.mesh, param, rank)) { // not in the file; nothing to compute
+      checksums[i] = emptyChecksum();
+      continue;
+    }
     ++expected;
     Slice slice = sliceForRank(program.mesh, param, rank);
     auto record = records.find(param.name);

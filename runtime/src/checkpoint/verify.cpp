@@ -64,13 +64,18 @@ RankCheck checkRankFile(const std::string &dir, const Index &index, int64_t rank
   // the order they lie in the file, front to back, which is what lets the kernel read ahead.
   std::vector<std::string> trouble(index.params.size());
   std::vector<std::pair<const SafetensorsEntry *, size_t>> toRead; // entry, p
-  for (size_t p = 0; p < index.params.size(); ++p)
+  std::vector<uint64_t> sums(index.params.size(), 0);
+  for (size_t p = 0; p < index.params.size(); ++p) {
+    if (!onParamStage(index.mesh, index.params[p].param, rank)) { // not in the file
+      parseChecksumHex(emptyChecksum(), sums[p]);
+      continue;
+    }
     if (const SafetensorsEntry *entry =
             indexedEntry(reader, records, index, index.params[p], rank, trouble[p]))
       toRead.push_back({entry, p});
+  }
   std::sort(toRead.begin(), toRead.end(),
             [](const auto &a, const auto &b) { return a.first->begin < b.first->begin; });
-  std::vector<uint64_t> sums(index.params.size(), 0);
   for (const auto &[entry, p] : toRead) {
     std::string actual;
     bool readable = reader.checksum(*entry, actual, trouble[p]);
@@ -93,7 +98,7 @@ RankCheck checkRankFile(const std::string &dir, const Index &index, int64_t rank
   uint64_t digest = 0;
   if (!intact)
     return result; // already reported
-  if (!recordsDigest(index, records, digest) || digest != index.digests[size_t(rank)]) {
+  if (!recordsDigest(index, records, rank, digest) || digest != index.digests[size_t(rank)]) {
     problems.push_back(where + ": " + kNotThisJobsFile + ": " + rerunHint(dir, rank));
     return result;
   }

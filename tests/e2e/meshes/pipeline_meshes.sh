@@ -3,7 +3,7 @@
 # meshes with a stage axis (pp=2,dp=2, pp=3, pp=4, pp=2,tp=2) assembles to the same bytes as on
 # dp=2, from the ranks, hf and dcp layouts; each rank alone (--rank K) writes its file again;
 # on pp=4 every rank file holds exactly its stage's tensors (torchtitan's split of 2 layers:
-# embedding / layer 0 / layer 1 / norm and head) and the others as 0-element entries; a stage
+# embedding / layer 0 / layer 1 / norm and head) and lists no other stage's; a stage
 # axis the model cannot fill, or a rule sending a layer to two stages, fails with one message.
 source "$(dirname "$0")/../common.bash"
 
@@ -38,33 +38,30 @@ for spec in "pp=2,dp=2:fsdp" "pp=3:replicated" "pp=4:replicated" "pp=2,tp=2:tp";
   echo "ok $tag"
 done
 
-# pp=4: which tensors each rank file holds with elements.
-$PYTHON - "$WORK/ckpt-pp_4-ranks" <<'PY' || fail "pp=4 rank files do not hold their stages"
-import json, struct, sys, re
+# pp=4: each rank file lists exactly its stage's tensors, every one with elements, and no
+# other stage's.
+$PYTHON - "$WORK/ckpt-pp_4-ranks" "$WORK/ref.safetensors" <<'PY' || fail "pp=4 rank files do not hold their stages"
+import json, struct, sys
 expected = [
     lambda n: n == "model.embed_tokens.weight",
     lambda n: n.startswith("model.layers.0."),
     lambda n: n.startswith("model.layers.1."),
     lambda n: n in ("model.norm.weight", "lm_head.weight"),
 ]
-names = set()
+def header(path):
+    with open(path, "rb") as f:
+        return json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+everything = set(header(sys.argv[2])) - {"__metadata__"}
+held = set()
 for rank in range(4):
-    with open(f"{sys.argv[1]}/rank-{rank:05d}-of-00004.safetensors", "rb") as f:
-        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
-    held = []
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        names.add(name)
-        elements = 1
-        for d in entry["shape"]:
-            elements *= d
-        if elements:
-            held.append(name)
-        assert bool(elements) == expected[rank](name), (rank, name, entry["shape"])
-    assert held, rank
-for rank, holds in enumerate(expected):
-    assert any(holds(n) for n in names), rank
+    entries = header(f"{sys.argv[1]}/rank-{rank:05d}-of-00004.safetensors")
+    tensors = json.loads(entries.pop("__metadata__")["initc.tensors"])
+    assert set(tensors) == set(entries), rank
+    assert set(entries) == {n for n in everything if expected[rank](n)}, (rank, sorted(entries))
+    for name, entry in entries.items():
+        assert all(entry["shape"]), (rank, name, entry["shape"])
+    held |= set(entries)
+assert held == everything, sorted(everything - held)
 PY
 echo "ok pp=4 rank files hold their stages"
 
@@ -85,46 +82,8 @@ fails_cleanly "a layer on two stages" "layer 1 is listed for pipeline stages 0 a
 no_output "$WORK/prog-twice"
 echo "ok bad stage input fails with one message"
 
-# Experts: a mixtral with 4 experts stacked along dim 0 of mlp.experts.* (transformers 5's
-# state dict) assembles to the same bytes on dp=2, ep=2,tp=2 (preset), ep=2,dp=2 (preset),
-# pp=2,ep=2 and ep=4 (rules files); on ep=4 each rank holds exactly its one expert of each
-# stacked tensor, and an ep that does not divide the experts fails naming the tensor.
+# Experts: a mixtral with 4 experts (common.bash's expert_meshes).
 "$INITC" import hf "$ROOT/tests/e2e/configs/mixtral_tiny.json" --dtype bf16 --seed 7 \
   -o "$WORK/moe.mlir"
-echo '{"pipeline": {"axis": "pp"}, "logical_axes": {"experts": "ep"}}' >"$WORK/pp-ep.json"
-echo '{"logical_axes": {"experts": "ep"}}' >"$WORK/ep.json"
-moe_reference=""
-for spec in "dp=2:fsdp" "ep=2,tp=2:tp" "ep=2,dp=2:fsdp" "pp=2,ep=2:$WORK/pp-ep.json" \
-  "ep=4:$WORK/ep.json"; do
-  mesh=${spec%%:*} shard=${spec##*:} n=$(mesh_size "$mesh")
-  tag=moe-${mesh//[=,]/_}
-  "$INITC" compile "$WORK/moe.mlir" --mesh "$mesh" --shard "$shard" -o "$WORK/prog-$tag" \
-    >/dev/null || fail "compile $tag"
-  "${MPIRUN[@]}" -np "$n" "$WORK/prog-$tag/init" --layout ranks --out "$WORK/ckpt-$tag" --quiet \
-    || fail "run $tag on $n ranks"
-  "$INITC" assemble "$WORK/ckpt-$tag" -o "$WORK/$tag.safetensors" >/dev/null || fail "assemble $tag"
-  if [[ -z $moe_reference ]]; then
-    moe_reference="$WORK/$tag.safetensors"
-  else
-    cmp "$moe_reference" "$WORK/$tag.safetensors" || fail "$tag differs from dp=2"
-  fi
-  echo "ok $tag"
-done
-$PYTHON - "$WORK/ckpt-moe-ep_4" <<'PY' || fail "ep=4 rank files do not hold their experts"
-import json, struct, sys
-for rank in range(4):
-    with open(f"{sys.argv[1]}/rank-{rank:05d}-of-00004.safetensors", "rb") as f:
-        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
-    tensors = json.loads(header["__metadata__"]["initc.tensors"])
-    experts = [n for n in header if ".mlp.experts." in n]
-    assert len(experts) == 4, experts
-    for name in experts:
-        assert header[name]["shape"][0] == 1, (rank, name, header[name]["shape"])
-        assert tensors[name]["offset"][0] == rank, (rank, name, tensors[name])
-PY
-echo "ok ep=4 rank files hold their experts"
-fails_cleanly "3 expert ranks for 4 experts" \
-  "parameter 'model.layers.0.mlp.experts.gate_up_proj': its 4 experts do not divide over mesh axis 'ep' of 3" \
-  "$INITC" compile "$WORK/moe.mlir" --mesh ep=3,tp=2 --shard tp -o "$WORK/prog-ep3"
-no_output "$WORK/prog-ep3"
+expert_meshes "$WORK/moe.mlir" moe
 echo "ok experts"

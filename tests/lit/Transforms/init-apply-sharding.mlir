@@ -107,4 +107,4 @@ init.param @scale : tensor<f32> {
 // AXIS-TWICE: error: parameter 'model.layers.0.mlp.up_proj.weight': mesh axis 'tp' would split two dims; a mesh axis can split at most one dim of a parameter
 // UNMATCHED: error: rules file '{{.*}}rules_unmatched_pattern.json': pattern 'decoder.*' matches no parameter; fix or remove the rule
 // BAD-JSON: error: --shard: rules file '{{.*}}rules_bad_json.json' is not valid JSON:
-// NO-FILE: error: --shard: --shard '{{.*}}no_such_rules.json' is neither a preset (replicated, fsdp, tp, fsdp+tp) nor a readable rules file: No such file or directory
+// NO-FILE: error: --shard: --shard '{{.*}}no_such_rules.json' is neither a preset (replicated, fsdp, tp, fsdp+tp, torchtitan, megatron, maxtext) nor a readable rules file: No such file or directory

@@ -9,7 +9,8 @@ def ApplySharding : Pass<"init-apply-sharding", "mlir::ModuleOp"> {
   let description = [{
     Creates (or replaces) the module's mesh from `mesh` (`dp=2,tp=2`) and gives every
     parameter a `#mesh.shard` from `shard`: a preset (`replicated`, `fsdp`, `tp`, `fsdp+tp`)
-    that maps logical axis names to mesh axes, or a JSON rules file mapping logical axes or
+    that maps logical axis names to mesh axes, a trainer's layout (`torchtitan`, `megatron`,
+    `maxtext`), or a JSON rules file mapping logical axes or
     parameter-name patterns to mesh axes. Then validates: a mesh axis is used at most once per
     parameter, every axis exists. See ir-spec/sharding.md.
 
@@ -28,7 +29,8 @@ def ApplySharding : Pass<"init-apply-sharding", "mlir::ModuleOp"> {
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
            "mesh axes and sizes, e.g. dp=2,tp=2 (empty: keep the module's mesh)">,
     Option<"shard", "shard", "std::string", /*default=*/"\"\"",
-           "preset (replicated, fsdp, tp, fsdp+tp) or path of a JSON rules file">,
+           "preset (replicated, fsdp, tp, fsdp+tp, torchtitan, megatron, maxtext) or path "
+           "of a JSON rules file">,
   ];
   let dependentDialects = ["mlir::mesh::MeshDialect"];
 }

@@ -34,12 +34,14 @@ struct ParamShape {
   std::string name;
   std::vector<int64_t> shape;
   std::vector<std::string> axes; // logical axis names, may be empty
+  bool buffer = false;            // a module buffer, not a trainable parameter
 };
 
 /// Per dim, the mesh axes (indices) a parameter is split over.
 using DimAxes = std::vector<std::vector<int>>;
 
-/// A preset (replicated, fsdp, tp, fsdp+tp) or a JSON rules file, resolved against a mesh.
+/// A preset (replicated, fsdp, tp, fsdp+tp; torchtitan, megatron, maxtext: the trainers'
+/// layouts) or a JSON rules file, resolved against a mesh.
 class ShardingRules {
 public:
   /// `spec` is a preset name or a path to a rules file.
@@ -92,6 +94,7 @@ private:
   std::string stageAxisName;                    // empty: no pipeline stages
   std::vector<std::vector<int64_t>> stageLayers; // a rules file's layers per stage, if given
   bool splitByBytes = false; // "split": "bytes": balance each stage's per-rank bytes
+  bool megatronStages = false; // --shard megatron: L / P layers on every stage
   int axisIndex(llvm::StringRef name) const;
 };
 

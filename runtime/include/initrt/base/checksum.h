@@ -11,6 +11,9 @@ namespace initrt {
 /// XXH3-64 (seed 0) of `bytes` bytes at `data`, as 16 lowercase hex digits.
 std::string checksumHex(const void *data, size_t bytes);
 
+/// checksumHex of no bytes: what a rank records for a tensor it holds none of.
+std::string emptyChecksum();
+
 /// XXH3-64 as 16 lowercase hex digits.
 std::string checksumToHex(uint64_t hash);
 

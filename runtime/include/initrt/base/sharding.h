@@ -29,6 +29,10 @@ void chunkRange(int64_t size, int64_t parts, int64_t index, int64_t &begin, int6
 /// their product, the first listed axis major.
 Slice sliceForRank(const Mesh &mesh, const Param &param, int64_t rank);
 
+/// False when `rank` is of another pipeline stage than `param`'s: it holds none of the parameter,
+/// and its files of the `ranks` layout do not mention it (ir-spec/sharding.md).
+bool onParamStage(const Mesh &mesh, const Param &param, int64_t rank);
+
 /// The ranks holding exactly the same slice as `rank` (replicas), including `rank` itself.
 /// The lowest of them is the slice's owner in the checkpoint index.
 bool isSliceOwner(const Mesh &mesh, const Param &param, int64_t rank);
