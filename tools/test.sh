@@ -51,7 +51,7 @@ fi
 # side (a test that finds its tree built only checks it is up to date). A failed build fails
 # those tests, so it is not counted here.
 echo "== building the sanitized trees"
-timed_step "build: fuzzers (clang ASan+UBSan)" build_sanitized_tree ||
+timed_step "build: sanitizers and fuzzers (clang ASan+UBSan)" build_sanitized_tree ||
   echo "building $SANITIZED_BUILD_DIR failed: see $SANITIZED_BUILD_DIR/build.log"
 timed_step "build: TSan runtime" build_thread_sanitized_runtime ||
   echo "building $TSAN_BUILD_DIR failed: see $TSAN_BUILD_DIR/build.log"

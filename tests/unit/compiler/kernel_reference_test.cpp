@@ -846,4 +846,116 @@ TEST_F(KernelReferenceTest, FloatToI64IsDefinedOutsideTheRange) {
   }
 }
 
+TEST_F(KernelReferenceTest, NaNResultsAreTheOneNaNOnEveryVariant) {
+  // Rule 9 of ir-spec/rng.md: a stored NaN is 0x7fc00000 (f32), 0x7ff8000000000000 (f64),
+  // 0x7fc0 (bf16) or 0x7e00 (f16) whatever NaN the CPU made, so every variant stores the same
+  // bytes. x86's invalid operations give 0xffc00000, and an operation on two NaNs keeps the
+  // one its instruction's operand order picks: add(log(x), sqrt(x)) differed between x86-64
+  // and x86-64-v3 before the kernels stored one NaN. Each recipe makes NaNs at run time (no
+  // fill folds them away); `where` says which elements of a normal x are NaN.
+  const int64_t n = 1001; // vector loops, their epilogue and, split, single elements
+  struct Producer {
+    const char *name, *body;
+    std::function<bool(float)> where;
+  };
+  auto negative = [](float x) { return x < 0; };
+  auto always = [](float) { return true; };
+  const std::vector<Producer> producers = {
+      {"log_plus_sqrt", "%l = init.log %x : T\n  %s = init.sqrt %x : T\n  %r = init.add %l, %s : T",
+       negative},
+      {"log", "%r = init.log %x : T", negative},
+      {"sqrt", "%r = init.sqrt %x : T", negative},
+      {"zero_times_inf", "%z = init.sub %x, %x : T\n  %i = init.div %x, %z : T\n"
+                         "  %r = init.mul %z, %i : T", always},
+      {"inf_minus_inf", "%z = init.sub %x, %x : T\n  %i = init.div %x, %z : T\n"
+                        "  %r = init.sub %i, %i : T", always},
+      {"zero_by_zero", "%z = init.sub %x, %x : T\n  %r = init.div %z, %z : T", always},
+      {"erfinv_outside", "%t = init.fill 3.0 : T\n  %y = init.add %x, %t : T\n"
+                         "  %r = init.erfinv %y : T", [](float x) { return x + 3.0f > 1.0f; }},
+      // A NaN operand of either sign: the negative NaN of log, the one of a NaN fill.
+      {"nan_operand", "%l = init.log %x : T\n  %f = init.fill 0xFFF8000000000123 : T\n"
+                      "  %m = init.mul %l, %f : T\n  %r = init.exp %m : T", always},
+  };
+  const char *dtypes[] = {"f32", "f64", "bf16", "f16"};
+  std::string text = "init.seed " + std::to_string(kSeed) + "\n";
+  std::vector<std::pair<const Producer *, std::string>> params; // in the module's order
+  for (const char *dtype : dtypes)
+    for (const Producer &p : producers) {
+      std::string type = "tensor<" + std::to_string(n) + "x" + dtype + ">";
+      std::string body = p.body;
+      for (size_t at; (at = body.find(": T")) != std::string::npos;)
+        body.replace(at, 3, ": " + type);
+      std::string name = std::string(p.name) + "_" + dtype;
+      text += "init.param @" + name + " : " + type + " {\n  %x = init.normal mean 0.0 std 1.0 "
+              "stream 0 : " + type + "\n  " + body + "\n  init.yield %r : " + type + "\n}\n";
+      params.push_back({&p, dtype});
+    }
+
+  std::vector<std::string> specs = {"x86-64", "x86-64-v3"};
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+    specs.push_back("x86-64-v4");
+    if (__builtin_cpu_supports("avx512bf16"))
+      specs.push_back("x86-64-v4+avx512bf16");
+  }
+  std::vector<uint8_t> first;
+  for (const std::string &spec : specs) {
+    initrt::Program program;
+    void *handle = compile(text, spec, program);
+    ASSERT_NE(handle, nullptr) << spec;
+    ASSERT_EQ(program.params.size(), params.size());
+    std::vector<uint8_t> all;
+    for (size_t p = 0; p < params.size(); ++p) {
+      const initrt::Param &param = program.params[p];
+      const Producer &producer = *params[p].first;
+      const std::string &dtype = params[p].second;
+      auto kernel = reinterpret_cast<initrt::KernelFn>(dlsym(handle, param.kernel.c_str()));
+      ASSERT_NE(kernel, nullptr) << param.kernel;
+      const size_t width = dtype == "f64" ? 8 : dtype == "f32" ? 4 : 2;
+      const std::vector<int64_t> shape = {n};
+      rng::Key key = rng::deriveKey(kSeed, param.name, 0);
+      for (const std::vector<int64_t> &cuts : splitsOf(n)) {
+        std::vector<uint8_t> out(size_t(n) * width, 0xa5);
+        for (size_t s = 0; s + 1 < cuts.size(); ++s)
+          callKernel(kernel, param, out.data(), shape, Box{{0}, {n}}, cuts[s], cuts[s + 1]);
+        int nans = 0, failures = 0;
+        for (int64_t i = 0; i < n && failures < 5; ++i) {
+          const uint8_t *element = out.data() + size_t(i) * width;
+          uint64_t bits = 0;
+          std::memcpy(&bits, element, width);
+          bool isNaN, canonical;
+          if (width == 8) {
+            isNaN = (bits & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+            canonical = bits == rng::kCanonicalNaNF64;
+          } else if (width == 4) {
+            isNaN = (bits & 0x7fffffffu) > 0x7f800000u;
+            canonical = bits == rng::kCanonicalNaNF32;
+          } else if (dtype == "bf16") {
+            isNaN = (bits & 0x7fffu) > 0x7f80u;
+            canonical = bits == rng::kCanonicalNaNBF16;
+          } else {
+            isNaN = (bits & 0x7fffu) > 0x7c00u;
+            canonical = bits == rng::kCanonicalNaNF16;
+          }
+          nans += isNaN;
+          bool wanted = producer.where(rng::normalAt(key, uint64_t(i), 0.0, 1.0));
+          if (isNaN != wanted || (isNaN && !canonical)) {
+            ++failures;
+            ADD_FAILURE() << spec << ": " << param.name << " element " << i << " is 0x"
+                          << std::hex << bits << std::dec << (wanted ? ", not the" : ", a")
+                          << " canonical NaN (" << cuts.size() - 1 << " pieces)";
+          }
+        }
+        EXPECT_GT(nans, 0) << spec << ": " << param.name;
+        all.insert(all.end(), out.begin(), out.end());
+      }
+    }
+    if (first.empty())
+      first = all;
+    else
+      EXPECT_TRUE(first == all) << specs.front() << " and " << spec << " kernels differ";
+  }
+}
+
 } // namespace
