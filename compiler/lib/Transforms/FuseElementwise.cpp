@@ -319,8 +319,11 @@ Value ElementEmitter::random(Operation *op, Type element) {
       magnitude = random::normalMagnitudeBound(0.0, std::sqrt(variance));
     }
   }
-  if (number)
+  if (number) {
     neverNaN.insert(sample);
+    if (Operation *def = sample.getDefiningOp())
+      def->setAttr(random::kNeverNaNAttr, b.getUnitAttr());
+  }
   if (number && normal)
     neverNaNOrSubnormal.insert(sample);
   magnitudeBound[sample] = magnitude;

@@ -4,7 +4,8 @@
 // test the value they store and blend in 0x7fc00000 (f32), 0x7ff8000000000000 (f64) or, for
 // f16, the same on the f32 value before its conversion; a bf16 value rounded by rule 8's
 // integer form takes 0x7fc0 in the rounding's own NaN case instead of the quieted input. A
-// sample its parameters prove never NaN, converted by one marked conversion, is not tested.
+// sample its parameters prove never NaN, converted by one marked conversion or stored as it is
+// (f64: widened), is not tested.
 
 init.seed 5
 init.param @f32 : tensor<64xf32> {
@@ -37,6 +38,14 @@ init.param @mask : tensor<64xi1> {
   %0 = init.index_mask dim 0 index 3 : tensor<64xi1>
   init.yield %0 : tensor<64xi1>
 }
+init.param @sample32 : tensor<64xf32> {
+  %0 = init.normal mean 0.0 std 1.0 stream 0 : tensor<64xf32>
+  init.yield %0 : tensor<64xf32>
+}
+init.param @sample64 : tensor<64xf64> {
+  %0 = init.uniform -1.0, 1.0 stream 0 : tensor<64xf64>
+  init.yield %0 : tensor<64xf64>
+}
 
 // CHECK-LABEL: func.func @initc_kernel_0(
 // CHECK:         %[[NAN:.+]] = arith.constant dense<0x7FC00000> : vector<8xf32>
@@ -59,4 +68,12 @@ init.param @mask : tensor<64xi1> {
 // CHECK-NOT:     0x7FC00000
 // CHECK-LABEL: func.func @initc_kernel_5(
 // CHECK-NOT:     arith.cmpf
+// CHECK:         return
+// CHECK-LABEL: func.func @initc_kernel_6(
+// CHECK-NOT:     arith.cmpf uno
+// CHECK-NOT:     0x7FC00000
+// CHECK:         return
+// CHECK-LABEL: func.func @initc_kernel_7(
+// CHECK-NOT:     arith.cmpf uno
+// CHECK-NOT:     0x7FF8000000000000
 // CHECK:         return

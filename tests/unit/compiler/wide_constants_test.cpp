@@ -82,6 +82,47 @@ TEST(WideConstants, Avx2FoldsSplatsIntoTheirUsers) {
   EXPECT_NE(text.find(".rodata.cst32"), std::string::npos) << text;
 }
 
+// A loop using 20 splat constants twice each: each is loaded into a register, and the register
+// allocator, short of registers, reloads it inside the loop, where x86's late constant fixup
+// would make the full-width reload a broadcast again.
+std::string reusedConstantsLoop() {
+  std::string text = "define void @reused(ptr noalias %out, ptr noalias %in, i64 %n) {\n"
+                     "entry:\n  br label %loop\nloop:\n"
+                     "  %i = phi i64 [ 0, %entry ], [ %next, %loop ]\n"
+                     "  %px = getelementptr <8 x float>, ptr %in, i64 %i\n"
+                     "  %x = load <8 x float>, ptr %px, align 4\n"
+                     "  %i1 = or i64 %i, 1\n"
+                     "  %py = getelementptr <8 x float>, ptr %in, i64 %i1\n"
+                     "  %y = load <8 x float>, ptr %py, align 4\n"
+                     "  %t0 = fadd <8 x float> %x, %y\n";
+  for (int k = 1; k <= 20; ++k) {
+    std::string n = std::to_string(k), c = "<float " + n + ".5";
+    for (int lane = 1; lane < 8; ++lane)
+      c += ", float " + n + ".5";
+    c += ">";
+    text += "  %a" + n + " = fmul <8 x float> %x, " + c + "\n";
+    text += "  %b" + n + " = fmul <8 x float> %y, " + c + "\n";
+    text += "  %s" + n + " = fadd <8 x float> %a" + n + ", %b" + n + "\n";
+    text += "  %t" + n + " = fmul <8 x float> %t" + std::to_string(k - 1) + ", %s" + n + "\n";
+  }
+  return text + "  %po = getelementptr <8 x float>, ptr %out, i64 %i\n"
+                "  store <8 x float> %t20, ptr %po, align 4\n"
+                "  %next = add i64 %i, 2\n"
+                "  %done = icmp uge i64 %next, %n\n"
+                "  br i1 %done, label %exit, label %loop\n"
+                "exit:\n  ret void\n}\n";
+}
+
+TEST(WideConstants, Avx2ReloadsSplatsWholeInLoops) {
+  if (llvm::StringRef(llvm::sys::getProcessTriple()).find("x86_64") == llvm::StringRef::npos)
+    GTEST_SKIP() << "x86 CPUs only";
+  std::string source = reusedConstantsLoop();
+  std::string text = assemblyFor("x86-64-v3", source.c_str());
+  EXPECT_EQ(count(text, "vbroadcastss"), 0) << text;
+  EXPECT_GE(count(text, "vmovaps\t"), 1) << text; // the reloads, from 32-byte entries
+  EXPECT_EQ(count(text, "vmulps"), 60) << text;
+}
+
 TEST(WideConstants, SseCodeIsUnchanged) {
   if (llvm::StringRef(llvm::sys::getProcessTriple()).find("x86_64") == llvm::StringRef::npos)
     GTEST_SKIP() << "x86 CPUs only";

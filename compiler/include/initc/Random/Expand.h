@@ -41,6 +41,11 @@ inline constexpr llvm::StringLiteral kRarelyFalseAttr = "initc.rarely_false";
 // integer form (ir-spec/lowering.md).
 inline constexpr llvm::StringLiteral kNoNaNOrSubnormalAttr = "initc.no_nan_or_subnormal";
 
+// Marks the op giving an f32 sample its distribution's parameters prove never NaN
+// (uniformIsNeverNaN and the others below): where a kernel stores it as it is, rule 9's
+// canonical NaN cannot apply, and the compare and blend that would give it are left out.
+inline constexpr llvm::StringLiteral kNeverNaNAttr = "initc.never_nan";
+
 // On a conversion marked kNoNaNOrSubnormalAttr: an f32 no operand's magnitude exceeds. Up to
 // kBF16SplitLimit, rule 8's rounding is three float ops where the integer form takes four or
 // five (emitRoundToBF16Words); the split's product overflows above about 5.19e33 (2^112), and

@@ -82,6 +82,13 @@ void canonicalizeStoredNaN(Block &region) {
   Location loc = yield.getLoc();
   OpBuilder b(yield);
   if (type.isF32() || type.isF64()) {
+    // A sample stored as it is (f64: widened exactly) that its parameters prove never NaN.
+    Value sample = value;
+    if (auto widened = value.getDefiningOp<arith::ExtFOp>())
+      sample = widened.getIn();
+    Operation *def = sample.getDefiningOp();
+    if (def && def->hasAttr(random::kNeverNaNAttr))
+      return;
     yield->setOperand(0, canonicalized(b, loc, value));
     return;
   }

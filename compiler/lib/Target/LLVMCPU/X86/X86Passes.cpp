@@ -33,9 +33,12 @@ void addX86MachinePasses(llvm::TargetMachine &machine, llvm::TargetPassConfig &c
 }
 
 void addX86LateMachinePasses(llvm::TargetMachine &machine, llvm::legacy::PassManager &passes) {
-  // The last pass to shrink constant loads.
-  if (machine.getOptLevel() != llvm::CodeGenOptLevel::None)
+  // After the last pass to shrink constant loads, which makes the splat loads that the register
+  // allocator rematerialized inside the loops broadcasts again.
+  if (machine.getOptLevel() != llvm::CodeGenOptLevel::None) {
+    passes.add(createWideConstantsPass());
     passes.add(createWideExtensionLoadsPass());
+  }
 }
 
 } // namespace initc::target::x86

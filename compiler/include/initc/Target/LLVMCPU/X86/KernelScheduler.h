@@ -18,7 +18,7 @@ unsigned longestFloatChain(const llvm::Function &function);
 bool pairsBF16Conversions(const llvm::Function &function);
 
 /// Whether the kernel scheduler schedules `kernel`, compiled for `subtarget`, top-down: with
-/// AVX2 and no AVX-512 always, with AVX-512 where its longest float chain is long (a latency-
+/// AVX2 and no AVX-512 always (keeping the order instruction selection gave), with AVX-512 where its longest float chain is long (a latency-
 /// bound polynomial) or it pairs bf16 conversions. Everything else gets the target's own
 /// scheduler.
 bool schedulesTopDown(const llvm::MCSubtargetInfo &subtarget, const llvm::Function &kernel);
