@@ -9,6 +9,7 @@
 
 #include "initc/Import/HFConfig.h"
 #include "initc/Pipeline/Pipeline.h"
+#include "initc/Target/LLVMCPU/TargetArchitecture.h"
 #include "initrt/base/checkpoint_summaries.h"
 #include "initrt/base/temporaries.h"
 
@@ -126,11 +127,16 @@ static int runInitc(int argc, char **argv) {
       compile->add_option("--stage", compileArgs.stage, "with --emit=mlir, the stage: " + stages)
           ->check(nonEmptyWord)
           ->capture_default_str();
+  // A program for this machine by default; `--target-cpu` picks another architecture's CPUs.
+  const initc::target::TargetArchitecture *host = initc::target::hostArchitecture();
+  compileArgs.targetCpu =
+      (host ? host : initc::target::targetArchitectures().front())->defaultCpus().str();
   auto *targetCpuOption =
       compile
           ->add_option("--target-cpu", compileArgs.targetCpu,
-                       "CPUs the kernels are compiled for, best first, comma-separated: x86-64, "
-                       "x86-64-v2/v3/v4, native, znver4, ... kernels.so holds code for each and "
+                       "CPUs the kernels are compiled for, best first, comma-separated, all of one "
+                       "architecture: x86-64, x86-64-v2/v3/v4, native, znver4, ...; aarch64, "
+                       "neoverse-v2, ... kernels.so holds code for each and "
                        "prog/init runs the first the CPU it runs on supports (bits never depend "
                        "on it). CPU+FEATURE adds an extension (x86-64-v4+avx512bf16: bf16 "
                        "samples by a conversion instruction; left out when no kernel uses it). "
