@@ -147,6 +147,11 @@ static int runInitc(int argc, char **argv) {
           ->capture_default_str();
   compile->add_option("--linker", compileArgs.linker, "C compiler used to link kernels.so")
       ->check(nonEmpty);
+  compile
+      ->add_option("--runtime", compileArgs.runtime,
+                   "prog/init to put in the program (default: the one beside initc); for "
+                   "kernels of another architecture, that architecture's build of it")
+      ->check(nonEmpty);
   compile->add_flag("--timing", compileArgs.timing,
                     "print the time of each stage's passes and of native code generation");
 

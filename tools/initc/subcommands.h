@@ -27,7 +27,7 @@ int runInspect(const InspectArgs &args);
 struct CompileArgs {
   std::string model, mesh, shard, output, emit, stage = "partitioned";
   std::string targetCpu; // default: the host architecture's variants (TargetArchitecture)
-  std::string linker;
+  std::string linker, runtime;
   bool timing = false, stageGiven = false, targetCpuGiven = false;
 };
 int runCompile(const CompileArgs &args);
