@@ -54,8 +54,9 @@ const Extension kExtensions[] = {
 #undef INITRT_SUPPORTS
 
 // AArch64: the kernel's HWCAP and HWCAP2 bits (arch/arm64 elf_hwcaps), each extension with
-// every bit it needs. Features LLVM names that only system code uses (pauth, bti, mte's tags,
-// ras, spe, ...) never appear in the kernels' arithmetic and need no check.
+// every bit it needs. Features LLVM uses only for atomic operations (lse, lse2, rcpc, rcpc-immo:
+// the kernels have none) or in system code (pauth, bti, mte's tags, ras, spe, ...) never appear
+// in the kernels and need no check.
 struct AArch64Extension {
   std::string_view name;
   unsigned long hwcap;
@@ -74,19 +75,15 @@ const AArch64Extension kAArch64Extensions[] = {
     {"aes", INITRT_HWCAP(AES) | INITRT_HWCAP(PMULL), 0},
     {"sha2", INITRT_HWCAP(SHA1) | INITRT_HWCAP(SHA2), 0},
     {"crc", INITRT_HWCAP(CRC32), 0},
-    {"lse", INITRT_HWCAP(ATOMICS), 0},
     {"fullfp16", INITRT_HWCAP(FPHP) | INITRT_HWCAP(ASIMDHP), 0},
     {"rdm", INITRT_HWCAP(ASIMDRDM), 0},
     {"jsconv", INITRT_HWCAP(JSCVT), 0},
     {"complxnum", INITRT_HWCAP(FCMA), 0},
-    {"rcpc", INITRT_HWCAP(LRCPC), 0},
     {"sha3", INITRT_HWCAP(SHA3) | INITRT_HWCAP(SHA512), 0},
     {"sm4", INITRT_HWCAP(SM3) | INITRT_HWCAP(SM4), 0},
     {"dotprod", INITRT_HWCAP(ASIMDDP), 0},
     {"sve", INITRT_HWCAP(SVE), 0},
     {"fp16fml", INITRT_HWCAP(ASIMDFHM), 0},
-    {"lse2", INITRT_HWCAP(USCAT), 0},
-    {"rcpc-immo", INITRT_HWCAP(ILRCPC), 0},
     {"flagm", INITRT_HWCAP(FLAGM), 0},
     {"sve2", INITRT_HWCAP(SVE), INITRT_HWCAP2(SVE2)},
     {"sve2-aes", INITRT_HWCAP(SVE), INITRT_HWCAP2(SVE2) | INITRT_HWCAP2(SVEAES) | INITRT_HWCAP2(SVEPMULL)},
