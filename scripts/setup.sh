@@ -86,6 +86,23 @@ build_thread_sanitized_runtime() {
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread -- initrt-unittests init initc-checkpoint initrt-testprog
 }
 
+# The runtime cross-built for AArch64 (no MPI), for tests/e2e/hosts/aarch64_qemu.sh: Debian's
+# cross compiler, the arm64 xxHash through multiarch, qemu-user-static to run it with the arm64
+# libc and libstdc++ (multiarch too, so that ld.so and libc come from one glibc build).
+AARCH64_BUILD_DIR="$BUILD_DIR/aarch64"
+build_aarch64_runtime() {
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo dpkg --add-architecture arm64
+  fi
+  install_missing_packages gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static \
+    libxxhash-dev:arm64 libstdc++6:arm64
+  locked_build "$AARCH64_BUILD_DIR" -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/aarch64-linux-gnu.cmake" \
+    -DCMAKE_BUILD_TYPE=Release -DINITC_BUILD_COMPILER=OFF -DINITC_BUILD_TESTS=OFF \
+    -DINITC_BUILD_BENCHMARKS=OFF -DINITC_WITH_MPI=OFF -- init
+}
+
 # mpirun as root (CI and containers) needs these; --oversubscribe lets a test run more ranks
 # than cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -55,6 +55,8 @@ timed_step "build: sanitizers and fuzzers (clang ASan+UBSan)" build_sanitized_tr
   echo "building $SANITIZED_BUILD_DIR failed: see $SANITIZED_BUILD_DIR/build.log"
 timed_step "build: TSan runtime" build_thread_sanitized_runtime ||
   echo "building $TSAN_BUILD_DIR failed: see $TSAN_BUILD_DIR/build.log"
+timed_step "build: AArch64 runtime (cross)" build_aarch64_runtime ||
+  echo "building $AARCH64_BUILD_DIR failed: see $AARCH64_BUILD_DIR/build.log"
 
 echo "== unit tests (ctest)"
 start=$(date +%s)

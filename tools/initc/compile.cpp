@@ -40,6 +40,7 @@ std::string targetsText(const initrt::Program &program) {
   return text;
 }
 
+/// The prog/init built beside initc: for kernels of this machine's architecture.
 std::string runtimePath() {
   std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
   llvm::SmallString<256> path(llvm::sys::path::parent_path(self));
@@ -147,7 +148,8 @@ int runCompile(const CompileArgs &args) {
   std::string error;
   TimingScope codegenTiming = timing.nest("native code, program directory");
   if (failed(initc::writeProgramDir(*module, modelNameOf(*module, args.model), args.output,
-                                    runtimePath(), targetOptions, program, error)))
+                                    args.runtime.empty() ? runtimePath() : args.runtime,
+                                    targetOptions, program, error)))
     return fail(error);
   codegenTiming.stop();
   double seconds =

@@ -9,6 +9,7 @@
 
 #include "initc/Import/HFConfig.h"
 #include "initc/Pipeline/Pipeline.h"
+#include "initc/Target/LLVMCPU/TargetArchitecture.h"
 #include "initrt/base/checkpoint_summaries.h"
 #include "initrt/base/temporaries.h"
 
@@ -127,11 +128,16 @@ static int runInitc(int argc, char **argv) {
       compile->add_option("--stage", compileArgs.stage, "with --emit=mlir, the stage: " + stages)
           ->check(nonEmptyWord)
           ->capture_default_str();
+  // A program for this machine by default; `--target-cpu` picks another architecture's CPUs.
+  const initc::target::TargetArchitecture *host = initc::target::hostArchitecture();
+  compileArgs.targetCpu =
+      (host ? host : initc::target::targetArchitectures().front())->defaultCpus().str();
   auto *targetCpuOption =
       compile
           ->add_option("--target-cpu", compileArgs.targetCpu,
-                       "CPUs the kernels are compiled for, best first, comma-separated: x86-64, "
-                       "x86-64-v2/v3/v4, native, znver4, ... kernels.so holds code for each and "
+                       "CPUs the kernels are compiled for, best first, comma-separated, all of one "
+                       "architecture: x86-64, x86-64-v2/v3/v4, native, znver4, ...; aarch64, "
+                       "neoverse-v2, ... kernels.so holds code for each and "
                        "prog/init runs the first the CPU it runs on supports (bits never depend "
                        "on it). CPU+FEATURE adds an extension (x86-64-v4+avx512bf16: bf16 "
                        "samples by a conversion instruction; left out when no kernel uses it). "
@@ -141,6 +147,11 @@ static int runInitc(int argc, char **argv) {
           ->check(nonEmptyWord)
           ->capture_default_str();
   compile->add_option("--linker", compileArgs.linker, "C compiler used to link kernels.so")
+      ->check(nonEmpty);
+  compile
+      ->add_option("--runtime", compileArgs.runtime,
+                   "prog/init to put in the program (default: the one beside initc); for "
+                   "kernels of another architecture, that architecture's build of it")
       ->check(nonEmpty);
   compile->add_flag("--timing", compileArgs.timing,
                     "print the time of each stage's passes and of native code generation");

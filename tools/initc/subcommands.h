@@ -26,7 +26,8 @@ int runInspect(const InspectArgs &args);
 
 struct CompileArgs {
   std::string model, mesh, shard, output, emit, stage = "partitioned";
-  std::string targetCpu = "x86-64-v4+avx512bf16,x86-64-v4,x86-64-v3", linker;
+  std::string targetCpu; // default: the host architecture's variants (TargetArchitecture)
+  std::string linker, runtime;
   bool timing = false, stageGiven = false, targetCpuGiven = false;
 };
 int runCompile(const CompileArgs &args);

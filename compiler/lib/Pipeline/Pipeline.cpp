@@ -102,33 +102,28 @@ LogicalResult initc::kernelTargets(llvm::ArrayRef<std::string> cpus,
       error = "target CPU '" + cpu + "' is listed twice";
       return failure();
     }
-    std::optional<unsigned> registers = target::vectorRegisters(cpu, options, error);
-    if (!registers)
+    std::optional<bool> converts = target::convertsBF16(cpu, options, error);
+    if (!converts)
       return failure();
-    std::optional<std::vector<std::string>> extensions =
-        target::cpuExtensions(cpu, options, error);
-    if (!extensions)
-      return failure();
-    if (llvm::is_contained(*extensions, "avx512bf16"))
+    if (*converts)
       pipeline.bf16ConvertingCpus.push_back(cpu);
     if (shaped) {
       targets.push_back(entry);
       continue;
     }
-    // Several groups of blocks per iteration, so that independent chains hide the latency of
-    // Philox's multiplies and of the polynomials: three of 16 blocks with AVX-512 (32 registers
-    // of 16 floats), so that the float transforms run at full width, else two of 8. With AVX2,
-    // two groups of 8 run 9-29% faster than one, though the second spills; with AVX-512 three
-    // groups run uniform 6-13% and normal 3-4% faster than two (ir-spec/lowering.md).
-    targets.push_back(cpu + (*registers >= 32 ? ":3x16" : ":2"));
+    std::optional<std::string> loop = target::defaultVectorLoop(cpu, options, error);
+    if (!loop)
+      return failure();
+    targets.push_back(cpu + *loop);
   }
   return success();
 }
 
 namespace {
-/// `targets` without those for CPUs with bf16 conversion instructions (`CPU+avx512bf16`) when no
-/// kernel converts a sample to bf16 by one (random::kNoNaNOrSubnormalAttr): their code would be
-/// the next variant's. A target is left out only while another remains.
+/// `targets` without those for CPUs with bf16 conversion instructions (x86's `CPU+avx512bf16`,
+/// target::addsBF16Conversion) when no kernel converts a sample to bf16 by one
+/// (random::kNoNaNOrSubnormalAttr): their code would be the next variant's. A target is left out
+/// only while another remains.
 std::vector<std::string> variantsWorthBuilding(ModuleOp module,
                                                const std::vector<std::string> &targets) {
   bool converts = false;
@@ -138,7 +133,7 @@ std::vector<std::string> variantsWorthBuilding(ModuleOp module,
   });
   std::vector<std::string> kept;
   for (size_t i = 0; i < targets.size(); ++i) {
-    bool forConversions = llvm::StringRef(targetCpuName(targets[i])).ends_with("+avx512bf16");
+    bool forConversions = target::addsBF16Conversion(targetCpuName(targets[i]));
     if (!forConversions || converts || (kept.empty() && i + 1 == targets.size()))
       kept.push_back(targets[i]);
   }

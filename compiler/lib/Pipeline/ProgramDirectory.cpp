@@ -2,7 +2,9 @@
 #include "initc/Pipeline/Pipeline.h"
 
 #include "initc/Dialect/Init/IR/InitOps.h"
+#include "initc/Target/LLVMCPU/CPUResolution.h"
 #include "initrt/base/checksum.h"
+#include "initrt/base/cpu.h"
 #include "initrt/base/program_io.h"
 #include "initrt/base/temporaries.h"
 
@@ -15,6 +17,7 @@
 #include "llvm/Support/Process.h"
 
 #include <cerrno>
+#include <fstream>
 #include <csignal>
 #include <unistd.h>
 
@@ -73,6 +76,25 @@ LogicalResult initc::writeProgramDir(ModuleOp partitioned, llvm::StringRef model
     error = "the runtime '" + runtimePath.str() +
             "' is missing: build the target init, or reinstall initc";
     return failure();
+  }
+  // prog/init runs the kernels in its own process: both must be for the same architecture.
+  const target::TargetArchitecture *architecture =
+      target::targetArchitecture(targetOptions, error);
+  if (!architecture)
+    return failure();
+  {
+    unsigned char header[64] = {};
+    std::ifstream runtime(runtimePath.str(), std::ios::binary);
+    runtime.read(reinterpret_cast<char *>(header), sizeof header);
+    std::string foreign = initrt::foreignElfArchitecture(header, size_t(runtime.gcount()),
+                                                         architecture->elfMachine());
+    if (!foreign.empty()) {
+      error = "the runtime '" + runtimePath.str() + "' is " + foreign +
+              " code, and the kernels are for " + architecture->name().str() +
+              ": pass --runtime with prog/init built for " + architecture->name().str() +
+              " (README, \"Other architectures\")";
+      return failure();
+    }
   }
   // `prog/` and `prog` are the same directory; the temporary one is its sibling.
   std::string dirPath = dir.str();

@@ -6,6 +6,9 @@
 #include <fstream>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#elif defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 namespace initrt {
@@ -50,35 +53,102 @@ const Extension kExtensions[] = {
 #undef INITRT_EXTENSION
 #undef INITRT_SUPPORTS
 
+// AArch64: the kernel's HWCAP and HWCAP2 bits (arch/arm64 elf_hwcaps), each extension with
+// every bit it needs. Features LLVM uses only for atomic operations (lse, lse2, rcpc, rcpc-immo:
+// the kernels have none) or in system code (pauth, bti, mte's tags, ras, spe, ...) never appear
+// in the kernels and need no check.
+struct AArch64Extension {
+  std::string_view name;
+  unsigned long hwcap;
+  unsigned long hwcap2;
+};
+
+#if defined(__aarch64__)
+#define INITRT_HWCAP(bit) HWCAP_##bit
+#define INITRT_HWCAP2(bit) HWCAP2_##bit
+#else
+#define INITRT_HWCAP(bit) 0ul
+#define INITRT_HWCAP2(bit) 0ul
+#endif
+
+const AArch64Extension kAArch64Extensions[] = {
+    {"aes", INITRT_HWCAP(AES) | INITRT_HWCAP(PMULL), 0},
+    {"sha2", INITRT_HWCAP(SHA1) | INITRT_HWCAP(SHA2), 0},
+    {"crc", INITRT_HWCAP(CRC32), 0},
+    {"fullfp16", INITRT_HWCAP(FPHP) | INITRT_HWCAP(ASIMDHP), 0},
+    {"rdm", INITRT_HWCAP(ASIMDRDM), 0},
+    {"jsconv", INITRT_HWCAP(JSCVT), 0},
+    {"complxnum", INITRT_HWCAP(FCMA), 0},
+    {"sha3", INITRT_HWCAP(SHA3) | INITRT_HWCAP(SHA512), 0},
+    {"sm4", INITRT_HWCAP(SM3) | INITRT_HWCAP(SM4), 0},
+    {"dotprod", INITRT_HWCAP(ASIMDDP), 0},
+    {"sve", INITRT_HWCAP(SVE), 0},
+    {"fp16fml", INITRT_HWCAP(ASIMDFHM), 0},
+    {"flagm", INITRT_HWCAP(FLAGM), 0},
+    {"sve2", INITRT_HWCAP(SVE), INITRT_HWCAP2(SVE2)},
+    {"sve2-aes", INITRT_HWCAP(SVE), INITRT_HWCAP2(SVE2) | INITRT_HWCAP2(SVEAES) | INITRT_HWCAP2(SVEPMULL)},
+    {"sve2-bitperm", INITRT_HWCAP(SVE), INITRT_HWCAP2(SVE2) | INITRT_HWCAP2(SVEBITPERM)},
+    {"sve2-sha3", INITRT_HWCAP(SVE), INITRT_HWCAP2(SVE2) | INITRT_HWCAP2(SVESHA3)},
+    {"sve2-sm4", INITRT_HWCAP(SVE), INITRT_HWCAP2(SVE2) | INITRT_HWCAP2(SVESM4)},
+    {"altnzcv", 0, INITRT_HWCAP2(FLAGM2)},
+    {"fptoint", 0, INITRT_HWCAP2(FRINT)},
+    {"i8mm", 0, INITRT_HWCAP2(I8MM)},
+    {"f32mm", INITRT_HWCAP(SVE), INITRT_HWCAP2(SVEF32MM)},
+    {"f64mm", INITRT_HWCAP(SVE), INITRT_HWCAP2(SVEF64MM)},
+    {"bf16", 0, INITRT_HWCAP2(BF16)},
+    {"rand", 0, INITRT_HWCAP2(RNG)},
+};
+
+#undef INITRT_HWCAP
+#undef INITRT_HWCAP2
+
 } // namespace
 
-const std::vector<std::string_view> &detectableCpuExtensions() {
-  static const std::vector<std::string_view> names = [] {
+const std::vector<std::string_view> &detectableCpuExtensions(uint16_t machine) {
+  static const std::vector<std::string_view> x86 = [] {
     std::vector<std::string_view> all;
     for (const Extension &extension : kExtensions)
       all.push_back(extension.name);
     return all;
   }();
-  return names;
+  static const std::vector<std::string_view> aarch64 = [] {
+    std::vector<std::string_view> all;
+    for (const AArch64Extension &extension : kAArch64Extensions)
+      all.push_back(extension.name);
+    return all;
+  }();
+  static const std::vector<std::string_view> none;
+  return machine == EM_X86_64 ? x86 : machine == EM_AARCH64 ? aarch64 : none;
 }
 
-const std::vector<std::string_view> &undetectableCpuExtensions() {
+const std::vector<std::string_view> &undetectableCpuExtensions(uint16_t machine) {
   // Newer than the detection above knows (AVX-IFMA, AVX-NE-CONVERT, AVX-VNNI-INT8/16, SHA512,
   // SM3, SM4), AMD's TBM, and APX's registers and instruction forms.
-  static const std::vector<std::string_view> names = {
+  static const std::vector<std::string_view> x86 = {
       "avxifma", "avxneconvert", "avxvnniint8", "avxvnniint16", "sha512", "sm3",  "sm4", "tbm",
       "egpr",    "ndd",          "ccmp",        "cf",           "nf",     "ppx",  "push2pop2",
       "zu"};
-  return names;
+  // Armv8.7 and later scalar and vector forms (CSSC's integer min/max/abs/count, MOPS's memcpy
+  // instructions, SVE2.1, SME, RCpc 3, 128-bit atomics, LUT), which this table does not map yet.
+  static const std::vector<std::string_view> aarch64 = {
+      "cssc", "mops", "sve2p1", "sme", "sme2", "sve-b16b16", "rcpc3", "lse128", "lut", "fp8",
+      "faminmax"};
+  static const std::vector<std::string_view> none;
+  return machine == EM_X86_64 ? x86 : machine == EM_AARCH64 ? aarch64 : none;
 }
 
 bool cpuHasExtension(std::string_view extension) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-#endif
   for (const Extension &known : kExtensions)
     if (known.name == extension)
       return known.supported();
+#elif defined(__aarch64__)
+  const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
+  for (const AArch64Extension &known : kAArch64Extensions)
+    if (known.name == extension)
+      return (hwcap & known.hwcap) == known.hwcap && (hwcap2 & known.hwcap2) == known.hwcap2;
+#endif
   return false;
 }
 

@@ -193,23 +193,27 @@ void computeOrthogonalShard(const ShardJob &job, int threads,
   }
 }
 
+/// What to recompile for when this CPU runs none of a program's variants.
+std::string recompileAdvice() {
+#if defined(__aarch64__)
+  const char *portable = "aarch64 (any AArch64 CPU)";
+#else
+  const char *portable = "x86-64 (any x86-64 CPU)";
+#endif
+  return std::string("recompile with --target-cpu=") + portable +
+         " or a CPU this machine has (--target-cpu=native)";
+}
 } // namespace
 
 bool checkKernelVariant(const KernelVariant &variant, std::string &error) {
   std::vector<std::string> missing = missingCpuExtensions(variant.extensions);
   if (missing.empty())
     return true;
-#if defined(__x86_64__) || defined(__i386__)
   std::string names;
   for (size_t i = 0; i < missing.size(); ++i)
     names += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ") + missing[i];
   error = "the kernels for " + variant.targetCpu + " use " + names + ", which this CPU lacks (" +
-          cpuDescription() + "): recompile with --target-cpu=x86-64 (any x86-64 CPU) or a CPU "
-          "this machine has (--target-cpu=native)";
-#else
-  error = "the kernels were compiled for the x86-64 CPU " + variant.targetCpu +
-          " and this machine is not x86-64: recompile on (or for) this machine";
-#endif
+          cpuDescription() + "): " + recompileAdvice();
   return false;
 }
 
@@ -251,8 +255,7 @@ int selectKernelVariant(const Program &program, const std::string &requested,
     needs += (needs.empty() ? "" : "; ") + variant.targetCpu + " uses " + names;
   }
   error = "this CPU (" + cpuDescription() + ") can run none of the program's kernel variants (" +
-          listed + "): " + needs + ", which it lacks: recompile with --target-cpu=x86-64 (any "
-          "x86-64 CPU) or a CPU this machine has (--target-cpu=native)";
+          listed + "): " + needs + ", which it lacks: " + recompileAdvice();
   return -1;
 }
 

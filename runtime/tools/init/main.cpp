@@ -4,7 +4,9 @@
 // rank of a launcher's job. Every rank of a job checks its arguments before any may stop.
 #include "job.h"
 #include "launcher.h"
+#if INITRT_WITH_MPI
 #include "mpi_world.h"
+#endif
 #include "options.h"
 #include "rendezvous_world.h"
 #include "world.h"
@@ -197,7 +199,16 @@ int main(int argc, char **argv) {
   // arguments are the job's. Help on some ranks only is an error too.
   std::unique_ptr<World> joined;
   if (launch.kind == Launch::Mpi) {
+#if INITRT_WITH_MPI
     joined.reset(new MpiWorld());
+#else
+    std::fprintf(stderr,
+                 "%s: error: %s started this process, but this prog/init was built without MPI "
+                 "(INITC_WITH_MPI=OFF): start the ranks with RANK and WORLD_SIZE set (torchrun, "
+                 "srun without --mpi), or run each rank alone with --rank K\n",
+                 programName.c_str(), launch.launcher.c_str());
+    return kExitUsage;
+#endif
   } else {
     std::string why = launch.error;
     int failed = kExitUsage;

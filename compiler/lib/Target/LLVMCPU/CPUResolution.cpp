@@ -1,7 +1,7 @@
 //===- CPUResolution.cpp - target-cpu strings, features, variants ===//
 #include "initc/Target/LLVMCPU/CPUResolution.h"
 #include "ResolvedTarget.h"
-#include "initc/Target/LLVMCPU/X86/X86Passes.h"
+#include "initc/Target/LLVMCPU/TargetArchitecture.h"
 #include "initrt/base/cpu.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -75,15 +75,6 @@ using namespace mlir;
 namespace initc::target {
 
 namespace {
-void initializeNativeTarget() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    llvm::InitializeNativeTargetAsmParser();
-  });
-}
-
 bool isKnownFeature(const llvm::MCSubtargetInfo &subtarget, llvm::StringRef name) {
   return llvm::any_of(subtarget.getAllProcessorFeatures(),
                       [&](const llvm::SubtargetFeatureKV &kv) { return name == kv.Key; });
@@ -93,8 +84,8 @@ bool isKnownFeature(const llvm::MCSubtargetInfo &subtarget, llvm::StringRef name
 /// for "native", then the user's extra features. Every named feature must exist for the
 /// target, or LLVM would only print a warning on stderr and ignore it.
 std::optional<std::string> resolveFeatures(llvm::StringRef cpu, const TargetOptions &options,
-                                           const llvm::MCSubtargetInfo &subtarget,
-                                           std::string &error) {
+                                           const ResolvedTarget &target, std::string &error) {
+  const llvm::MCSubtargetInfo &subtarget = *target.subtarget;
   llvm::SmallVector<std::string> features;
   if (cpu == "native")
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
@@ -107,12 +98,16 @@ std::optional<std::string> resolveFeatures(llvm::StringRef cpu, const TargetOpti
       continue;
     if (feature[0] != '+' && feature[0] != '-') {
       error = "target feature '" + feature.str() +
-              "' must start with '+' (enable) or '-' (disable), e.g. +avx512f";
+              "' must start with '+' (enable) or '-' (disable), e.g. +" +
+              (target.architecture->bf16ConversionExtension().empty()
+                   ? std::string("sve2")
+                   : "avx512f");
       return std::nullopt;
     }
     if (!isKnownFeature(subtarget, feature.drop_front())) {
       error = "unknown target feature '" + feature.drop_front().str() +
-              "' (list the valid ones with `llc -march=x86-64 -mattr=help`)";
+              "' (list the valid ones with `llc -march=" + target.llvmTarget->getName() +
+              " -mattr=help`)";
       return std::nullopt;
     }
     features.push_back(feature.str());
@@ -133,9 +128,10 @@ void settleExtensions(CpuTarget &resolved, const ResolvedTarget &target) {
         found.emplace_back(name);
     return found;
   };
-  for (const std::string &name : enabled(initrt::undetectableCpuExtensions()))
+  uint16_t machine = target.architecture->elfMachine();
+  for (const std::string &name : enabled(initrt::undetectableCpuExtensions(machine)))
     resolved.features += (resolved.features.empty() ? "-" : ",-") + name;
-  resolved.extensions = enabled(initrt::detectableCpuExtensions());
+  resolved.extensions = enabled(initrt::detectableCpuExtensions(machine));
 }
 } // namespace
 
@@ -143,13 +139,19 @@ std::optional<CpuTarget> resolveCpu(llvm::StringRef cpu, const TargetOptions &op
                                     const ResolvedTarget &target, std::string &error) {
   // CPU+FEATURE+...: a CPU with extensions of its own (x86-64-v4+avx512bf16).
   auto [name, extra] = cpu.split('+');
-  CpuTarget resolved;
-  resolved.cpu = name == "native" ? llvm::sys::getHostCPUName().str() : name.str();
-  if (!target.subtarget->isCPUStringValid(resolved.cpu)) {
-    error = "unknown target CPU '" + resolved.cpu +
-            "' (use x86-64-v3, x86-64-v4, native, or a name from `llc -mcpu=help`)";
+  const TargetArchitecture *architecture = architectureOfCpu(name, error);
+  if (!architecture)
+    return std::nullopt;
+  if (architecture != target.architecture) {
+    error = "target CPU '" + name.str() + "' is an " + architecture->name().str() +
+            " CPU, and the program's other kernels are for " + target.architecture->name().str() +
+            " (" + target.cpu + "): a program runs on one architecture; compile one program for "
+            "each";
     return std::nullopt;
   }
+  CpuTarget resolved;
+  resolved.cpu = name == "native" ? llvm::sys::getHostCPUName().str()
+                                  : architecture->llvmCpuName(name);
   TargetOptions withExtra = options;
   if (cpu.contains('+')) {
     llvm::SmallVector<llvm::StringRef> added;
@@ -164,54 +166,31 @@ std::optional<CpuTarget> resolveCpu(llvm::StringRef cpu, const TargetOptions &op
       withExtra.features += (withExtra.features.empty() ? "+" : ",+") + feature.str();
     }
   }
-  std::optional<std::string> features =
-      resolveFeatures(name, withExtra, *target.subtarget, error);
+  std::optional<std::string> features = resolveFeatures(name, withExtra, target, error);
   if (!features)
     return std::nullopt;
   resolved.features = *features;
-  // The kernels are 64-bit code: a 32-bit CPU (i686, pentium4, ...) would abort LLVM.
-  if (target.triple.find("x86_64") == 0) {
-    std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
-        target.llvmTarget->createMCSubtargetInfo(target.triple, resolved.cpu, resolved.features));
-    if (!subtarget->checkFeatures("+64bit")) {
-      error = "target CPU '" + resolved.cpu +
-              "' runs only 32-bit code, and the kernels are x86-64 code: use x86-64, "
-              "x86-64-v3, x86-64-v4, native or a 64-bit CPU name";
-      return std::nullopt;
-    }
-    // AVX-512 added to a CPU without it (x86-64-v3+avx512f) comes without LLVM's evex512 (the
-    // code generator adds it only to generic CPUs), so 512-bit vectors would be illegal in the
-    // kernels' AVX-512 loop: add it, as clang's -mavx512f does.
-    if (subtarget->checkFeatures("+avx512f")) {
-      llvm::StringRef features(resolved.features);
-      if (features.contains("-evex512")) {
-        error = "target CPU '" + cpu.str() +
-                "' has AVX-512 without 512-bit vectors (-evex512), which the kernels' AVX-512 "
-                "loop needs: drop -evex512, or compile for x86-64-v3";
-        return std::nullopt;
-      }
-      std::unique_ptr<llvm::MCSubtargetInfo> plain(
-          target.llvmTarget->createMCSubtargetInfo(target.triple, resolved.cpu, ""));
-      if (!plain->checkFeatures("+avx512f") && !features.contains("+evex512"))
-        resolved.features += ",+evex512";
-    }
-  }
+  if (!architecture->completeFeatures(cpu, resolved.cpu, resolved.features, *target.llvmTarget,
+                                      error))
+    return std::nullopt;
   settleExtensions(resolved, target);
   return resolved;
 }
 
 std::optional<ResolvedTarget> createTargetMachine(const TargetOptions &options,
                                                   std::string &error) {
-  initializeNativeTarget();
-  x86::registerX86Scheduler();
   if (options.optLevel > 3) {
     error = "optimization level " + std::to_string(options.optLevel) + " is out of range 0..3";
     return std::nullopt;
   }
   ResolvedTarget target;
-  // Kernels run where they are compiled or on a cluster of the same architecture: the host's
-  // triple, with a deliberately chosen CPU.
-  target.triple = llvm::sys::getProcessTriple();
+  // The architecture of the target machine's own CPU (the most portable variant's): every
+  // kernel CPU must be one of its.
+  target.architecture = architectureOfCpu(options.cpu, error);
+  if (!target.architecture)
+    return std::nullopt;
+  target.architecture->registerCodeGenHooks();
+  target.triple = target.architecture->triple();
   const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(target.triple, error);
   if (!llvmTarget) {
     error = "no LLVM code generator for '" + target.triple + "': " + error;
@@ -223,6 +202,7 @@ std::optional<ResolvedTarget> createTargetMachine(const TargetOptions &options,
     error = "no LLVM subtarget information for '" + target.triple + "'";
     return std::nullopt;
   }
+  target.cpu = target.architecture->llvmCpuName(llvm::StringRef(options.cpu).split('+').first);
   std::optional<CpuTarget> cpu = resolveCpu(options.cpu, options, target, error);
   if (!cpu)
     return std::nullopt;
@@ -259,25 +239,61 @@ std::string resolveTargetCpu(const TargetOptions &options) {
   return options.cpu;
 }
 
-std::optional<std::vector<std::string>> cpuExtensions(llvm::StringRef cpu,
-                                                      const TargetOptions &options,
-                                                      std::string &error) {
+namespace {
+/// `cpu` resolved for the target machine of `options`, and that machine's architecture.
+struct CpuOnTarget {
+  const TargetArchitecture *architecture;
+  CpuTarget cpu;
+};
+
+std::optional<CpuOnTarget> resolveOnTarget(llvm::StringRef cpu, const TargetOptions &options,
+                                           std::string &error) {
   std::optional<ResolvedTarget> target = createTargetMachine(options, error);
   if (!target)
     return std::nullopt;
   std::optional<CpuTarget> resolved = resolveCpu(cpu, options, *target, error);
   if (!resolved)
     return std::nullopt;
-  return resolved->extensions;
+  return CpuOnTarget{target->architecture, std::move(*resolved)};
+}
+} // namespace
+
+std::optional<std::vector<std::string>> cpuExtensions(llvm::StringRef cpu,
+                                                      const TargetOptions &options,
+                                                      std::string &error) {
+  std::optional<CpuOnTarget> resolved = resolveOnTarget(cpu, options, error);
+  if (!resolved)
+    return std::nullopt;
+  return resolved->cpu.extensions;
 }
 
-std::optional<unsigned> vectorRegisters(llvm::StringRef cpu, const TargetOptions &options,
-                                        std::string &error) {
-  std::optional<std::vector<std::string>> extensions = cpuExtensions(cpu, options, error);
-  if (!extensions)
+std::optional<std::string> defaultVectorLoop(llvm::StringRef cpu, const TargetOptions &options,
+                                             std::string &error) {
+  std::optional<CpuOnTarget> resolved = resolveOnTarget(cpu, options, error);
+  if (!resolved)
     return std::nullopt;
-  // AVX-512 has 32 vector registers; AVX and SSE on x86-64 have 16.
-  return llvm::is_contained(*extensions, "avx512f") ? 32u : 16u;
+  return resolved->architecture->defaultVectorLoop(resolved->cpu.extensions);
+}
+
+std::optional<bool> convertsBF16(llvm::StringRef cpu, const TargetOptions &options,
+                                 std::string &error) {
+  std::optional<CpuOnTarget> resolved = resolveOnTarget(cpu, options, error);
+  if (!resolved)
+    return std::nullopt;
+  llvm::StringRef extension = resolved->architecture->bf16ConversionExtension();
+  return !extension.empty() && llvm::is_contained(resolved->cpu.extensions, extension);
+}
+
+bool addsBF16Conversion(llvm::StringRef cpu) {
+  std::string error;
+  const TargetArchitecture *architecture = architectureOfCpu(cpu, error);
+  if (!architecture || architecture->bf16ConversionExtension().empty())
+    return false;
+  return cpu.ends_with("+" + architecture->bf16ConversionExtension().str());
+}
+
+const TargetArchitecture *targetArchitecture(const TargetOptions &options, std::string &error) {
+  return architectureOfCpu(options.cpu, error);
 }
 
 } // namespace initc::target

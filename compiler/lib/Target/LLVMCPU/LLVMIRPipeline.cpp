@@ -4,7 +4,6 @@
 #include "initc/Conversion/KernelsToLLVM/KernelsToLLVM.h"
 #include "initc/Target/LLVMCPU/CPUResolution.h"
 #include "initc/Support/DiagnosticCollector.h"
-#include "initc/Target/LLVMCPU/X86/X86Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -129,7 +128,8 @@ void prepareForTarget(llvm::Module &module, const ResolvedTarget &target,
       global.setLinkage(llvm::GlobalValue::InternalLinkage);
 }
 
-void optimize(llvm::Module &module, llvm::TargetMachine &machine, unsigned optLevel) {
+void optimize(llvm::Module &module, const ResolvedTarget &target, unsigned optLevel) {
+  llvm::TargetMachine &machine = *target.machine;
   llvm::LoopAnalysisManager loopAnalyses;
   llvm::FunctionAnalysisManager functionAnalyses;
   llvm::CGSCCAnalysisManager cgsccAnalyses;
@@ -144,10 +144,10 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine, unsigned optLe
   builder.registerFunctionAnalyses(functionAnalyses);
   builder.registerLoopAnalyses(loopAnalyses);
   builder.crossRegisterProxies(loopAnalyses, functionAnalyses, cgsccAnalyses, moduleAnalyses);
-  // After every InstCombine, which would turn the shuffles back into truncations.
+  // After every InstCombine, which would turn x86's shuffles back into truncations.
   builder.registerOptimizerLastEPCallback(
-      [&machine](llvm::ModulePassManager &passes, llvm::OptimizationLevel) {
-        x86::addX86IRPasses(passes, machine);
+      [&](llvm::ModulePassManager &passes, llvm::OptimizationLevel) {
+        target.architecture->addIRPasses(passes, machine);
       });
   static const llvm::OptimizationLevel levels[] = {
       llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1, llvm::OptimizationLevel::O2,
@@ -183,22 +183,23 @@ LogicalResult checkSelfContained(llvm::Module &module, const llvm::StringSet<> &
 /// MLIR module -> LLVM IR prepared for the target, not yet optimized. Kernels that carry
 
 
-/// What TargetMachine::addPassesToEmitFile adds, with the kernels' own machine passes after
-/// instruction selection and before the assembly printer (WideConstants.cpp). Returns true
-/// when the target cannot emit `fileType`.
-bool addCodeGenPasses(llvm::TargetMachine &machine, llvm::legacy::PassManager &passes,
+/// What TargetMachine::addPassesToEmitFile adds, with the architecture's own machine passes
+/// after instruction selection and before the assembly printer (x86's WideConstants.cpp).
+/// Returns true when the target cannot emit `fileType`.
+bool addCodeGenPasses(const ResolvedTarget &target, llvm::legacy::PassManager &passes,
                       llvm::raw_pwrite_stream &os, llvm::CodeGenFileType fileType) {
+  llvm::TargetMachine &machine = *target.machine;
   auto &codeGen = static_cast<llvm::LLVMTargetMachine &>(machine);
   auto *moduleInfo = new llvm::MachineModuleInfoWrapperPass(&codeGen);
   llvm::TargetPassConfig *config = codeGen.createPassConfig(passes);
   config->setDisableVerify(true);
-  x86::addX86MachinePasses(machine, *config);
+  target.architecture->addMachinePasses(machine, *config);
   passes.add(config);
   passes.add(moduleInfo);
   if (config->addISelPasses())
     return true;
   config->addMachinePasses();
-  x86::addX86LateMachinePasses(machine, passes);
+  target.architecture->addLateMachinePasses(machine, passes);
   config->setInitialized();
   if (codeGen.addAsmPrinter(passes, os, nullptr, fileType, moduleInfo->getMMI().getContext()))
     return true;
@@ -248,7 +249,7 @@ std::unique_ptr<llvm::Module> translate(ModuleOp module, llvm::LLVMContext &ctx,
 LogicalResult optimizeAndCheck(llvm::Module &module, const ResolvedTarget &target,
                                unsigned optLevel, const llvm::StringSet<> &kernelNames,
                                std::string &error) {
-  optimize(module, *target.machine, optLevel);
+  optimize(module, target, optLevel);
   return checkSelfContained(module, kernelNames, error);
 }
 
@@ -258,7 +259,7 @@ LogicalResult emitMachineCode(llvm::Module &module, const ResolvedTarget &target
   llvm::legacy::PassManager passes;
   auto fileType = kind == CodeFileKind::Assembly ? llvm::CodeGenFileType::AssemblyFile
                                                  : llvm::CodeGenFileType::ObjectFile;
-  if (addCodeGenPasses(*target.machine, passes, os, fileType)) {
+  if (addCodeGenPasses(target, passes, os, fileType)) {
     error = "the LLVM target for '" + target.triple + "' cannot emit this file type";
     return failure();
   }
@@ -268,13 +269,10 @@ LogicalResult emitMachineCode(llvm::Module &module, const ResolvedTarget &target
 
 LogicalResult lowerToLLVMDialect(ModuleOp module, const TargetOptions &options,
                                  std::string &error) {
-  auto convertsBF16 = [&](llvm::StringRef cpu, std::string &error) -> std::optional<bool> {
-    std::optional<std::vector<std::string>> extensions = cpuExtensions(cpu, options, error);
-    if (!extensions)
-      return std::nullopt;
-    return llvm::is_contained(*extensions, "avx512bf16");
+  auto converts = [&](llvm::StringRef cpu, std::string &error) {
+    return convertsBF16(cpu, options, error);
   };
-  return lowerKernelsToLLVM(module, options.cpu, convertsBF16, error);
+  return lowerKernelsToLLVM(module, options.cpu, converts, error);
 }
 
 std::unique_ptr<llvm::Module> translateAndOptimize(ModuleOp module, llvm::LLVMContext &ctx,

@@ -225,11 +225,11 @@ LogicalResult emitSharedObject(ModuleOp module, llvm::StringRef soPath,
                                const TargetOptions &options, std::string &error) {
   // Check everything that does not need the compile first: a bad path or a missing linker
   // should not cost a full compile.
-  std::optional<std::string> linker = findLinker(options, error);
-  if (!linker)
-    return failure();
   std::optional<ResolvedTarget> target = createTargetMachine(options, error);
   if (!target)
+    return failure();
+  std::optional<std::string> linker = findLinker(options, *target->architecture, error);
+  if (!linker)
     return failure();
 
   llvm::SmallString<256> outPath(soPath);

@@ -1,5 +1,6 @@
 //===- LinkerTool.cpp - the C compiler driver that links kernels.so ===//
 #include "LinkerTool.h"
+#include "initc/Target/LLVMCPU/TargetArchitecture.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -71,14 +72,29 @@ using namespace mlir;
 
 namespace initc::target {
 
-std::optional<std::string> findLinker(const TargetOptions &options, std::string &error) {
-  const char *advice = "install gcc (e.g. `apt-get install gcc`) or pass --linker=<path to a C "
-                       "compiler driver>";
+std::optional<std::string> findLinker(const TargetOptions &options,
+                                      const TargetArchitecture &architecture,
+                                      std::string &error) {
+  bool native = &architecture == hostArchitecture();
+  std::vector<std::string> names = architecture.linkerNames(native);
+  // Debian names a cross compiler's package after its triple: gcc-aarch64-linux-gnu.
+  std::string package = "gcc";
+  if (!native) {
+    package = "gcc-" + llvm::StringRef(names.front()).drop_back(4).str();
+    std::replace(package.begin(), package.end(), '_', '-');
+  }
+  std::string advice = "install " + std::string(native ? "gcc" : "a C compiler for " +
+                                                                    architecture.name().str()) +
+                       " (e.g. `apt-get install " + package +
+                       "`) or pass --linker=<path to a C compiler driver>";
   if (options.linker.empty()) {
-    for (const char *name : {"cc", "c++", "gcc"})
+    for (const std::string &name : names)
       if (llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(name))
         return *path;
-    error = "no linker found: none of cc, c++, gcc is on PATH; " + std::string(advice);
+    error = "no linker found: none of " + llvm::join(names, ", ") + " is on PATH; " + advice;
+    if (!native)
+      error = "no linker found for " + architecture.name().str() + " kernels: " +
+              llvm::join(names, ", ") + " is not on PATH; " + advice;
     return std::nullopt;
   }
   if (llvm::StringRef(options.linker).contains('/')) {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "initc/Target/LLVMCPU/TargetArchitecture.h"
 #include "initc/Target/LLVMCPU/TargetOptions.h"
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -15,8 +16,10 @@
 
 namespace initc::target {
 
-/// The C compiler driver that links the object into a shared library.
-std::optional<std::string> findLinker(const TargetOptions &options, std::string &error);
+/// The C compiler driver that links the object into a shared library for `architecture`: the
+/// --linker, else the first of the architecture's drivers on PATH.
+std::optional<std::string> findLinker(const TargetOptions &options,
+                                      const TargetArchitecture &architecture, std::string &error);
 
 /// Symbols the object needs from outside: the linker would reject them (-z defs), but this
 /// message names the cause. Compiler helpers (`__truncsfhf2`, ...) come from libgcc.

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "initc/Target/LLVMCPU/TargetArchitecture.h"
 #include "initc/Target/LLVMCPU/TargetOptions.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -21,10 +22,11 @@ namespace initc::target {
 struct CpuTarget {
   std::string cpu;
   std::string features;
-  std::vector<std::string> extensions; // initrt::detectableCpuExtensions() it has
+  std::vector<std::string> extensions; // initrt::detectableCpuExtensions(machine) it has
 };
 
 struct ResolvedTarget {
+  const TargetArchitecture *architecture = nullptr;
   std::string triple;
   const llvm::Target *llvmTarget = nullptr;
   std::string cpu;
@@ -37,7 +39,8 @@ struct ResolvedTarget {
 std::optional<CpuTarget> resolveCpu(llvm::StringRef cpu, const TargetOptions &options,
                                     const ResolvedTarget &target, std::string &error);
 
-/// The target machine for `options.cpu`, on the host's triple; registers the x86 passes' hooks.
+/// The target machine for `options.cpu`, on its architecture's triple; registers that
+/// architecture's code generator hooks.
 std::optional<ResolvedTarget> createTargetMachine(const TargetOptions &options,
                                                   std::string &error);
 

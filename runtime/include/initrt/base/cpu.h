@@ -1,5 +1,5 @@
-// The x86 instruction-set extensions a kernel variant may use, and which of them this CPU has;
-// which architecture a kernels.so is for, and this machine's.
+// The instruction-set extensions a kernel variant may use (x86-64's, AArch64's), and which of them
+// this CPU has; which architecture a kernels.so is for, and this machine's.
 #pragma once
 
 #include <cstddef>
@@ -10,18 +10,22 @@
 
 namespace initrt {
 
-/// The extensions, by their LLVM names, that kernels may be compiled to use and that the
-/// runtime can detect where it runs (through cpuid and the OS's saved register state). The
+/// The ELF machine (e_machine) of the code this runtime runs: EM_X86_64, EM_AARCH64, ...
+uint16_t hostElfMachine();
+
+/// The extensions, by their LLVM names, that kernels for the architecture `machine` (an ELF
+/// machine: EM_X86_64, EM_AARCH64) may be compiled to use and that the runtime can detect where
+/// it runs (x86: cpuid and the OS's saved register state; AArch64: the kernel's HWCAP bits). The
 /// compiler records, for each kernel variant, those its CPU and features enable, and keeps the
-/// kernels off any it cannot record (see undetectableCpuExtensions).
-const std::vector<std::string_view> &detectableCpuExtensions();
+/// kernels off any it cannot record (see undetectableCpuExtensions). Empty for other machines.
+const std::vector<std::string_view> &detectableCpuExtensions(uint16_t machine = hostElfMachine());
 
-/// Extensions LLVM could use in plain vector or scalar code that the runtime cannot detect; the
-/// compiler disables them in every variant, so a variant never needs what is not checked.
-const std::vector<std::string_view> &undetectableCpuExtensions();
+/// Extensions LLVM could use in plain vector or scalar code for `machine` that the runtime
+/// cannot detect; the compiler disables them in every variant, so a variant never needs what is
+/// not checked.
+const std::vector<std::string_view> &undetectableCpuExtensions(uint16_t machine = hostElfMachine());
 
-/// Whether this CPU and OS support `extension`; false for a name that is not detectable and
-/// for every name on a CPU that is not x86.
+/// Whether this CPU and OS support `extension`; false for a name that is not detectable here.
 bool cpuHasExtension(std::string_view extension);
 
 /// The names in `extensions` this CPU lacks, in order.
@@ -30,9 +34,6 @@ std::vector<std::string> missingCpuExtensions(const std::vector<std::string> &ex
 /// This CPU as messages name it: its brand string ("AMD EPYC 9B14 96-Core Processor"), else
 /// /proc/cpuinfo's model name, else its architecture.
 std::string cpuDescription();
-
-/// The ELF machine (e_machine) of the code this runtime runs: EM_X86_64, EM_AARCH64, ...
-uint16_t hostElfMachine();
 
 /// An architecture's name by its ELF machine: "x86-64", "AArch64", ...; "ELF machine N" for one
 /// not known here.

@@ -68,7 +68,7 @@ struct Param {
 struct KernelVariant {
   std::string targetCpu;               // LLVM CPU name
   std::string suffix;                  // "" for the first variant, ".<cpu>" for the others
-  std::vector<std::string> extensions; // what the code may use beyond x86-64 (initrt/cpu.h)
+  std::vector<std::string> extensions; // what the code may use beyond its base ISA (cpu.h)
 };
 
 /// The whole of program.json.

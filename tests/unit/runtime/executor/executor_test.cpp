@@ -244,10 +244,19 @@ TEST(KernelVariantChoice, NeedsEveryExtensionTheVariantRecords) {
   EXPECT_EQ(cpuHasExtension("avx512f"), __builtin_cpu_supports("avx512f") != 0);
   EXPECT_EQ(cpuHasExtension("sse4.2"), __builtin_cpu_supports("sse4.2") != 0);
 #endif
-  for (std::string_view name : undetectableCpuExtensions())
-    EXPECT_EQ(std::count(detectableCpuExtensions().begin(), detectableCpuExtensions().end(), name),
-              0)
-        << name;
+  for (uint16_t machine : {uint16_t(EM_X86_64), uint16_t(EM_AARCH64)}) {
+    const std::vector<std::string_view> &detectable = detectableCpuExtensions(machine);
+    EXPECT_FALSE(detectable.empty()) << machine;
+    for (std::string_view name : undetectableCpuExtensions(machine))
+      EXPECT_EQ(std::count(detectable.begin(), detectable.end(), name), 0) << name;
+  }
+  // The tables are per architecture: this machine's are the default, another's never match here.
+  EXPECT_EQ(&detectableCpuExtensions(), &detectableCpuExtensions(hostElfMachine()));
+  EXPECT_TRUE(detectableCpuExtensions(EM_RISCV).empty());
+  const uint16_t other = hostElfMachine() == EM_X86_64 ? EM_AARCH64 : EM_X86_64;
+  for (std::string_view name : detectableCpuExtensions(other))
+    if (std::count(detectableCpuExtensions().begin(), detectableCpuExtensions().end(), name) == 0)
+      EXPECT_FALSE(cpuHasExtension(name)) << name;
 }
 
 TEST(KernelVariantChoice, TheFirstVariantThisCpuCanRunIsChosen) {

@@ -31,6 +31,7 @@
 #include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Target/TargetMachine.h"
 
 using namespace llvm;
 
@@ -74,7 +75,9 @@ public:
 
 ScheduleDAGInstrs *createKernelScheduler(MachineSchedContext *context) {
   const MachineFunction &function = *context->MF;
-  if (!schedulesTopDown(function.getSubtarget(), function.getFunction())) {
+  // The choice is process-wide (-misched): other architectures' kernels keep their own.
+  if (!function.getTarget().getTargetTriple().isX86() ||
+      !schedulesTopDown(function.getSubtarget(), function.getFunction())) {
     // The target's own scheduler, as if no scheduler had been chosen.
     if (ScheduleDAGInstrs *dag = context->PassConfig->createMachineScheduler(context))
       return dag;
