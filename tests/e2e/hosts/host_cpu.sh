@@ -16,6 +16,9 @@ if grep -qwE "fma4|xop" /proc/cpuinfo; then
   exit 0
 fi
 CPU_NAME=$(grep -m1 "^model name" /proc/cpuinfo | sed 's/^[^:]*: *//; s/ *$//')
+# What Bulldozer has that this CPU lacks: also SSE4a, which AMD's later CPUs keep and Intel's never had.
+lacks="fma4 and xop"
+grep -qw sse4a /proc/cpuinfo || lacks="sse4a, fma4 and xop"
 
 "$INITC" import hf "$CONFIG" --dtype bf16 --seed 7 -o m.mlir
 "$INITC" compile m.mlir --mesh dp=2 --shard fsdp --target-cpu bdver2,bdver1 -o old >/dev/null
@@ -29,11 +32,11 @@ refused() {
   one_message -F "$name" 1 "$rc" "$text"
 }
 
-needs="this CPU ($CPU_NAME (x86-64)) can run none of the program's kernel variants (bdver2, bdver1): bdver2 uses fma4 and xop; bdver1 uses fma4 and xop, which it lacks: recompile with --target-cpu=x86-64"
+needs="this CPU ($CPU_NAME (x86-64)) can run none of the program's kernel variants (bdver2, bdver1): bdver2 uses $lacks; bdver1 uses $lacks, which it lacks: recompile with --target-cpu=x86-64"
 refused "no variant this CPU runs, one rank" "$needs" old/init --rank 0 --out bad
 refused "no variant this CPU runs, a job of 2" "$needs" "${MPIRUN[@]}" -np 2 old/init --out bad
 refused "a variant named that this CPU cannot run" \
-  "the kernels for bdver1 use fma4 and xop, which this CPU lacks ($CPU_NAME (x86-64))" \
+  "the kernels for bdver1 use $lacks, which this CPU lacks ($CPU_NAME (x86-64))" \
   old/init --target-cpu bdver1 --rank 0 --out bad
 
 # An AArch64 kernels.so: e_machine (bytes 18-19 of the ELF header) EM_AARCH64 = 183.

@@ -115,9 +115,12 @@ public:
 
   void addLateMachinePasses(llvm::TargetMachine &machine,
                             llvm::legacy::PassManager &passes) const override {
-    // The last pass to shrink constant loads.
-    if (machine.getOptLevel() != llvm::CodeGenOptLevel::None)
+    // After the last pass to shrink constant loads, which makes the splat loads that the register
+    // allocator rematerialized inside the loops broadcasts again.
+    if (machine.getOptLevel() != llvm::CodeGenOptLevel::None) {
+      passes.add(createWideConstantsPass());
       passes.add(createWideExtensionLoadsPass());
+    }
   }
 };
 
