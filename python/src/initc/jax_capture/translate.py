@@ -35,7 +35,8 @@ IDENTITY_PRIMITIVES = ("copy", "copy_p", "stop_gradient", "sharding_constraint",
                        "reshard", "optimization_barrier", "pvary")
 # Primitives that are one IR op (or one construction) each: primitive -> op.
 BINARY = {"add": "add", "sub": "sub", "mul": "mul"}
-UNARY = {"erf_inv": "erfinv", "exp": "exp", "log": "log", "sqrt": "sqrt"}
+UNARY = {"erf_inv": "erfinv", "exp": "exp", "log": "log", "expm1": "expm1", "log1p": "log1p",
+         "sqrt": "sqrt"}
 COMPARISONS = {op: op for op in ("lt", "le", "gt", "ge", "eq", "ne")}
 LOGICAL = {op: op for op in ("and", "or", "xor", "not")}
 IR_TYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64",
