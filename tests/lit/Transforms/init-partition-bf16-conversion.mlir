@@ -1,4 +1,4 @@
-// RUN: initc-opt %s --init-fuse-elementwise '--init-partition=targets=x86-64-v4+avx512bf16:1x16,x86-64-v4:1x16' | FileCheck %s
+// RUN: initc-opt %s --init-fuse-elementwise '--init-partition=targets=x86-64-v4+avx512bf16:1x16,x86-64-v4:1x16 bf16-converting-cpus=x86-64-v4+avx512bf16' | FileCheck %s
 // RUN: initc-opt %s --init-fuse-elementwise '--init-partition=targets=znver4:1x16,x86-64-v4:1x16 bf16-converting-cpus=znver4' | FileCheck %s --check-prefix=NAMED
 
 // bf16 samples that are never NaN nor subnormal are one conversion instruction on a CPU with

@@ -39,10 +39,11 @@ def Partition : Pass<"init-partition", "mlir::ModuleOp"> {
                "kernel's name, the others add '.CPU' (non-alphanumerics as '_'); each kernel "
                "carries initc.target_cpu. Empty: one kernel per recipe, one group">,
     ListOption<"bf16ConvertingCpus", "bf16-converting-cpus", "std::string",
-               "CPUs of `targets` that convert f32 to bf16 in one instruction though their "
-               "names do not say +avx512bf16 (a named CPU such as znver4 or sapphirerapids, or "
-               "native on one): their kernels are built as for CPU+avx512bf16. The pass does not "
-               "resolve CPU names; the compile pipeline fills this from LLVM's CPU tables">
+               "CPUs of `targets` that convert f32 to bf16 in one instruction (x86's "
+               "x86-64-v4+avx512bf16, znver4, sapphirerapids, native on one of them): their "
+               "kernels round samples to bf16 by that instruction. The pass knows no CPU or "
+               "architecture; the compile pipeline fills this from the target architecture's "
+               "tables (target::convertsBF16)">
   ];
   // math: the normal matrix of an init.orthogonal parameter (Box-Muller's sqrt); vector: the
   // explicitly vectorized block loop.

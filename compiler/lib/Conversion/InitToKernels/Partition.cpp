@@ -56,7 +56,7 @@ struct KernelTarget {
   int64_t groups = 1;
   int64_t vectorBlocks = kDefaultVectorBlocks;
   std::string suffix; // appended to the kernel name; empty for the first target
-  bool convertsBF16 = false; // CPU+avx512bf16, or listed in bf16-converting-cpus
+  bool convertsBF16 = false; // listed in bf16-converting-cpus
 };
 
 /// The kernels made so far, by recipe: a fused op's region, element type and rank (its
@@ -126,10 +126,7 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       auto [count, blocks] = shape.split('x');
       KernelTarget target;
       target.cpu = cpu.str();
-      SmallVector<StringRef> extensions;
-      cpu.split(extensions, '+');
-      target.convertsBF16 = llvm::is_contained(ArrayRef(extensions).drop_front(), "avx512bf16") ||
-                            llvm::is_contained(bf16ConvertingCpus, target.cpu);
+      target.convertsBF16 = llvm::is_contained(bf16ConvertingCpus, target.cpu);
       bool emptyShape = StringRef(entry).contains(':') && count.empty(); // "CPU:" or "CPU:x16"
       bool badGroups = emptyShape || (!count.empty() && (count.getAsInteger(10, target.groups) ||
                                                          target.groups < 1 ||
