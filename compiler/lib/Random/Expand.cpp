@@ -43,6 +43,7 @@ public:
     return shape.empty() ? elem : VectorType::get(shape, elem);
   }
   Type f32Type() const { return shaped(b.getF32Type()); }
+  Type f64Type() const { return shaped(b.getF64Type()); }
   Type intType(unsigned width) const { return shaped(b.getIntegerType(width)); }
 
   Value constant(TypedAttr scalar) {
@@ -52,6 +53,7 @@ public:
     return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(type, scalar));
   }
   Value f32(float v) { return constant(b.getF32FloatAttr(v)); }
+  Value f64(double v) { return constant(b.getF64FloatAttr(v)); }
   Value i32(uint32_t v) { return constant(b.getI32IntegerAttr(static_cast<int32_t>(v))); }
   Value i64(uint64_t v) { return constant(b.getI64IntegerAttr(static_cast<int64_t>(v))); }
 
@@ -70,6 +72,12 @@ public:
     Value p = f32(c[0]);
     for (float ck : c.drop_front())
       p = add(mul(p, x), f32(ck));
+    return p;
+  }
+  Value horner(ArrayRef<double> c, Value x) {
+    Value p = f64(c[0]);
+    for (double ck : c.drop_front())
+      p = add(mul(p, x), f64(ck));
     return p;
   }
 
@@ -101,6 +109,14 @@ public:
   Value floatOf(Value i) { return b.create<arith::BitcastOp>(loc, f32Type(), i); }
   Value toFloat(Value i) { return b.create<arith::SIToFPOp>(loc, f32Type(), i); }
   Value toInt(Value f) { return b.create<arith::FPToSIOp>(loc, intType(32), f); }
+  Value bitsOf64(Value d) { return b.create<arith::BitcastOp>(loc, intType(64), d); }
+  Value doubleOf(Value i) { return b.create<arith::BitcastOp>(loc, f64Type(), i); }
+  Value toDouble(Value i) { return b.create<arith::SIToFPOp>(loc, f64Type(), i); }
+  Value widen(Value f) { return b.create<arith::ExtFOp>(loc, f64Type(), f); }
+  Value narrow(Value d) { return b.create<arith::TruncFOp>(loc, f32Type(), d); }
+  Value sext(Value x, unsigned width) {
+    return b.create<arith::ExtSIOp>(loc, intType(width), x);
+  }
 
 private:
   OpBuilder &b;
@@ -535,6 +551,63 @@ Value emitLog1p(OpBuilder &builder, Location loc, Value x) {
                e.f32(std::numeric_limits<float>::quiet_NaN()), y);
   y = e.select(e.cmpf(CmpFPredicate::OEQ, x, e.f32(-1.0f)), e.neg(inf), y);
   return e.select(e.cmpf(CmpFPredicate::UNO, x, x), x, y);
+}
+
+// rng.h powMagnitude: |x|^y in f64 for a finite positive x.
+static Value powMagnitude(ElementwiseBuilder &e, Value ax, Value y) {
+  Value b = e.bitsOf64(e.widen(ax));
+  Value e0 = e.subi(e.trunc(e.andi(e.shru(b, e.i64(52)), e.i64(0x7ff)), 32), e.i32(1023));
+  Value m = e.doubleOf(e.ori(e.andi(b, e.i64(0x000fffffffffffffull)), e.i64(0x3ff0000000000000ull)));
+  Value high = e.cmpf(CmpFPredicate::OGT, m, e.f64(rng::kPowSqrt2));
+  m = e.select(high, e.mul(m, e.f64(0.5)), m);
+  Value exponent = e.select(high, e.addi(e0, e.i32(1)), e0);
+  Value one = e.f64(1.0);
+  Value s = e.div(e.sub(m, one), e.add(m, one));
+  Value log2m = e.mul(e.mul(s, e.horner(rng::kPowAtanh, e.mul(s, s))), e.f64(rng::kPowTwoOverLn2));
+  Value t = e.mul(e.widen(y), e.add(e.toDouble(exponent), log2m));
+  Value lo = e.f64(-rng::kPowExponentMax), hi = e.f64(rng::kPowExponentMax);
+  t = e.select(e.cmpf(CmpFPredicate::OGE, t, lo), t, lo);
+  t = e.select(e.cmpf(CmpFPredicate::OGT, t, hi), hi, t);
+  Value v = e.add(t, e.f64(0.5));
+  Value n = e.toInt(v);
+  n = e.select(e.cmpf(CmpFPredicate::OGT, e.toDouble(n), v), e.subi(n, e.i32(1)), n);
+  Value g = e.mul(e.sub(t, e.toDouble(n)), e.f64(rng::kPowLn2));
+  Value p = e.horner(rng::kPowExp2, g);
+  Value twoToN = e.doubleOf(e.shl(e.sext(e.addi(n, e.i32(1023)), 64), e.i64(52)));
+  return e.mul(p, twoToN);
+}
+
+Value emitPow(OpBuilder &builder, Location loc, Value x, Value y) {
+  ElementwiseBuilder e(builder, loc, x.getType());
+  Value zero = e.f32(0.0f), one = e.f32(1.0f);
+  Value inf = e.f32(std::numeric_limits<float>::infinity());
+  Value nan = e.f32(std::numeric_limits<float>::quiet_NaN());
+  Value ax = e.abs(x), ay = e.abs(y);
+  Value yBig = e.cmpf(CmpFPredicate::UGE, ay, e.f32(0x1p24f)); // also NaN
+  Value yi = e.toInt(e.select(yBig, zero, y));
+  Value yExact = e.cmpf(CmpFPredicate::OEQ, e.toFloat(yi), y);
+  Value yInt = e.ori(yBig, yExact);
+  Value yOdd = e.andi(e.andi(e.cmpf(CmpFPredicate::OLT, ay, e.f32(0x1p24f)), yExact),
+                      e.cmpi(CmpIPredicate::ne, e.andi(yi, e.i32(1)), e.i32(0)));
+  Value negative = e.andi(e.cmpi(CmpIPredicate::slt, e.bitsOf(x), e.i32(0)), yOdd);
+  Value mag = e.narrow(powMagnitude(e, ax, y));
+  Value r = e.select(negative, e.neg(mag), mag);
+  Value finiteNegative = e.andi(e.cmpf(CmpFPredicate::OLT, x, zero),
+                                e.cmpf(CmpFPredicate::OGT, x, e.neg(inf)));
+  Value notInt = e.xori(yInt, e.constant(builder.getIntegerAttr(builder.getI1Type(), 1)));
+  r = e.select(e.andi(finiteNegative, notInt), nan, r);
+  Value xZero = e.cmpf(CmpFPredicate::OEQ, ax, zero);
+  Value edge = e.select(e.xori(xZero, e.cmpf(CmpFPredicate::OLT, y, zero)), zero, inf);
+  r = e.select(e.ori(xZero, e.cmpf(CmpFPredicate::OEQ, ax, inf)),
+               e.select(negative, e.neg(edge), edge), r);
+  Value side = e.select(e.xori(e.cmpf(CmpFPredicate::OGT, ax, one),
+                               e.cmpf(CmpFPredicate::OGT, y, zero)),
+                        zero, inf);
+  r = e.select(e.cmpf(CmpFPredicate::OEQ, ay, inf),
+               e.select(e.cmpf(CmpFPredicate::OEQ, ax, one), one, side), r);
+  r = e.select(e.ori(e.cmpf(CmpFPredicate::UNO, x, x), e.cmpf(CmpFPredicate::UNO, y, y)), nan, r);
+  return e.select(e.ori(e.cmpf(CmpFPredicate::OEQ, x, one), e.cmpf(CmpFPredicate::OEQ, y, zero)),
+                  one, r);
 }
 
 Value emitSin2Pi(OpBuilder &builder, Location loc, Value u) {

@@ -423,6 +423,13 @@ FailureOr<Value> ElementEmitter::emitOp(Value value) {
     else
       v = b.create<arith::DivFOp>(loc, *l, *r);
     result = roundTo(v, element);
+  } else if (auto pow = dyn_cast<PowOp>(op)) {
+    auto x = operand(pow.getLhs()), y = operand(pow.getRhs());
+    if (failed(x) || failed(y))
+      return failure();
+    Value yf = element.isF64() ? b.create<arith::TruncFOp>(loc, b.getF32Type(), *y) : *y;
+    Value v = unaryF32(*x, element, [&](Value xf) { return random::emitPow(b, loc, xf, yf); });
+    result = roundTo(v, element);
   } else if (isa<ErfinvOp, ExpOp, LogOp, Expm1Op, Log1pOp>(op)) {
     auto x = operand(op->getOperand(0));
     if (failed(x))

@@ -333,6 +333,22 @@ std::vector<std::vector<int64_t>> splitsOf(int64_t n) {
   return splits;
 }
 
+// The stored bytes of a float result: rule 9's one NaN, else the value (widened for f64).
+std::vector<uint8_t> storedBytes(float v, const std::string &dtype) {
+  std::vector<uint8_t> bytes(dtype == "f64" ? 8 : dtype == "bf16" ? 2 : 4);
+  if (dtype == "f64") {
+    double d = std::isnan(v) ? std::numeric_limits<double>::quiet_NaN() : double(v);
+    std::memcpy(bytes.data(), &d, 8);
+  } else if (dtype == "bf16") {
+    uint16_t h = std::isnan(v) ? uint16_t(0x7fc0) : rng::toBF16Bits(v);
+    std::memcpy(bytes.data(), &h, 2);
+  } else {
+    uint32_t b = std::isnan(v) ? 0x7fc00000u : rng::bitsOf(v);
+    std::memcpy(bytes.data(), &b, 4);
+  }
+  return bytes;
+}
+
 class KernelReferenceTest : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -485,6 +501,56 @@ protected:
     return all;
   }
 
+  // One parameter of a 1-d tensor: its init ops over TYPE ending in %0, and each element's value
+  // from the scalar reference, as f32.
+  struct Recipe {
+    std::string name, dtype, body;
+    std::function<float(uint64_t)> reference;
+  };
+
+  // Compiles `recipes` (tensor<n x dtype> each) for SSE2, AVX2 with two block groups and the
+  // host's widest vectors: every element has the reference's stored bytes on the whole tensor and
+  // on an inner slice, in every split, and every CPU's kernels write the same bytes.
+  void expectRecipesMatch(const std::vector<Recipe> &recipes, int64_t n) {
+    std::string text = "init.seed " + std::to_string(kSeed) + "\n";
+    for (const Recipe &r : recipes) {
+      std::string type = "tensor<" + std::to_string(n) + "x" + r.dtype + ">", body = r.body;
+      for (size_t at; (at = body.find("TYPE")) != std::string::npos;)
+        body.replace(at, 4, type);
+      text += "init.param @\"" + r.name + "\" : " + type + " {\n" + body + "init.yield %0 : " +
+              type + "\n}\n";
+    }
+    const std::vector<std::string> specs = {"x86-64", "x86-64-v3:2", "native:3x16"};
+    std::vector<uint8_t> first;
+    for (const std::string &spec : specs) {
+      initrt::Program program;
+      void *handle = compile(text, spec, program);
+      ASSERT_NE(handle, nullptr);
+      ASSERT_EQ(program.params.size(), recipes.size());
+      std::vector<uint8_t> all;
+      for (size_t p = 0; p < recipes.size(); ++p) {
+        const Recipe &r = recipes[p];
+        auto kernel = reinterpret_cast<initrt::KernelFn>(
+            dlsym(handle, program.params[p].kernel.c_str()));
+        ASSERT_NE(kernel, nullptr) << r.name;
+        size_t width = storedBytes(0, r.dtype).size();
+        for (const Box &box : {Box{{0}, {n}}, Box{{3}, {n - 5}}}) {
+          std::vector<uint8_t> bytes = runSplits(
+              kernel, program.params[p], {n}, box, width,
+              [&](int64_t local) {
+                return storedBytes(r.reference(uint64_t(local + box.offset[0])), r.dtype);
+              },
+              spec + ": " + r.name);
+          all.insert(all.end(), bytes.begin(), bytes.end());
+        }
+      }
+      if (first.empty())
+        first = all;
+      else
+        EXPECT_TRUE(first == all) << specs.front() << " and " << spec << " kernels differ";
+    }
+  }
+
   MLIRContext context;
   std::string tempDir;
   std::vector<void *> handles;
@@ -585,22 +651,6 @@ TEST_F(KernelReferenceTest, IndexArgumentsHoldAcrossRows) {
   }
 }
 
-// The stored bytes of a float result: rule 9's one NaN, else the value (widened for f64).
-std::vector<uint8_t> storedBytes(float v, const std::string &dtype) {
-  std::vector<uint8_t> bytes(dtype == "f64" ? 8 : dtype == "bf16" ? 2 : 4);
-  if (dtype == "f64") {
-    double d = std::isnan(v) ? std::numeric_limits<double>::quiet_NaN() : double(v);
-    std::memcpy(bytes.data(), &d, 8);
-  } else if (dtype == "bf16") {
-    uint16_t h = std::isnan(v) ? uint16_t(0x7fc0) : rng::toBF16Bits(v);
-    std::memcpy(bytes.data(), &h, 2);
-  } else {
-    uint32_t b = std::isnan(v) ? 0x7fc00000u : rng::bitsOf(v);
-    std::memcpy(bytes.data(), &b, 4);
-  }
-  return bytes;
-}
-
 // `v` as an element of `dtype` holds it, as f32: bf16 rounded (rule 8), f32 and f64 as they are
 // (an f64 sample is the f32 one widened, and the transcendental ops take f32).
 float held(float v, const std::string &dtype) {
@@ -620,10 +670,6 @@ TEST_F(KernelReferenceTest, Expm1AndLog1pMatchTheReference) {
   // overflow; log1p: below -1, -1, the near-zero and reduced ranges), and mamba's dt_proj.bias
   // recipe dt + log(-expm1(-dt)) as the capture writes it, in f32, bf16 and f64: every element
   // has the reference's bits, on slices and splits, and every vector width the same bytes.
-  struct Recipe {
-    std::string name, dtype, body; // body: init ops over TYPE, ending in %0
-    std::function<float(uint64_t)> reference;
-  };
   const int64_t n = 517;
   auto key = [](const std::string &name) { return rng::deriveKey(kSeed, name, 0); };
   std::vector<Recipe> recipes;
@@ -682,49 +728,62 @@ TEST_F(KernelReferenceTest, Expm1AndLog1pMatchTheReference) {
          return dt + rng::logF(-0.0f - rng::expm1F(-0.0f - dt));
        }});
 
-  std::string text = "init.seed " + std::to_string(kSeed) + "\n";
-  for (const Recipe &r : recipes) {
-    std::string type = "tensor<" + std::to_string(n) + "x" + r.dtype + ">", body = r.body;
-    for (size_t at; (at = body.find("TYPE")) != std::string::npos;)
-      body.replace(at, 4, type);
-    text += "init.param @\"" + r.name + "\" : " + type + " {\n" + body + "init.yield %0 : " +
-            type + "\n}\n";
-  }
-  // SSE2, AVX2 with two block groups, and the host's widest vectors.
-  const std::vector<std::string> specs = {"x86-64", "x86-64-v3:2", "native:3x16"};
-  std::vector<uint8_t> first;
-  for (const std::string &spec : specs) {
-    initrt::Program program;
-    void *handle = compile(text, spec, program);
-    ASSERT_NE(handle, nullptr);
-    ASSERT_EQ(program.params.size(), recipes.size());
-    std::vector<uint8_t> all;
-    for (size_t p = 0; p < recipes.size(); ++p) {
-      const Recipe &r = recipes[p];
-      auto kernel = reinterpret_cast<initrt::KernelFn>(
-          dlsym(handle, program.params[p].kernel.c_str()));
-      ASSERT_NE(kernel, nullptr) << r.name;
-      size_t width = storedBytes(0, r.dtype).size();
-      for (const Box &box : {Box{{0}, {n}}, Box{{3}, {n - 5}}}) {
-        std::vector<uint8_t> bytes = runSplits(
-            kernel, program.params[p], {n}, box, width,
-            [&](int64_t local) {
-              return storedBytes(r.reference(uint64_t(local + box.offset[0])), r.dtype);
-            },
-            spec + ": " + r.name);
-        all.insert(all.end(), bytes.begin(), bytes.end());
-      }
-    }
-    if (first.empty())
-      first = all;
-    else
-      EXPECT_TRUE(first == all) << specs.front() << " and " << spec << " kernels differ";
-  }
+  expectRecipesMatch(recipes, n);
   // The sweeps reach the branches named above.
   EXPECT_EQ(rng::expm1F(-100.0f), -1.0f);
   EXPECT_TRUE(std::isinf(rng::expm1F(float(-100.0 + 0.375 * (n - 1)))));
   EXPECT_TRUE(std::isnan(rng::log1pF(-1.5f)));
   EXPECT_TRUE(std::isinf(rng::log1pF(float(-1.5 + 0x1p-7 * 64))));
+}
+
+TEST_F(KernelReferenceTest, PowMatchesTheReference) {
+  // init.pow as captures write it: RoPE's 1 / 10000^(2i / d) (a fill base, an iota exponent),
+  // random bases to random exponents, negative bases to integer exponents (both parities) and
+  // to a fraction (NaN, stored as rule 9's), in f32, bf16 and f64: every element has the
+  // reference's bits on slices and splits, and every vector width gives the same bytes.
+  const int64_t n = 517;
+  auto key = [](const std::string &name, uint64_t stream) {
+    return rng::deriveKey(kSeed, name, stream);
+  };
+  std::vector<Recipe> recipes;
+  recipes.push_back({"rope.inv_freq", "f32",
+                     "%i = init.iota dim 0 start 0.0 step 2.0 : TYPE\n"
+                     "%d = init.fill 128.0 : TYPE\n%t = init.div %i, %d : TYPE\n"
+                     "%b = init.fill 10000.0 : TYPE\n%p = init.pow %b, %t : TYPE\n"
+                     "%one = init.fill 1.0 : TYPE\n%0 = init.div %one, %p : TYPE\n",
+                     [](uint64_t i) {
+                       return 1.0f / rng::powF(10000.0f, float(2.0 * double(i)) / 128.0f);
+                     }});
+  for (std::string dtype : {"f32", "bf16", "f64"}) {
+    std::string name = "random_pow_" + dtype;
+    recipes.push_back({name, dtype,
+                       "%x = init.uniform 0.0, 10.0 stream 0 : TYPE\n"
+                       "%y = init.uniform -3.0, 3.0 stream 1 : TYPE\n"
+                       "%0 = init.pow %x, %y : TYPE\n",
+                       [=](uint64_t i) {
+                         return rng::powF(held(rng::uniformAt(key(name, 0), i, 0.0, 10.0), dtype),
+                                          held(rng::uniformAt(key(name, 1), i, -3.0, 3.0), dtype));
+                       }});
+  }
+  recipes.push_back({"negative_integer_pow", "f32",
+                     "%x = init.fill -1.5 : TYPE\n"
+                     "%y = init.iota dim 0 start -200.0 step 1.0 : TYPE\n"
+                     "%0 = init.pow %x, %y : TYPE\n",
+                     [](uint64_t i) { return rng::powF(-1.5f, float(-200.0 + double(i))); }});
+  recipes.push_back({"negative_fraction_pow", "f32",
+                     "%x = init.uniform -2.0, 2.0 stream 0 : TYPE\n"
+                     "%y = init.fill 0.75 : TYPE\n%0 = init.pow %x, %y : TYPE\n",
+                     [=](uint64_t i) {
+                       return rng::powF(rng::uniformAt(key("negative_fraction_pow", 0), i, -2.0,
+                                                       2.0),
+                                        0.75f);
+                     }});
+  expectRecipesMatch(recipes, n);
+  // The recipes reach the cases named above: odd and even powers, overflow, NaN.
+  EXPECT_LT(rng::powF(-1.5f, -199.0f), 0.0f);
+  EXPECT_GT(rng::powF(-1.5f, -200.0f), 0.0f);
+  EXPECT_EQ(rng::powF(-1.5f, 300.0f), INFINITY);
+  EXPECT_TRUE(std::isnan(rng::powF(-1.0f, 0.75f)));
 }
 
 TEST_F(KernelReferenceTest, LinspaceMatchesTheReference) {

@@ -108,6 +108,26 @@ std::vector<KernelSpec> kernelSpecs() {
       {"expm1", f32, f32, one(emitExpm1)},
       {"log1p", f32, f32, one(emitLog1p)},
       {"erfinv", f32, f32, one(emitErfinv)},
+      // x in the low half of the i64, y in the high half.
+      {"pow", i64, f32,
+       [](OpBuilder &b, Location loc, Value packed) {
+         auto like = [&](Type elem) -> Type {
+           auto vec = dyn_cast<VectorType>(packed.getType());
+           return vec ? Type(VectorType::get(vec.getShape(), elem)) : elem;
+         };
+         auto half = [&](Value word) {
+           Value low = b.create<arith::TruncIOp>(loc, like(b.getI32Type()), word);
+           return b.create<arith::BitcastOp>(loc, like(b.getF32Type()), low).getResult();
+         };
+         Value shift = b.create<arith::ConstantOp>(
+             loc, like(b.getI64Type()),
+             isa<VectorType>(packed.getType())
+                 ? TypedAttr(DenseElementsAttr::get(cast<ShapedType>(like(b.getI64Type())),
+                                                    b.getI64IntegerAttr(32)))
+                 : TypedAttr(b.getI64IntegerAttr(32)));
+         Value x = half(packed), y = half(b.create<arith::ShRUIOp>(loc, packed, shift));
+         return SmallVector<Value>{emitPow(b, loc, x, y)};
+       }},
       {"sin2pi", f32, f32, one(emitSin2Pi)},
       {"cos2pi", f32, f32, one(emitCos2Pi)},
       {"bf16", f32, i16,
@@ -394,6 +414,38 @@ TEST_F(RandomExpandTest, Log1p) {
       x.push_back(rng::floatOf(bits + d));
   x.resize(x.size() - x.size() % kWidth);
   compare<float, float>("log1p", x, 1, [](float v, float *out) { *out = rng::log1pF(v); });
+}
+
+TEST_F(RandomExpandTest, Pow) {
+  SplitMix r{16};
+  std::vector<float> kinds = allKindsOfFloats(2000);
+  std::vector<uint64_t> xy;
+  auto pack = [](float x, float y) {
+    return static_cast<uint64_t>(rng::bitsOf(x)) | static_cast<uint64_t>(rng::bitsOf(y)) << 32;
+  };
+  // Every pair of special and ordinary values, then dense positive bases with exponents that
+  // keep the result in range (RoPE's 10000^t among them), and negative bases with integers.
+  std::vector<float> specials = {0.0f,  -0.0f, 1.0f,  -1.0f, 2.0f,     -2.0f,    0.5f,
+                                 -0.5f, 3.0f,  -3.0f, 1e-3f, INFINITY, -INFINITY, NAN,
+                                 0x1p24f, 0x1p24f + 2.0f, 0x1.fffffep23f, 0x1p-149f, 1e30f, 1.5f, -1.5f, -2.5f};
+  for (float x : specials)
+    for (float y : specials)
+      xy.push_back(pack(x, y));
+  for (size_t k = 0; k + 1 < kinds.size(); k += 2)
+    xy.push_back(pack(kinds[k], kinds[k + 1]));
+  for (int k = 0; k < 40000; ++k) {
+    float x = 100.0f * rng::unitFloat(static_cast<uint32_t>(r.next()));
+    float y = -20.0f + 40.0f * rng::unitFloat(static_cast<uint32_t>(r.next()));
+    xy.push_back(pack(x, y));
+    xy.push_back(pack(10000.0f, rng::unitFloat(static_cast<uint32_t>(r.next()))));
+    float n = static_cast<float>(static_cast<int>(r.next() % 41) - 20);
+    xy.push_back(pack(-x, n));
+  }
+  xy.resize(xy.size() - xy.size() % kWidth);
+  compare<uint64_t, float>("pow", xy, 1, [](uint64_t v, float *out) {
+    *out = rng::powF(rng::floatOf(static_cast<uint32_t>(v)),
+                     rng::floatOf(static_cast<uint32_t>(v >> 32)));
+  });
 }
 
 TEST_F(RandomExpandTest, Erfinv) {

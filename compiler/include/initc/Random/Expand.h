@@ -138,6 +138,8 @@ mlir::Value emitExp(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x)
 mlir::Value emitExpm1(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 mlir::Value emitLog1p(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
 mlir::Value emitErfinv(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x);
+// x^y as C's powf (rule 7's pow_f): f64 log2 and exp2, rounded once to f32.
+mlir::Value emitPow(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value x, mlir::Value y);
 // sin(2 pi u) and cos(2 pi u) for a unit float u (rule 3: the contract takes them of no other).
 mlir::Value emitSin2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value u);
 mlir::Value emitCos2Pi(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value u);

@@ -80,6 +80,21 @@ inline constexpr uint32_t kExpm1MinusOneBits = 0x4195b844u; // |x| >= 27 ln 2
 inline constexpr float kLog1pLg[4] = {0xaaaaaa.0p-24f, 0xccce13.0p-25f, 0x91e9ee.0p-25f,
                                       0xf89e26.0p-26f};
 
+// pow: f64 log2 and exp2, one rounding to f32 at the end. kPowAtanh[k] = 1 / (21 - 2k), the
+// series of atanh(s) / s in z = s^2 (|s| <= 3 - 2 sqrt 2, so z^11 / 23 < 2^-59); kPowExp2[k] =
+// 1 / (13 - k)!, the Taylor series of exp(g) (|g| <= ln(2) / 2, so g^14 / 14! < 2^-57).
+inline constexpr double kPowAtanh[11] = {1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13, 1.0 / 11,
+                                         1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3,  1.0};
+inline constexpr double kPowExp2[14] = {
+    1.0 / 6227020800, 1.0 / 479001600, 1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880,
+    1.0 / 40320,      1.0 / 5040,      1.0 / 720,      1.0 / 120,     1.0 / 24,
+    1.0 / 6,          1.0 / 2,         1.0,            1.0};
+inline constexpr double kPowSqrt2 = 0x1.6a09e667f3bcdp+0;      // sqrt(2)
+inline constexpr double kPowTwoOverLn2 = 0x1.71547652b82fep+1; // 2 / ln 2
+inline constexpr double kPowLn2 = 0x1.62e42fefa39efp-1;        // ln 2
+// y log2|x| is clamped to this magnitude: 2^200 overflows an f32 and 2^-200 rounds to 0.
+inline constexpr double kPowExponentMax = 200.0;
+
 // Giles (2010), "Approximating the erfinv function", single precision.
 inline constexpr float kErfinvCentral[9] = {
     2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
@@ -323,6 +338,73 @@ inline float log1pF(float x) {
   y = x < -1.0f ? NAN : y;
   y = x == -1.0f ? -INFINITY : y;
   return x != x ? x : y;
+}
+
+inline uint64_t bitsOf(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, sizeof b);
+  return b;
+}
+
+inline double doubleOf(uint64_t b) {
+  double d;
+  std::memcpy(&d, &b, sizeof d);
+  return d;
+}
+
+template <int N>
+inline double horner(const double (&c)[N], double x) {
+  double p = c[0];
+  for (int k = 1; k < N; ++k)
+    p = p * x + c[k];
+  return p;
+}
+
+// |x|^y for a finite positive x, before rounding: log2 x = e + log2 m with m in [sqrt(1/2),
+// sqrt(2)] (log m = 2 atanh((m - 1) / (m + 1))), then 2^t = 2^n * exp((t - n) ln 2), all in f64.
+// The f64 result is within about 2^-46 of |x|^y relative, so its one rounding to f32 is the
+// correct one but for powers that close to a tie (rng.md: at most 0.5 + 2^-20 ulp).
+inline double powMagnitude(float ax, float y) {
+  uint64_t b = bitsOf(static_cast<double>(ax));
+  int32_t e = static_cast<int32_t>((b >> 52) & 0x7ff) - 1023;
+  double m = doubleOf((b & 0x000fffffffffffffull) | 0x3ff0000000000000ull); // in [1, 2)
+  bool high = m > kPowSqrt2;
+  m = high ? m * 0.5 : m;
+  e = high ? e + 1 : e;
+  double s = (m - 1.0) / (m + 1.0); // m - 1 exact
+  double log2x = static_cast<double>(e) + (s * horner(kPowAtanh, s * s)) * kPowTwoOverLn2;
+  double t = static_cast<double>(y) * log2x;
+  t = t >= -kPowExponentMax ? t : -kPowExponentMax; // NaN takes the minimum (never selected)
+  t = t > kPowExponentMax ? kPowExponentMax : t;
+  double v = t + 0.5;
+  int32_t n = static_cast<int32_t>(v);
+  n = static_cast<double>(n) > v ? n - 1 : n; // floor: n = round(t), ties up
+  double g = (t - static_cast<double>(n)) * kPowLn2; // t - n exact, |g| <= ln(2) / 2
+  double p = horner(kPowExp2, g);
+  return p * doubleOf(static_cast<uint64_t>(n + 1023) << 52); // exact: 2^n is a normal f64
+}
+
+// x^y as C's powf and torch.pow define it, every case computed and one selected: a negative x
+// takes an integer y's parity (a non-integer y gives NaN), zeros and infinities give 0 or inf
+// with that sign, y = +-inf gives 0, 1 or inf by |x| against 1, NaN gives NaN, and x == 1 or
+// y == 0 gives 1 whatever the other is.
+inline float powF(float x, float y) {
+  float ax = std::fabs(x), ay = std::fabs(y);
+  // y's parity: every f32 of magnitude 2^24 and up is an even integer.
+  bool yBig = !(ay < 0x1p24f);
+  int32_t yi = static_cast<int32_t>(yBig ? 0.0f : y);
+  bool yInt = yBig || static_cast<float>(yi) == y;
+  bool yOdd = !yBig && static_cast<float>(yi) == y && (yi & 1) != 0;
+  bool negative = (bitsOf(x) >> 31) != 0 && yOdd; // the result's sign
+  float mag = static_cast<float>(powMagnitude(ax, y));
+  float r = negative ? -mag : mag;
+  r = (x < 0.0f && x > -INFINITY && !yInt) ? NAN : r;
+  float edge = (ax == 0.0f) == (y < 0.0f) ? INFINITY : 0.0f; // x = +-0 or +-inf
+  r = (ax == 0.0f || ax == INFINITY) ? (negative ? -edge : edge) : r;
+  float side = (ax > 1.0f) == (y > 0.0f) ? INFINITY : 0.0f; // y = +-inf
+  r = ay == INFINITY ? (ax == 1.0f ? 1.0f : side) : r;
+  r = (x != x || y != y) ? NAN : r;
+  return (x == 1.0f || y == 0.0f) ? 1.0f : r;
 }
 
 // Reduction on the turn: u = q / 4 + r exactly, q = round-half-up(4u), |r| <= 1/8.

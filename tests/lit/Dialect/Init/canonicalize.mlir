@@ -274,3 +274,51 @@ init.param @variance_scaling_conv_receptive_field : tensor<4x2x3x3xf32> {
   %0 = init.variance_scaling scale 4.5 fan_in normal stream 0 : tensor<4x2x3x3xf32>
   init.yield %0 : tensor<4x2x3x3xf32>
 }
+
+// -----
+
+// pow of two fills folds to pow_f's value, rounded to the element type: 10000^0.5 is 100
+// exactly, (-8)^(1/3) is NaN (a negative base to a non-integer), 2^-3 in bf16 is 0.125.
+// CHECK-LABEL: init.param @pow_of_fills_folds
+// CHECK-NEXT:    %[[F:.+]] = init.fill 1.000000e+02 : tensor<4xf32>
+// CHECK-NEXT:    init.yield %[[F]]
+init.param @pow_of_fills_folds : tensor<4xf32> {
+  %b = init.fill 10000.0 : tensor<4xf32>
+  %e = init.fill 0.5 : tensor<4xf32>
+  %0 = init.pow %b, %e : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: init.param @pow_of_fills_nan
+// CHECK-NEXT:    %[[F:.+]] = init.fill 0x7FF8000000000000 : tensor<4xf32>
+init.param @pow_of_fills_nan : tensor<4xf32> {
+  %b = init.fill -8.0 : tensor<4xf32>
+  %e = init.fill 0.33333333 : tensor<4xf32>
+  %0 = init.pow %b, %e : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: init.param @pow_of_fills_bf16
+// CHECK-NEXT:    %[[F:.+]] = init.fill 1.250000e-01 : tensor<4xbf16>
+init.param @pow_of_fills_bf16 : tensor<4xbf16> {
+  %b = init.fill 2.0 : tensor<4xbf16>
+  %e = init.fill -3.0 : tensor<4xbf16>
+  %0 = init.pow %b, %e : tensor<4xbf16>
+  init.yield %0 : tensor<4xbf16>
+}
+
+// -----
+
+// A random operand stays.
+// CHECK-LABEL: init.param @pow_of_random_stays
+// CHECK:         init.pow
+init.param @pow_of_random_stays : tensor<4xf32> {
+  %b = init.fill 10000.0 : tensor<4xf32>
+  %e = init.uniform 0.0, 1.0 stream 0 : tensor<4xf32>
+  %0 = init.pow %b, %e : tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}

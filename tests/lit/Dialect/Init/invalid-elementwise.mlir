@@ -15,6 +15,17 @@ init.param @add_mixed_types : tensor<4xf32> {
 // -----
 
 // elementwise ops, C1
+init.param @pow_mixed_types : tensor<4xf32> {
+  %a = init.fill 1.0 : tensor<4xf32>
+  %b = init.fill 2.0 : tensor<4xf16>
+  // expected-error @+1 {{'init.pow' op requires the same type for all operands and results}}
+  %0 = "init.pow"(%a, %b) : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  init.yield %0 : tensor<4xf32>
+}
+
+// -----
+
+// elementwise ops, C1
 init.param @expm1_changes_type : tensor<4xbf16> {
   %a = init.fill 1.0 : tensor<4xf32>
   // expected-error @+1 {{'init.expm1' op requires the same type for all operands and results}}

@@ -82,6 +82,18 @@ init.param @unary_ops : tensor<64xf16> {
   init.yield %5 : tensor<64xf16>
 }
 
+// CHECK-LABEL: init.param @rope_inverse_frequencies : tensor<32xf32> {
+// CHECK:         %[[T:.+]] = init.iota dim 0 start 0.000000e+00 step 1.562500e-02 : tensor<32xf32>
+// CHECK:         %[[B:.+]] = init.fill 1.000000e+04 : tensor<32xf32>
+// CHECK:         %[[P:.+]] = init.pow %[[B]], %[[T]] : tensor<32xf32>
+// CHECK:         init.yield %[[P]] : tensor<32xf32>
+init.param @rope_inverse_frequencies : tensor<32xf32> {
+  %t = init.iota dim 0 start 0.0 step 0.015625 : tensor<32xf32>
+  %b = init.fill 10000.0 : tensor<32xf32>
+  %0 = init.pow %b, %t : tensor<32xf32>
+  init.yield %0 : tensor<32xf32>
+}
+
 // CHECK-LABEL: init.param @accurate_near_zero : tensor<64xf64> {
 // CHECK:         %[[X:.+]] = init.uniform -5.000000e-01, 5.000000e-01 stream 0 : tensor<64xf64>
 // CHECK:         %[[A:.+]] = init.expm1 %[[X]] : tensor<64xf64>

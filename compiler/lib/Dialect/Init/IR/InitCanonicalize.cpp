@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "initc/Dialect/Init/IR/InitOps.h"
 
+#include "initrt/base/rng.h"
+
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/APFloat.h"
 
@@ -113,6 +115,28 @@ void MulOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext 
 }
 void DivOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<FoldFillBinary<DivOp>>(context);
+}
+
+namespace {
+/// pow(fill a, fill b) -> fill(pow_f(a, b)), in f32 as the kernels compute it.
+struct FoldFillPow : OpRewritePattern<PowOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PowOp op, PatternRewriter &rewriter) const override {
+    auto a = getFillValue(op.getLhs()), b = getFillValue(op.getRhs());
+    if (!a || !b)
+      return failure();
+    Type element = op.getType().getElementType();
+    float x = static_cast<float>(roundToElement(*a, element));
+    float y = static_cast<float>(roundToElement(*b, element));
+    double result = roundToElement(initrt::rng::powF(x, y), element);
+    rewriter.replaceOpWithNewOp<FillOp>(op, op.getType(), rewriter.getF64FloatAttr(result));
+    return success();
+  }
+};
+} // namespace
+
+void PowOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<FoldFillPow>(context);
 }
 
 //===----------------------------------------------------------------------===//

@@ -407,6 +407,24 @@ def Init_SubOp : Init_BinaryOp<"sub", "subtraction">;
 def Init_MulOp : Init_BinaryOp<"mul", "multiplication">;
 def Init_DivOp : Init_BinaryOp<"div", "division">;
 
+def Init_PowOp : Init_Op<"pow", [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise power x^y";
+  let description = [{
+    `pow_f(x, y)` of the RNG contract, computed in f32 (the operands rounded to f32 first for
+    f64) with f64 log2 and exp2 inside, then rounded to the element type: `torch.pow` and C's
+    `powf` special values, within 0.5 ulp plus 2^-20 of the exact power. A scalar operand is an
+    `init.fill`. See [ir-spec: elementwise ops](../dialect.md#elementwise-ops).
+
+    ```mlir
+    %f = init.pow %base, %t : tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Init_FloatTensor:$lhs, Init_FloatTensor:$rhs);
+  let results = (outs Init_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let hasCanonicalizer = 1;
+}
+
 class Init_UnaryOp<string mnemonic, string what> : Init_Op<mnemonic,
     [Pure, SameOperandsAndResultType]> {
   let summary = "elementwise " # what;
