@@ -333,6 +333,31 @@ def test_pow_forms_give_torchs_bits(tmp_path, dtype):
             assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), "%s: %s != %s" % (name, a, b)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_other_powers_within_one_ulp_of_torch(tmp_path, dtype):
+    """Every other power (RoPE's 10000 ** (arange / dim) kept as a persistent buffer, x ** 1.5,
+    number ** tensor, tensor ** tensor, negative bases) is init.pow: within 1 ulp of torch's own,
+    with torch's signs."""
+    from initc.capture.cli import main
+    model = tmp_path / "general_powers.mlir"
+    assert main(["--factory", OPS + ":general_powers", "--kwargs", json.dumps({"dtype": dtype}),
+                 "-o", str(model)]) == 0
+    assert "init.pow" in model.read_text()
+    ours = compile_and_run(model, tmp_path, "dp=1", "replicated", 1)
+    eager = import_capture_ops().general_powers(dtype).state_dict()
+    assert sorted(ours) == sorted(eager) and len(eager) == 10
+    ints = {torch.float32: torch.int32, torch.bfloat16: torch.int16}
+    exact = 0
+    for name in eager:
+        a, b = ours[name], eager[name]
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        assert torch.equal(torch.signbit(a), torch.signbit(b)), "%s: %s != %s" % (name, a, b)
+        ulps = (a.abs().view(ints[a.dtype]).long() - b.abs().view(ints[b.dtype]).long()).abs()
+        assert ulps.max() <= 1, "%s: %s != %s" % (name, a, b)
+        exact += int((ulps == 0).sum())
+    assert exact >= 0.9 * 10 * 64  # mostly the very bits
+
+
 def test_deterministic_ops_give_torchs_bits(tmp_path):
     """cat, stack, repeat, views of aranges, masked_fill, outer, expand, clamp: bitwise
     torch's; exp, log, expm1 and log1p (init IR's own, rng.md) within 1 ulp."""

@@ -138,9 +138,52 @@ def test_a_primitive_the_ir_cannot_express():
 
 def test_a_random_function_the_ir_cannot_express():
     def fn(key):
-        return {"w": jax.random.exponential(key, (8,))}
+        return {"w": jax.random.gamma(key, 2.0, (8,))}
     with pytest.raises(ij.CaptureError, match=r"^w: jax primitive .* \(at .*test_jax_capture"):
         ij.capture_ir(fn)
+
+
+def test_exponential_is_minus_log1p_of_a_uniform(monkeypatch, tmp_path):
+    """jax.random.exponential is -log1p(-u) in JAX's own code: captured as init.log1p of a
+    uniform, distributed as JAX's own draws on several seeds (two-sample KS)."""
+    from scipy.stats import ks_2samp
+    monkeypatch.setenv("INITC", INITC)
+    monkeypatch.setenv("INITC_JAX_CACHE", str(tmp_path))
+
+    def fn(key):
+        return {"w": jax.random.exponential(key, (20000,))}
+    text, _ = ij.capture_ir(fn)
+    assert "init.log1p" in text and "init.uniform" in text, text
+    mesh = jax.make_mesh((1,), ("dp",))
+    for seed in range(3):
+        ours = np.asarray(ij.init_sharded(fn, mesh, seed=seed)["w"])
+        theirs = np.asarray(fn(jax.random.key(seed))["w"])
+        assert ours.min() >= 0
+        assert ks_2samp(ours, theirs).pvalue >= 1e-3, seed
+
+
+def test_power_is_within_one_ulp(monkeypatch, tmp_path):
+    """jnp.power of a float exponent (RoPE's theta ** (arange / dim), a tensor to a tensor)
+    becomes init.pow: within 1 ulp of the exact power (float64's, rounded)."""
+    monkeypatch.setenv("INITC", INITC)
+    monkeypatch.setenv("INITC_JAX_CACHE", str(tmp_path))
+
+    def fn(key):
+        t = jnp.arange(0, 128, 2).astype(jnp.float32) / 128.0
+        x = jnp.arange(1, 65).astype(jnp.float32) / 8.0
+        return {"inv_freq": 1.0 / jnp.power(10000.0, t), "xt": jnp.power(x, t * 6.0 - 3.0)}
+    text, _ = ij.capture_ir(fn)
+    assert "init.pow" in text, text
+    built = ij.init_sharded(fn, jax.make_mesh((1,), ("dp",)))
+    t = np.arange(0, 128, 2).astype(np.float32) / np.float32(128.0)
+    x = np.arange(1, 65).astype(np.float32) / np.float32(8.0)
+    xt = (t * np.float32(6.0) - np.float32(3.0)).astype(np.float64)
+    exact = {"inv_freq": (1.0 / np.power(10000.0, t.astype(np.float64))),
+             "xt": np.power(x.astype(np.float64), xt)}
+    for name, values in exact.items():
+        want = values.astype(np.float32).view(np.int32).astype(np.int64)
+        got = np.asarray(built[name]).view(np.int32).astype(np.int64)
+        assert np.abs(got - want).max() <= 1, (name, np.abs(got - want).max())
 
 
 def test_a_random_value_broadcast_repeats_elements():

@@ -6,7 +6,7 @@ import math
 
 # The elementwise ops of the init dialect (ir-spec/dialect.md), printed `init.OP %a[, %b] : T`.
 UNARY_OPS = ("erfinv", "exp", "log", "expm1", "log1p", "sqrt", "sign")
-BINARY_OPS = ("add", "sub", "mul", "div")
+BINARY_OPS = ("add", "sub", "mul", "div", "pow")
 
 
 def fmt_float(v):

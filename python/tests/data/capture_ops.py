@@ -26,6 +26,34 @@ def powers(dtype="float32"):
     return Powers(getattr(torch, dtype))
 
 
+class GeneralPowers(nn.Module):
+    """Powers torch computes with std::pow (or Sleef's powf): RoPE's inverse frequencies as a
+    persistent buffer, other constant exponents, a number to a tensor, a tensor to a tensor."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        x = torch.arange(1, 65, dtype=torch.float32).to(dtype) / 8
+        t = (torch.arange(0, 128, 2).float() / 128).to(dtype)
+        buffers = {
+            "inv_freq": 1.0 / (10000 ** t),
+            "power_1_5": x ** 1.5,
+            "quarter": x.pow(0.25),
+            "negative_exponent": x ** -1.7,
+            "fourth": x ** 4,
+            "tensor_tensor": torch.pow(x, t * 6 - 3),
+            "two_to_t": 2 ** torch.arange(64).to(dtype),
+            "negative_base": (x - 4) ** 5,
+            "negative_base_even": (x - 4) ** 4.0,
+            "negative_number_base": (-1.5) ** (torch.arange(64).to(dtype) - 32),
+        }
+        for name, value in buffers.items():
+            self.register_buffer(name, value)
+
+
+def general_powers(dtype="float32"):
+    return GeneralPowers(getattr(torch, dtype))
+
+
 class Ops(nn.Module):
     """Concatenations, repeats, views of aranges, masks, outer products, clamps, exp, log, expm1
     and log1p (in-place too)."""

@@ -446,7 +446,7 @@ def select(cond, on_true, on_false):
 
 # Ops whose element is computed from the same element of their operands (a shift of the index
 # along a dim moves through them).
-POINTWISE_OPS = ("fill", "add", "sub", "mul", "div", "cast", "select", "clamp") + UNARY_OPS
+POINTWISE_OPS = ("fill", "add", "sub", "mul", "div", "pow", "cast", "select", "clamp") + UNARY_OPS
 
 
 def shifted(node, shape, dim, lo, place=None):

@@ -646,8 +646,9 @@ class Capture(TorchFunctionMode):
         """`x ** e` as torch's CPU kernel computes it, where init IR can do the same: an
         exponent of 0 or 1, of 0.5, -0.5, -1 (torch calls sqrt, rsqrt, reciprocal), 2, 3, -2
         (products: x*x, x*x*x, 1/(x*x)) and constants on both sides (folded here, by torch
-        itself).
-        None: no counterpart (std::pow of another exponent)."""
+        itself); any other power is init.pow (rule 7's pow_f: torch's std::pow or Sleef powf
+        within 1 ulp).
+        None: no counterpart (float_power, whose f64 arithmetic init.pow does not do)."""
         base, exp = (args[1], args[0]) if name == "rpow" else (args[0], args[1])
         if name == "float_power" or dt not in FLOAT_TYPES:
             return None
@@ -660,7 +661,7 @@ class Capture(TorchFunctionMode):
                                   torch.tensor(e.attrs["value"], dtype=ty)).item()
                 return fill(value, shape, dt)
             if e.op != "fill":
-                return None  # number ** tensor: std::pow per element
+                return Node("pow", shape, dt, (b, e))  # number ** tensor, tensor ** tensor
             exp = e.attrs["value"]
         if isinstance(exp, bool) or not isinstance(exp, (int, float)):
             return None
@@ -689,7 +690,7 @@ class Capture(TorchFunctionMode):
             if exp == -2:
                 prod = binary("div", fill(1, shape, ct), prod, ct)
             return cast(prod, dt)
-        return None
+        return Node("pow", shape, dt, (v, fill(exp, shape, dt)))
 
     # -- the mode --------------------------------------------------------------------------------
     def init_call(self, name, args, kwargs):

@@ -419,6 +419,12 @@ class Interpreter:
             out = Node("div", aval.shape, x.dtype, (fill(1.0, aval.shape, x.dtype), out))
         return out
 
+    def p_pow(self, ins, params, aval, where):
+        x, y = self._args(ins, aval, where)
+        if x.kind != "float":
+            return unsupported("pow of integers", where, aval.shape, x.dtype, x.kind)
+        return Node("pow", aval.shape, x.dtype, (x, cast(y, x.dtype, "float")))
+
     def p_max(self, ins, params, aval, where):
         a, b = self._args(ins, aval, where)
         return select(compare("gt", a, b, _compute(a)), a, b)
