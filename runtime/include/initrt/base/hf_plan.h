@@ -41,7 +41,9 @@ struct HfPlan {
 /// when the next tensor would take the current one past the limit, a tensor larger than the
 /// limit alone in its own file), under each parameter's name (aliases are not stored: they are
 /// tied to it). Each file's header is the reference writer's for its tensors, with __metadata__
-/// {"format": "pt"}. Fails only on a program no safetensors file can hold.
+/// {"format": "pt"}. An MoE model's experts stay stacked, as save_pretrained writes them with
+/// save_original_format=False (ir-spec/checkpoint.md, "MoE models"). Fails only on a program
+/// no safetensors file can hold.
 bool planHfCheckpoint(const Program &program, uint64_t maxShardBytes, HfPlan &plan,
                       std::string &error);
 
