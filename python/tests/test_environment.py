@@ -7,7 +7,7 @@ import sys
 import pytest
 
 FRAMEWORKS = ["torch", "transformers", "safetensors", "numpy", "scipy", "jax", "equinox", "flax",
-              "orbax.checkpoint", "torchax", "ml_dtypes"]
+              "orbax.checkpoint", "torchax", "ml_dtypes", "megatron.core"]
 
 
 @pytest.mark.parametrize("module", FRAMEWORKS)

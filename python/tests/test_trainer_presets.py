@@ -1,7 +1,8 @@
 """The trainer presets (ir-spec/sharding.md, "Trainer presets"): every rank's shards are the
 trainer's own. torchtitan against PyTorch's DTensor with torchtitan's plan (under torchrun with
 gloo), MaxText against flax's logical_to_mesh_axes and jax's NamedSharding with MaxText's rules,
-Megatron against its documented partitioning (megatron-core is not in the test environment)."""
+Megatron against megatron-core's own GPTModel (under torchrun with gloo) and its documented
+partitioning."""
 
 import json
 import os
@@ -100,7 +101,34 @@ def test_maxtext_boxes_are_flax_rules_on_jax_meshes(tmp_path, config, mesh):
         result.stdout
 
 
-# Megatron's partitioning, as megatron.core documents it: ColumnParallelLinear splits the
+@pytest.mark.parametrize("mesh", ["pp=2,tp=2", "dp=2,tp=2"])
+def test_megatron_rank_files_are_megatron_core_local_weights(tmp_path, mesh):
+    pytest.importorskip("torch")
+    pytest.importorskip("megatron.core")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(MAXTEXT_LLAMA))  # Megatron needs query groups to divide tp
+    model = import_model(tmp_path, config)
+    prog = compile_model(model, mesh, "megatron", tmp_path / "prog")
+    for rank in range(4):
+        run(prog / "init", "--rank", rank, "--threads", 1, "--layout", "ranks", "--out",
+            tmp_path / "ckpt", "--quiet")
+    reference = compile_model(model, "dp=1", "replicated", tmp_path / "prog1")
+    run(reference / "init", "--threads", 1, "--layout", "ranks", "--out", tmp_path / "ckpt1",
+        "--quiet")
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
+         os.path.join(HERE, "megatron_worker.py"), str(prog),
+         str(tmp_path / "ckpt1" / "rank-00000-of-00001.safetensors"), str(tmp_path / "ckpt"),
+         str(config), mesh],
+        capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    ranks = set(re.findall(r"rank (\d+) \(pp \d, dp \d, tp \d\): [1-9]\d* tensors on Megatron's "
+                           r"boxes and bytes", result.stdout))
+    assert ranks == {"0", "1", "2", "3"}, result.stdout + result.stderr
+
+
+# On a mesh with all three axes (8 ranks: more processes than the megatron-core test above
+# runs), Megatron's partitioning as megatron.core documents it: ColumnParallelLinear splits the
 # weight's output dim (dim 0 of [out, in]) into tp equal parts, RowParallelLinear the input dim
 # (dim 1), VocabParallelEmbedding the vocabulary (vocab_range_from_global_vocab_size), each with
 # megatron.core.utils.divide (exact); norms are whole on every tensor-parallel rank; data
@@ -144,6 +172,21 @@ def test_megatron_boxes_follow_megatron_partitioning(tmp_path):
             checked += 1
     prog.close()
     assert checked == 8 * (2 + 9 * layers + 1)
+
+
+def test_megatron_refuses_fewer_key_value_heads_than_tp(tmp_path):
+    # Megatron's linear_qkv, split over tp=2 with one query group: rank 0 holds q heads 0-2,
+    # rank 1 q head 3 with all of k and v (megatron-core 0.16.1's GPTModel on this config, as
+    # megatron_worker.py reads it), which no split of k_proj gives.
+    model = import_model(tmp_path, dict(MAXTEXT_LLAMA, num_key_value_heads=1))
+    result = subprocess.run([INITC, "compile", str(model), "--mesh", "pp=2,tp=2", "--shard",
+                             "megatron", "-o", str(tmp_path / "prog")],
+                            capture_output=True, text=True)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert re.search(r"parameter 'model.layers.0.self_attn.k_proj.weight' holds 1 key/value "
+                     r"head \(num_key_value_heads\), which mesh axis 'tp' of 2 does not divide",
+                     result.stderr), result.stderr
+    assert not (tmp_path / "prog").exists()
 
 
 @pytest.mark.parametrize("config,mesh,shard,message", [

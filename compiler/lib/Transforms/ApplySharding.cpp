@@ -3,6 +3,7 @@
 #include "initc/Transforms/Sharding.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/JSON.h"
 
 namespace initc {
 #define GEN_PASS_DEF_APPLYSHARDING
@@ -70,6 +71,17 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
     const int stageAxis = rules->stageAxis();
     if (stageAxis >= 0)
       meshOp->setAttr(InitDialect::kStageAxisAttr, builder.getStringAttr(spec.axisNames[stageAxis]));
+    // The head counts of an imported model: Megatron's fused attention splits by them.
+    int64_t heads = 0, kvHeads = 0;
+    if (auto text = module->getAttrOfType<StringAttr>(InitDialect::kHfConfigAttr)) {
+      llvm::Expected<llvm::json::Value> config = llvm::json::parse(text.getValue());
+      if (!config) {
+        llvm::consumeError(config.takeError()); // the verifier rejects such a module
+      } else if (const llvm::json::Object *object = config->getAsObject()) {
+        heads = object->getInteger("num_attention_heads").value_or(0);
+        kvHeads = object->getInteger("num_key_value_heads").value_or(heads);
+      }
+    }
     std::vector<ParamOp> untied;
     std::vector<ParamShape> shapes;
     std::vector<int64_t> rankBytes; // of each untied parameter's largest shard
@@ -88,6 +100,10 @@ struct ApplyShardingPass : initc::impl::ApplyShardingBase<ApplyShardingPass> {
       if (auto axes = param.getAxes())
         for (Attribute a : *axes)
           shape.axes.push_back(cast<StringAttr>(a).getValue().str());
+      if (llvm::is_contained(shape.axes, "kv_heads"))
+        shape.heads = kvHeads;
+      else if (llvm::is_contained(shape.axes, "heads"))
+        shape.heads = heads;
       untied.push_back(param);
       shapes.push_back(shape);
       DimAxes split;

@@ -322,6 +322,20 @@ mlir::LogicalResult initc::applyTrainerPreset(Trainer trainer, const MeshSpec &m
               "multiple of tp first, which initc does not do); use a tp that divides it";
       return mlir::failure();
     }
+    // Megatron splits the fused linear_qkv's rows (per query group: its q heads, k, v) over
+    // tp. With fewer groups than ranks (tp a multiple of them, which Megatron allows) a rank
+    // holds part of one group: some of its q heads and all or none of its k and v, which is
+    // no split of q_proj, k_proj and v_proj.
+    if (trainer == Trainer::Megatron && *tensorDim == 0 && param.heads > 0 &&
+        !param.axes.empty() && param.axes[0] == "kv_heads" && param.heads % parts != 0) {
+      error = "--shard megatron: parameter '" + param.name + "' holds " +
+              std::to_string(param.heads) + " key/value head" + (param.heads == 1 ? "" : "s") +
+              " (num_key_value_heads), which mesh axis 'tp' of " + std::to_string(parts) +
+              " does not divide: Megatron's fused linear_qkv then gives a rank part of a query "
+              "group (some of its q heads, all or none of its k and v), which no split of "
+              "q_proj, k_proj and v_proj reproduces; use a tp that divides num_key_value_heads";
+      return mlir::failure();
+    }
     out[*tensorDim].push_back(tp);
   }
   // torchtitan's FSDP2 shards dim 0 of each tensor-parallel local shard: dp nested inside tp

@@ -35,6 +35,9 @@ struct ParamShape {
   std::vector<int64_t> shape;
   std::vector<std::string> axes; // logical axis names, may be empty
   bool buffer = false;            // a module buffer, not a trainable parameter
+  // How many heads its `heads` or `kv_heads` dim packs, from the model's config.json
+  // (num_attention_heads, num_key_value_heads); 0 when unknown.
+  int64_t heads = 0;
 };
 
 /// Per dim, the mesh axes (indices) a parameter is split over.
