@@ -1,7 +1,8 @@
 """transformers loads the hf layout that a 4-rank dp=2,tp=2 `prog/init --layout hf` writes: no key
 missing, unexpected or re-initialized, every tensor bitwise equal to a 1-rank run, the step-0
 loss where transformers' own initialization puts it, and the files assigned to tensors exactly as
-save_pretrained assigns them (an MoE model's with its experts stacked, as initc writes them)."""
+save_pretrained assigns them: an MoE model's with its experts stacked (save_original_format=False),
+and with `--hf-experts per-expert` in the original per-expert format of its default save."""
 
 import math
 import os
@@ -136,15 +137,109 @@ def test_files_assigned_as_save_pretrained(checkpoints, model_type, tmp_path):
 # save_pretrained's default (save_original_format=True) writes an MoE model in the original
 # per-expert format: its revert_weight_conversion splits each stacked experts tensor into one
 # tensor per expert under other names, sorts the state dict by name and packs each split group
-# as one storage (ir-spec/checkpoint.md, "MoE models"). The hf layout keeps the stacked tensors.
-# Strict, so that writing the original format shows.
-@pytest.mark.xfail(strict=True, reason="the hf layout writes an MoE model's experts stacked, as "
-                   "transformers 5 holds them; save_pretrained's default writes one per expert")
+# as one storage (ir-spec/checkpoint.md, "MoE models"). `--hf-experts per-expert` writes that.
+PER_EXPERT = ("--hf-experts", "per-expert")
+
+
+def per_expert(checkpoints, model_type, mesh="dp=2,tp=2", shard="tp"):
+    return checkpoints.get(MODELS[model_type], "hf", mesh=mesh, shard=shard,
+                           options=("--max-shard-size", SHARD_SIZE) + PER_EXPERT)
+
+
+def headers(directory):
+    """Each data file's header bytes (length prefix and JSON), by file name."""
+    out = {}
+    for name in sorted(n for n in os.listdir(directory) if n.endswith(".safetensors")):
+        with open(directory / name, "rb") as f:
+            length = int.from_bytes(f.read(8), "little")
+            out[name] = f.read(length)
+    return out
+
+
 @pytest.mark.parametrize("model_type", MOE_MODELS)
 def test_files_assigned_as_save_pretrained_original_format(checkpoints, model_type, tmp_path):
-    directory = checkpoints.get(MODELS[model_type], "hf", options=("--max-shard-size", SHARD_SIZE))
+    directory = per_expert(checkpoints, model_type)
     save_pretrained(directory, tmp_path)
     assert_same_files(directory, tmp_path)
+    # The files' headers too: every tensor's name, dtype, shape and offset as the reference's.
+    assert headers(directory) == headers(tmp_path)
+
+
+@pytest.mark.parametrize("model_type", MOE_MODELS)
+def test_per_expert_loads_as_the_stacked_checkpoint(checkpoints, model_type):
+    """from_pretrained loads the per-expert files into the model's stacked tensors, bitwise the
+    stacked checkpoint's; and each file tensor is its expert's part of the stacked one."""
+    directory = per_expert(checkpoints, model_type)
+    stacked = file_tensors(checkpoints.get(MODELS[model_type], "hf"))
+    model, info = load(directory)
+    assert not info["missing_keys"], info
+    assert not info["unexpected_keys"], info
+    assert not info["mismatched_keys"], info
+    assert not info["error_msgs"], info
+    state = model.state_dict()
+    for name, value in stacked.items():
+        assert name in state, name
+        assert torch_bytes(state[name]) == torch_bytes(value), "%s differs from stacked" % name
+    stored = file_tensors(directory)
+    projs = ({"gate_proj": "w1", "up_proj": "w3", "down_proj": "w2"} if model_type == "mixtral"
+             else {})
+    block = "block_sparse_moe" if model_type == "mixtral" else "mlp"
+    expected = {}
+    for name, value in stacked.items():
+        prefix, _, last = name.rpartition(".experts.")
+        prefix = prefix.replace(".mlp", "." + block) if model_type == "mixtral" else prefix
+        if last == "gate_up_proj":
+            for e in range(value.shape[0]):
+                gate, up = value[e].chunk(2, dim=0)
+                expected["%s.experts.%d.%s.weight" % (prefix, e, projs.get("gate_proj", "gate_proj"))] = gate
+                expected["%s.experts.%d.%s.weight" % (prefix, e, projs.get("up_proj", "up_proj"))] = up
+        elif last == "down_proj":
+            for e in range(value.shape[0]):
+                expected["%s.experts.%d.%s.weight" % (prefix, e, projs.get("down_proj", "down_proj"))] = value[e]
+        else:
+            expected[name.replace(".mlp.", "." + block + ".")] = value
+    assert set(stored) == set(expected)
+    for name, value in expected.items():
+        assert stored[name].shape == value.shape, name
+        assert torch_bytes(stored[name]) == torch_bytes(value.contiguous()), name
+
+
+@pytest.mark.parametrize("model_type", MOE_MODELS)
+def test_per_expert_one_rank_and_four_ranks_byte_identical(checkpoints, model_type):
+    one = per_expert(checkpoints, model_type, mesh="", shard="replicated")
+    four = per_expert(checkpoints, model_type)
+    names = sorted(n for n in os.listdir(four) if n.endswith(".safetensors") or n.endswith(".json")
+                   and n != "initc-checkpoint.json")
+    assert names == sorted(n for n in os.listdir(one) if n.endswith(".safetensors") or
+                           n.endswith(".json") and n != "initc-checkpoint.json")
+    assert len([n for n in names if n.endswith(".safetensors")]) > 1
+    for name in names:
+        assert (one / name).read_bytes() == (four / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("model_type", MOE_MODELS)
+def test_verify_checks_every_expert(checkpoints, model_type, tmp_path):
+    """`initc verify` accepts the per-expert checkpoint and finds a byte changed in any expert's
+    tensor, including one that is not its stacked tensor's first."""
+    import shutil
+    import subprocess
+    from conftest import INITC
+    directory = per_expert(checkpoints, model_type)
+    result = subprocess.run([str(INITC), "verify", str(directory)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    record = read_json(directory / "initc-checkpoint.json")
+    name, tensor = next((n, t) for n, t in record["tensors"].items() if n.endswith("down_proj")
+                        and "pieces" in t)
+    file_index, offset, size = tensor["pieces"][-1]
+    damaged = tmp_path / "damaged"
+    shutil.copytree(directory, damaged)
+    path = damaged / record["files"][file_index]["name"]
+    data = bytearray(path.read_bytes())
+    data[offset + size // 2] ^= 0x40
+    path.write_bytes(bytes(data))
+    result = subprocess.run([str(INITC), "verify", str(damaged)], capture_output=True, text=True)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert name in result.stdout + result.stderr
 
 
 def natural_key(name):
@@ -222,3 +317,37 @@ def test_original_format_rule_is_save_pretrained(checkpoints, model_type, tmp_pa
     assert len(set(weight_map.values())) > 1
     assert weight_map == theirs["weight_map"]
     assert total == theirs["metadata"]["total_size"]
+
+
+@pytest.mark.parametrize("model_type", MOE_MODELS)
+def test_assemble_writes_per_expert(checkpoints, model_type, tmp_path):
+    """`initc assemble --hf-experts per-expert` of the stacked checkpoint writes the files that
+    prog/init writes per expert, byte for byte, and `initc verify` accepts them."""
+    from conftest import INITC, run
+    out = tmp_path / "assembled"
+    run(INITC, "assemble", checkpoints.get(MODELS[model_type], "hf"), "-o", out,
+        "--max-shard-size", SHARD_SIZE, *PER_EXPERT)
+    written = per_expert(checkpoints, model_type)
+    names = sorted(n for n in os.listdir(written) if n.endswith(".safetensors"))
+    assert names == sorted(n for n in os.listdir(out) if n.endswith(".safetensors"))
+    for name in names + ["model.safetensors.index.json", "config.json"]:
+        assert (out / name).read_bytes() == (written / name).read_bytes(), name
+    run(INITC, "verify", out)
+
+
+def test_per_expert_checkpoint_kept_apart(checkpoints, tmp_path):
+    """A per-expert checkpoint is not read back (assemble names --hf-experts stacked), and a job
+    of the other --hf-experts refuses its directory rather than mix the formats."""
+    import subprocess
+    from conftest import INITC
+    from clients import init_command, mpi_env
+    directory = per_expert(checkpoints, "qwen3_moe")
+    result = subprocess.run([str(INITC), "assemble", str(directory), "-o", str(tmp_path / "out")],
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and "--hf-experts stacked" in result.stderr, result.stderr
+    prog = checkpoints.program(MODELS["qwen3_moe"])
+    result = subprocess.run([str(a) for a in init_command(prog, directory, "hf", 4,
+                                                          "--max-shard-size", SHARD_SIZE)],
+                            capture_output=True, text=True, env=mpi_env())
+    assert result.returncode != 0
+    assert "--hf-experts per-expert, not stacked" in result.stdout + result.stderr, result.stderr

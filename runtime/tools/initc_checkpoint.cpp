@@ -1,6 +1,7 @@
 //===- initc_checkpoint.cpp - assemble and verify without the compiler ----===//
 //
-// initc-checkpoint assemble CKPT -o FILE|DIR [--max-shard-size SIZE] | verify CKPT [--threads N]:
+// initc-checkpoint assemble CKPT -o FILE|DIR [--max-shard-size SIZE] [--hf-experts E] |
+// verify CKPT [--threads N]:
 // the runtime's own tool, so that a cluster that builds only the runtime can check the
 // checkpoints it writes. The commands' options are defined here only: `initc assemble|verify`
 // run this tool with every argument they were given, --help included, and argv[0] = "initc": its
@@ -78,12 +79,18 @@ private:
   uint64_t bytes = 0;
 };
 
-int runAssemble(const std::string &ckptDir, const std::string &out, const std::string &maxShard) {
+int runAssemble(const std::string &ckptDir, const std::string &out, const std::string &maxShard,
+                const std::string &hfExperts) {
   std::string error;
   if (!initrt::checkDirectIoSetting(error))
     return fail(error);
   initrt::AssembleOptions options;
   const bool directory = initrt::assembleOutputIsDirectory(out);
+  if (!hfExperts.empty() && !directory)
+    return fail("--hf-experts is how a directory output writes an MoE model's experts; -o " +
+                out + " is one file: name a directory (not ending in .safetensors)");
+  if (!hfExperts.empty() && !initrt::parseHfExperts(hfExperts, options.hfExperts))
+    return fail("--hf-experts must be stacked or per-expert, got '" + hfExperts + "'");
   if (!maxShard.empty() && !directory)
     return fail("--max-shard-size splits a directory output; -o " + out +
                 " is one file: name a directory (not ending in .safetensors) for the hf layout");
@@ -151,7 +158,7 @@ int runTool(int argc, char **argv) {
       },
       "");
 
-  std::string ckptDir, assembleOut, maxShardSize;
+  std::string ckptDir, assembleOut, maxShardSize, hfExperts;
   auto *assemble = app.add_subcommand("assemble", initrt::kAssembleSummary);
   assemble->footer(kAssembleFooter);
   assemble->add_option("checkpoint", ckptDir, "checkpoint directory written by prog/init")
@@ -160,6 +167,13 @@ int runTool(int argc, char **argv) {
       ->add_option("--max-shard-size", maxShardSize,
                    "largest file of a directory output, as save_pretrained's max_shard_size "
                    "(default 5GB; KB MB GB are 10^3 10^6 10^9, KiB MiB GiB 2^10 2^20 2^30)")
+      ->check(nonEmpty);
+  assemble
+      ->add_option("--hf-experts", hfExperts,
+                   "how a directory output writes an MoE model's experts: stacked, as "
+                   "transformers 5 holds them (default), or per-expert, the original format "
+                   "save_pretrained writes by default")
+      ->type_name("stacked|per-expert")
       ->check(nonEmpty);
   assemble
       ->add_option("-o,--output", assembleOut, "the safetensors file, or the directory, to write")
@@ -194,7 +208,7 @@ int runTool(int argc, char **argv) {
 
   initrt::ignoreFileSizeSignal(); // past `ulimit -f`, an error message rather than a kill
   if (*assemble)
-    return runAssemble(ckptDir, assembleOut, maxShardSize);
+    return runAssemble(ckptDir, assembleOut, maxShardSize, hfExperts);
   if (*verify)
     return runVerify(ckptDir, verifyThreads);
   return 2;

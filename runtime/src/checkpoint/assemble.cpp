@@ -100,28 +100,65 @@ bool fileOutsideCheckpoint(const std::string &dir, const std::string &layout,
 }
 
 /// Writes runs of bytes to a file in order, gathering short ones into one write: a tensor split
-/// along its last dim comes as one run per row and slice, a few bytes each.
+/// along its last dim comes as one run per row and slice, a few bytes each. Or, for a tensor
+/// stored in pieces (an MoE model's experts written per expert), writes the bytes of its pieces
+/// in file `file` at their offsets and drops the rest (written with another file).
 class RunWriter {
 public:
   explicit RunWriter(AtomicFile &file) : file(file) {}
+  /// The tensor's bytes from its first on go to its `pieces` that lie in file `onlyFile`.
+  void scatter(std::vector<HfPiece> tensorPieces, int64_t onlyFile) {
+    pieces = std::move(tensorPieces);
+    scatterFile = onlyFile;
+    position = 0;
+  }
   bool write(const char *data, uint64_t bytes, std::string &error) {
     if (bytes >= kGatherBytes)
-      return flush(error) && file.write(data, bytes, error);
+      return flush(error) && put(data, bytes, error);
     if (gathered.size() + bytes > kGatherBytes && !flush(error))
       return false;
     gathered.insert(gathered.end(), data, data + bytes);
     return true;
   }
   bool flush(std::string &error) {
-    bool ok = gathered.empty() || file.write(gathered.data(), gathered.size(), error);
+    bool ok = gathered.empty() || put(gathered.data(), gathered.size(), error);
     gathered.clear();
     return ok;
   }
 
 private:
+  bool put(const char *data, uint64_t bytes, std::string &error) {
+    if (pieces.empty())
+      return file.write(data, bytes, error);
+    while (bytes > 0) {
+      auto next = std::upper_bound(pieces.begin(), pieces.end(), position,
+                                   [](uint64_t at, const HfPiece &p) { return at < p.begin; });
+      if (next == pieces.begin()) {
+        error = "internal: a byte before the tensor's first piece (run again)";
+        return false;
+      }
+      const HfPiece &piece = *(next - 1);
+      const uint64_t n = std::min(bytes, piece.begin + piece.bytes - position);
+      if (n == 0 || n > bytes) {
+        error = "internal: bytes past the tensor's last piece (run again)";
+        return false;
+      }
+      if (piece.file == scatterFile &&
+          !file.writeAt(piece.offset + (position - piece.begin), data, n, error))
+        return false;
+      data += n;
+      position += n;
+      bytes -= n;
+    }
+    return true;
+  }
+
   static constexpr uint64_t kGatherBytes = 1 << 20;
   AtomicFile &file;
   std::vector<char> gathered;
+  std::vector<HfPiece> pieces; // empty: in order, at the file's position
+  int64_t scatterFile = -1;
+  uint64_t position = 0; // of the next byte, in the tensor's bytes
 };
 
 /// One stored box of the tensor being assembled: read in its own row-major order, band after
@@ -523,7 +560,7 @@ bool directoryOutputAllowed(const std::string &ckptDir, const std::string &outDi
 bool hfDirectory(SliceSource &source, const std::string &outDir, std::string &error,
                  const ProgressFn &progress, const AssembleOptions &options) {
   HfPlan plan;
-  if (!planHfCheckpoint(source.program(), options.maxShardBytes, plan, error)) {
+  if (!planHfCheckpoint(source.program(), options.maxShardBytes, plan, error, options.hfExperts)) {
     error = "cannot lay out " + outDir + ": " + error;
     return false;
   }
@@ -560,7 +597,12 @@ bool hfDirectory(SliceSource &source, const std::string &outDir, std::string &er
     return false;
   };
   std::vector<char> band;
-  for (const HfFile &plannedFile : plan.files) {
+  std::vector<bool> counted(program.params.size(), false); // progress: each tensor once
+  bool scattered = false; // an MoE model's experts written per expert
+  for (const HfPlace &place : plan.places)
+    scattered = scattered || !place.pieces.empty();
+  for (size_t f = 0; f < plan.files.size(); ++f) {
+    const HfFile &plannedFile = plan.files[f];
     const std::string path = joinPath(outDir, plannedFile.name);
     std::vector<size_t> order = plannedFile.params;
     std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
@@ -568,20 +610,42 @@ bool hfDirectory(SliceSource &source, const std::string &outDir, std::string &er
     });
     AtomicFile file;
     if (!file.open(path, plannedFile.size, error, bypassPageCache) ||
-        !file.write(plannedFile.header.data(), plannedFile.header.size(), error))
+        !(scattered ? file.writeAt(0, plannedFile.header.data(), plannedFile.header.size(), error)
+                    : file.write(plannedFile.header.data(), plannedFile.header.size(), error)))
       return failed();
     RunWriter runs(file);
     uint64_t at = plannedFile.header.size();
     for (size_t param : order) {
-      if (plan.places[param].offset != at) {
-        error = plannedFile.name + ": " + program.params[param].name +
-                " is not where the plan puts it (internal error; run again)";
-        return failed();
+      const HfPlace &place = plan.places[param];
+      std::vector<std::string> tensorSums;
+      auto count = [&](uint64_t bytes) {
+        if (!counted[param])
+          advance(bytes);
+      };
+      if (scattered) {
+        // A tensor written per expert: its bytes in this file, at its pieces' offsets; a tensor
+        // whose pieces lie in two files is assembled once for each. The other tensors of such a
+        // plan are written at their offsets too, since the pieces leave no position to follow.
+        runs.scatter(hfPieces(place), int64_t(f));
+        if (!assembleTensor(source, param, options.bandBytes, runs, band, tensorSums, error,
+                            count) ||
+            !runs.flush(error))
+          return failed();
+        for (const HfPiece &piece : hfPieces(place))
+          at += piece.file == int64_t(f) ? piece.bytes : 0;
+      } else {
+        if (place.offset != at) {
+          error = plannedFile.name + ": " + program.params[param].name +
+                  " is not where the plan puts it (internal error; run again)";
+          return failed();
+        }
+        if (!assembleTensor(source, param, options.bandBytes, runs, band, tensorSums, error,
+                            count))
+          return failed();
+        at += tensorBytes(program.params[param]);
       }
-      if (!assembleTensor(source, param, options.bandBytes, runs, band, sums[param], error,
-                          advance))
-        return failed();
-      at += tensorBytes(program.params[param]);
+      counted[param] = true;
+      sums[param] = std::move(tensorSums);
     }
     if (at != plannedFile.size) {
       error = plannedFile.name + ": " + std::to_string(at) + " bytes written of " +

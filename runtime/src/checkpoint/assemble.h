@@ -17,6 +17,8 @@ struct AssembleOptions {
   uint64_t bandBytes = 32ull << 20;
   /// The largest file of a directory output (save_pretrained's max_shard_size).
   uint64_t maxShardBytes = kDefaultMaxShardBytes;
+  /// How a directory output writes an MoE model's experts (--hf-experts).
+  HfExperts hfExperts = HfExperts::Stacked;
 };
 
 /// Whether `outPath` names a directory output (hf layout) rather than one file: a directory, or

@@ -3,6 +3,7 @@
 #include "initrt/base/checksum.h"
 #include "initrt/base/files.h"
 #include "initrt/base/json_text.h"
+#include "initrt/base/safetensors.h"
 
 #include <nlohmann/json.hpp>
 
@@ -88,6 +89,15 @@ OrderedJson tensorJson(const Param &param, const HfPlan &plan, size_t p, int64_t
   while (!split.empty() && split.back().empty())
     split.pop_back();
   tensor["split_axes"] = split;
+  if (!place.storedName.empty())
+    tensor["stored_as"] = place.storedName;
+  // Its pieces, the first at file and offset: [file index, offset, bytes] each.
+  if (!place.pieces.empty()) {
+    OrderedJson pieces = OrderedJson::array();
+    for (const HfPiece &piece : place.pieces)
+      pieces.push_back(OrderedJson::array({piece.file, piece.offset, piece.bytes}));
+    tensor["pieces"] = std::move(pieces);
+  }
   // Only the ranks of its pipeline stage hold (and write) a staged parameter.
   if (!whole && param.stageAxis >= 0)
     tensor["stage"] = {param.stageAxis, param.stage};
@@ -96,14 +106,19 @@ OrderedJson tensorJson(const Param &param, const HfPlan &plan, size_t p, int64_t
 
 std::string recordText(const Program &program, const HfPlan &plan, uint64_t maxShardBytes,
                        bool whole) {
+  bool pieces = false;
+  for (const HfPlace &place : plan.places)
+    pieces = pieces || !place.pieces.empty() || !place.storedName.empty();
   OrderedJson json;
   json["format"] = kRecordFormat;
-  json["version"] = kRecordVersion;
+  json["version"] = pieces ? kPiecesRecordVersion : kRecordVersion;
   json["program_id"] = program.programId;
   json["model"] = program.modelName;
   json["mesh"] = whole ? OrderedJson{{"axes", OrderedJson::array()}, {"shape", OrderedJson::array()}}
                        : OrderedJson{{"axes", program.mesh.axisNames}, {"shape", program.mesh.shape}};
   json["max_shard_size"] = maxShardBytes;
+  if (pieces)
+    json["hf_experts"] = hfExpertsName(HfExperts::PerExpert);
   json["write_boxes"] = OrderedJson{{"rule", kWriteBoxRule}, {"min_box_bytes", kMinWriteBoxBytes}};
   json["sums"] = OrderedJson{{"dir", kSumsDir}, {"ranks", whole ? 1 : program.mesh.size()}};
   OrderedJson files = OrderedJson::array();
@@ -183,6 +198,43 @@ uint64_t BoxRuns::runOffset(uint64_t index) const {
   return offset;
 }
 
+BoxPlaces::BoxPlaces(const std::vector<int64_t> &globalShape, const Slice &box,
+                     uint64_t elementBytes, std::vector<HfPiece> pieces)
+    : tensorRuns(globalShape, box, elementBytes, 0), pieces(std::move(pieces)) {}
+
+void BoxPlaces::locate(uint64_t offset, int64_t &file, uint64_t &at,
+                       uint64_t &contiguous) const {
+  const uint64_t run = tensorRuns.runBytes();
+  if (run == 0) { // an empty box: nowhere, but ordered by its tensor's first piece
+    file = pieces.front().file;
+    at = pieces.front().offset;
+    contiguous = 0;
+    return;
+  }
+  const uint64_t within = offset % run;
+  const uint64_t inTensor = tensorRuns.runOffset(offset / run) + within;
+  // The last piece that begins at or before the byte.
+  auto next = std::upper_bound(pieces.begin(), pieces.end(), inTensor,
+                               [](uint64_t value, const HfPiece &p) { return value < p.begin; });
+  const HfPiece &piece = *(next - 1);
+  file = piece.file;
+  at = piece.offset + (inTensor - piece.begin);
+  contiguous = std::min(run - within, piece.begin + piece.bytes - inTensor);
+}
+
+std::vector<int64_t> BoxPlaces::files() const {
+  std::vector<int64_t> out;
+  for (uint64_t offset = 0, end = bytes(); offset < end;) {
+    int64_t file;
+    uint64_t at, n;
+    locate(offset, file, at, n);
+    if (std::find(out.begin(), out.end(), file) == out.end())
+      out.push_back(file);
+    offset += n;
+  }
+  return out;
+}
+
 void windowFor(uint64_t from, uint64_t to, uint64_t fileSize, uint64_t pageBytes,
                uint64_t &begin, uint64_t &end) {
   begin = from - from % pageBytes;
@@ -224,33 +276,37 @@ uint64_t countWriteCalls(const Program &program, const HfPlan &plan, int64_t ran
   return calls;
 }
 
-bool readBox(int fd, const BoxRuns &runs, const std::function<void(const void *, uint64_t)> &take,
-             std::string &error) {
+bool checksumBox(const BoxPlaces &places, const std::function<int(int64_t)> &fdOf,
+                 const std::function<std::string(int64_t)> &fileName, std::string &hex,
+                 std::string &error) {
+  StreamingChecksum sum;
   std::unique_ptr<char[]> scratch(new char[kReadChunk]);
-  for (uint64_t r = 0; r < runs.count(); ++r) {
-    uint64_t offset = runs.runOffset(r), left = runs.runBytes();
+  for (uint64_t offset = 0, end = places.bytes(); offset < end;) {
+    int64_t file;
+    uint64_t at, left;
+    places.locate(offset, file, at, left);
+    const int fd = fdOf(file);
+    if (fd < 0) {
+      error = errno == ENOENT ? fileName(file) + " is missing"
+                              : "cannot open " + fileName(file) + ": " + std::strerror(errno);
+      return false;
+    }
+    offset += left;
     while (left > 0) {
       const uint64_t want = std::min(left, kReadChunk);
-      ssize_t got = ::pread(fd, scratch.get(), want, off_t(offset));
+      ssize_t got = ::pread(fd, scratch.get(), want, off_t(at));
       if (got < 0 && errno == EINTR)
         continue;
       if (got <= 0) {
-        error = got < 0 ? std::strerror(errno) : "the file ends early (truncated)";
+        error = fileName(file) + ": " +
+                (got < 0 ? std::strerror(errno) : "the file ends early (truncated)");
         return false;
       }
-      take(scratch.get(), uint64_t(got));
-      offset += uint64_t(got);
+      sum.update(scratch.get(), uint64_t(got));
+      at += uint64_t(got);
       left -= uint64_t(got);
     }
   }
-  return true;
-}
-
-bool checksumBox(int fd, const BoxRuns &runs, std::string &hex, std::string &error) {
-  StreamingChecksum sum;
-  if (!readBox(fd, runs, [&](const void *data, uint64_t bytes) { sum.update(data, bytes); },
-               error))
-    return false;
   hex = sum.hex();
   return true;
 }
@@ -294,7 +350,7 @@ bool readRecord(const std::string &dir, Record &record, std::string &error) {
     error = path + " is not an initc hf checkpoint record";
     return false;
   }
-  if (version != kRecordVersion) {
+  if (version != kRecordVersion && version != kPiecesRecordVersion) {
     error = path + " has version " + std::to_string(version) + ", this initc reads version " +
             std::to_string(kRecordVersion) + ": verify it with the initc that wrote it, or " +
             "rerun the job with --overwrite";
@@ -320,6 +376,14 @@ bool readRecord(const std::string &dir, Record &record, std::string &error) {
   }
   if (!getTo(json, "max_shard_size", record.maxShardSize))
     return bad("\"max_shard_size\"");
+  std::string experts = hfExpertsName(HfExperts::Stacked);
+  if (json.contains("hf_experts") &&
+      (!getTo(json, "hf_experts", experts) || !parseHfExperts(experts, record.experts)))
+    return bad("\"hf_experts\"");
+  // Pieces in a record of version 3 alone, so that no reader of version 2 takes them for one
+  // range.
+  if ((record.experts == HfExperts::PerExpert) != (version == kPiecesRecordVersion))
+    return bad("\"hf_experts\"");
   // The boxes are recomputed with this initc's writeBoxes: only from a record of the same rule.
   auto rule = json.find("write_boxes");
   std::string ruleName;
@@ -386,25 +450,51 @@ bool readRecord(const std::string &dir, Record &record, std::string &error) {
       tensor.stage = placed[1];
     }
     getTo(value, "aliases", tensor.aliases);
+    if (value.contains("stored_as") &&
+        (version != kPiecesRecordVersion || !getTo(value, "stored_as", tensor.storedName)))
+      return bad("tensor \"" + it.key() + "\"'s \"stored_as\"");
+    if (auto pieces = value.find("pieces"); pieces != value.end()) {
+      // Contiguous from the tensor's first byte to its last, each in a listed file.
+      std::vector<std::vector<uint64_t>> list;
+      uint64_t bytes = uint64_t(safetensorsDTypeBits(tensor.dtype) / 8);
+      for (int64_t dim : tensor.shape)
+        bytes *= uint64_t(dim);
+      if (version != kPiecesRecordVersion || !getTo(value, "pieces", list) || list.empty())
+        return bad("tensor \"" + it.key() + "\"'s \"pieces\"");
+      uint64_t begin = 0;
+      for (const std::vector<uint64_t> &entry : list) {
+        if (entry.size() != 3 || entry[0] >= record.files.size() || entry[2] > bytes - begin)
+          return bad("tensor \"" + it.key() + "\"'s \"pieces\"");
+        tensor.pieces.push_back(HfPiece{begin, entry[2], int64_t(entry[0]), entry[1]});
+        begin += entry[2];
+      }
+      if (begin != bytes || record.files[size_t(tensor.pieces[0].file)].name != tensor.file ||
+          tensor.pieces[0].offset != tensor.offset)
+        return bad("tensor \"" + it.key() + "\"'s \"pieces\"");
+    }
     record.tensors[it.key()] = std::move(tensor);
   }
   return true;
 }
 
-std::string partialStateJson(const std::string &programId, uint64_t maxShardBytes) {
+std::string partialStateJson(const std::string &programId, uint64_t maxShardBytes,
+                             HfExperts experts) {
   OrderedJson json;
   json["format"] = kPartialFormat;
   json["program_id"] = programId;
   json["max_shard_size"] = maxShardBytes;
+  json["hf_experts"] = hfExpertsName(experts);
   return json.dump() + "\n";
 }
 
-bool readPartialState(const std::string &dir, std::string &programId, uint64_t &maxShardBytes) {
+bool readPartialState(const std::string &dir, std::string &programId, uint64_t &maxShardBytes,
+                      HfExperts &experts) {
   Json json;
-  std::string error, format;
+  std::string error, format, expertsName;
   return readJsonFile(partialStatePath(dir), json, error) && getTo(json, "format", format) &&
          format == kPartialFormat && getTo(json, "program_id", programId) &&
-         getTo(json, "max_shard_size", maxShardBytes);
+         getTo(json, "max_shard_size", maxShardBytes) &&
+         getTo(json, "hf_experts", expertsName) && parseHfExperts(expertsName, experts);
 }
 
 std::string sumsFileBytes(const std::string &programId, int64_t rank, int64_t worldSize,

@@ -19,6 +19,9 @@ namespace initrt::hf {
 inline constexpr const char *kRecordFile = "initc-checkpoint.json";
 inline constexpr const char *kRecordFormat = "initc-hf";
 inline constexpr int kRecordVersion = 2;
+/// The version of a record that lists pieces (an MoE model's experts written per expert): a
+/// reader that knows only version 2 would take each tensor for one range and refuses it instead.
+inline constexpr int kPiecesRecordVersion = 3;
 /// The rule initc-checkpoint.json names for the boxes each rank writes (writeBoxes).
 inline constexpr const char *kWriteBoxRule = "replicas-split-rows";
 inline constexpr const char *kIndexFile = "model.safetensors.index.json";
@@ -52,6 +55,27 @@ private:
   uint64_t base = 0, run = 0, runs = 0;
 };
 
+/// Where the bytes of a box lie in the files: its runs in the tensor's own row-major bytes (a
+/// BoxRuns at offset 0), each cut where one of the tensor's pieces (hfPieces) ends, since a
+/// tensor written per expert has each expert's bytes at an offset of their own.
+class BoxPlaces {
+public:
+  BoxPlaces(const std::vector<int64_t> &globalShape, const Slice &box, uint64_t elementBytes,
+            std::vector<HfPiece> pieces);
+  /// The runs in the tensor's bytes: for usesWindow and the box's size.
+  const BoxRuns &runs() const { return tensorRuns; }
+  uint64_t bytes() const { return tensorRuns.count() * tensorRuns.runBytes(); }
+  /// The file and offset of the box's byte `offset` (in its row-major order) and how many bytes
+  /// from there on lie contiguous in that file (within one run and one piece).
+  void locate(uint64_t offset, int64_t &file, uint64_t &at, uint64_t &contiguous) const;
+  /// The files the box's bytes lie in.
+  std::vector<int64_t> files() const;
+
+private:
+  BoxRuns tensorRuns;
+  std::vector<HfPiece> pieces;
+};
+
 /// How the writer puts a box into its file. A box that is one run, or whose runs are long, is
 /// written with pwrite, in pieces as they come; a box of many short runs (split on a later dim)
 /// is copied through a MAP_SHARED window of the file, so that its system calls are two per
@@ -72,12 +96,12 @@ void windowFor(uint64_t from, uint64_t to, uint64_t fileSize, uint64_t pageBytes
 uint64_t countWriteCalls(const Program &program, const HfPlan &plan, int64_t rank,
                          uint64_t pieceBytes, bool windows = true);
 
-/// Streams the bytes of `box` from the open file `fd` in the box's row-major order, in pieces
-/// of at most `scratch` bytes; false with `error` on a read error or a short file.
-bool readBox(int fd, const BoxRuns &runs, const std::function<void(const void *, uint64_t)> &take,
-             std::string &error);
-/// XXH3-64 of the box's bytes as 16 hex digits, read from `fd`.
-bool checksumBox(int fd, const BoxRuns &runs, std::string &hex, std::string &error);
+/// XXH3-64 of the box's bytes as 16 hex digits, read in its row-major order from the files its
+/// bytes lie in: `fdOf(file)` is the open file (negative when it cannot be opened). False with
+/// `error`, naming the file by `fileName`, on a read error or a short file.
+bool checksumBox(const BoxPlaces &places, const std::function<int(int64_t)> &fdOf,
+                 const std::function<std::string(int64_t)> &fileName, std::string &hex,
+                 std::string &error);
 
 struct TensorRecord {
   int64_t index = 0;
@@ -88,6 +112,11 @@ struct TensorRecord {
   std::vector<std::vector<int>> splitAxes; // the program's: which mesh axes split each dim
   int stageAxis = -1;                      // the program's pipeline placement, if any
   int64_t stage = 0;
+  /// Written per expert: its pieces (file: an index into Record::files). Empty: one range at
+  /// `offset` of `file`.
+  std::vector<HfPiece> pieces;
+  /// The name its file holds it under, when not its own (HfPlace::storedName).
+  std::string storedName;
 };
 struct FileRecord {
   std::string name;
@@ -101,6 +130,7 @@ struct Record {
   std::vector<std::string> meshAxes;
   std::vector<int64_t> meshShape;
   uint64_t maxShardSize = 0;
+  HfExperts experts = HfExperts::Stacked;
   std::vector<FileRecord> files;
   std::map<std::string, TensorRecord> tensors;
   /// The tensors as a program without kernels, in their "index" order: what writeBoxes needs.
@@ -118,8 +148,10 @@ bool readRecord(const std::string &dir, Record &record, std::string &error);
 
 /// state.json in the directory of temporaries: the program and --max-shard-size of the files
 /// rank 0 created there.
-std::string partialStateJson(const std::string &programId, uint64_t maxShardBytes);
-bool readPartialState(const std::string &dir, std::string &programId, uint64_t &maxShardBytes);
+std::string partialStateJson(const std::string &programId, uint64_t maxShardBytes,
+                             HfExperts experts);
+bool readPartialState(const std::string &dir, std::string &programId, uint64_t &maxShardBytes,
+                      HfExperts &experts);
 
 // The ranks' sums files (ir-spec/checkpoint.md, "Sums files"): .initc/rank-0000K.sums, kept
 // with the checkpoint, each written by its rank alone once its boxes are on disk.

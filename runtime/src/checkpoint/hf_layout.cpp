@@ -93,21 +93,23 @@ bool boxesMatch(const std::string &dir, const Program &program, const HfPlan &pl
                 const std::vector<ParamBox> &boxes, const std::vector<uint64_t> &expected,
                 std::string &reason) {
   std::map<int64_t, int> fds;
+  auto fdOf = [&](int64_t file) {
+    auto it = fds.find(file);
+    if (it == fds.end())
+      it = fds.emplace(file, ::open(dataPath(dir, plan.files[size_t(file)].name).c_str(),
+                                    O_RDONLY | O_CLOEXEC)).first;
+    return it->second;
+  };
+  auto fileName = [&](int64_t file) { return plan.files[size_t(file)].name; };
   bool ok = true;
   for (size_t b = 0; ok && b < boxes.size(); ++b) {
     const Param &param = program.params[boxes[b].param];
     const HfPlace &place = plan.places[boxes[b].param];
     const std::string &name = plan.files[size_t(place.file)].name;
-    auto it = fds.find(place.file);
-    if (it == fds.end())
-      it = fds.emplace(place.file, ::open(dataPath(dir, name).c_str(), O_RDONLY | O_CLOEXEC)).first;
     std::string hex, why;
-    BoxRuns runs(param.shape, boxes[b].box, uint64_t(dtypeBytes(param.dtype)), place.offset);
-    if (it->second < 0) {
-      reason = name + " is missing";
-      ok = false;
-    } else if (!checksumBox(it->second, runs, hex, why)) {
-      reason = name + ": " + why;
+    BoxPlaces places(param.shape, boxes[b].box, uint64_t(dtypeBytes(param.dtype)), hfPieces(place));
+    if (!checksumBox(places, fdOf, fileName, hex, why)) {
+      reason = why;
       ok = false;
     } else if (hex != checksumToHex(expected[b])) {
       reason = "the bytes of " + param.name + " in " + name + " are not those recorded";
@@ -155,13 +157,13 @@ public:
   }
 
   bool open(const std::string &dir, const Program &program, uint64_t maxShardBytes,
-            int64_t rank, const std::vector<ShardTensor> &tensors, const std::string &baseStamps,
-            std::string &error) {
+            HfExperts experts, int64_t rank, const std::vector<ShardTensor> &tensors,
+            const std::string &baseStamps, std::string &error) {
     this->dir = dir;
     this->program = &program;
     this->rank = rank;
     this->baseStamps = baseStamps;
-    if (!planHfCheckpoint(program, maxShardBytes, plan, error))
+    if (!planHfCheckpoint(program, maxShardBytes, plan, error, experts))
       return false;
     fds.assign(plan.files.size(), -1);
     // INITRT_HF_WRITE=pwrite: every run with pwrite, to compare the two ways on a file system.
@@ -180,15 +182,17 @@ public:
         error = "internal: " + tensor.param->name + " has no place in the hf checkpoint";
         return false;
       }
-      Box box{p, place.file, BoxRuns(tensor.param->shape, tensor.slice,
-                                     uint64_t(dtypeBytes(tensor.param->dtype)), place.offset)};
+      Box box{p, BoxPlaces(tensor.param->shape, tensor.slice,
+                           uint64_t(dtypeBytes(tensor.param->dtype)), hfPieces(place))};
       ParamBox paramBox;
       paramBox.param = p;
       paramBox.box = tensor.slice;
       boxes.push_back(paramBox);
-      int &fd = fds[size_t(place.file)];
-      if (fd < 0) {
-        const std::string path = dataPath(dir, plan.files[size_t(place.file)].name);
+      for (int64_t file : box.places.files()) {
+        int &fd = fds[size_t(file)];
+        if (fd >= 0)
+          continue;
+        const std::string path = dataPath(dir, plan.files[size_t(file)].name);
         fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
         if (fd < 0) {
           error = "cannot open " + path + ", which rank 0 created: " + std::strerror(errno) +
@@ -207,10 +211,14 @@ public:
     std::vector<size_t> order(entries.size());
     for (size_t i = 0; i < order.size(); ++i)
       order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      const Box &x = entries[a], &y = entries[b];
-      return x.file != y.file ? x.file < y.file : x.runs.runOffset(0) < y.runs.runOffset(0);
-    });
+    // By where each box's first byte lies.
+    std::vector<std::pair<int64_t, uint64_t>> first(entries.size());
+    for (size_t i = 0; i < entries.size(); ++i) {
+      uint64_t contiguous;
+      entries[i].places.locate(0, first[i].first, first[i].second, contiguous);
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return first[a] < first[b]; });
     return order;
   }
 
@@ -224,20 +232,21 @@ public:
       currentEnd = 0;
     }
     const Box &box = entries[index];
-    const int fd = fds[size_t(box.file)];
-    const uint64_t run = box.runs.runBytes();
     const char *from = static_cast<const char *>(data);
     checksum.update(data, bytes);
     currentEnd = offset + bytes;
-    const bool windowed = windows && usesWindow(box.runs);
-    // Each run of the box in the file is one pwrite (or a few, for a run longer than a piece),
-    // or, for many short runs, a copy into the window that holds it.
+    const bool windowed = windows && usesWindow(box.places.runs());
+    // Each run of the box in the file (cut where an expert's tensor ends, for a tensor written
+    // per expert) is one pwrite (or a few, for a run longer than a piece), or, for many short
+    // runs, a copy into the window that holds it.
     while (bytes > 0) {
-      const uint64_t within = offset % run;
-      const uint64_t n = std::min(bytes, run - within);
-      const uint64_t at = box.runs.runOffset(offset / run) + within;
-      if (windowed ? !copyThroughWindow(fd, box.file, at, from, n, error)
-                   : !writeAll(fd, at, from, n, box.file, error))
+      int64_t file;
+      uint64_t at, contiguous;
+      box.places.locate(offset, file, at, contiguous);
+      const uint64_t n = std::min(bytes, contiguous);
+      const int fd = fds[size_t(file)];
+      if (windowed ? !copyThroughWindow(fd, file, at, from, n, error)
+                   : !writeAll(fd, at, from, n, file, error))
         return false;
       from += n;
       offset += n;
@@ -301,8 +310,7 @@ public:
 private:
   struct Box {
     size_t param;
-    int64_t file;
-    BoxRuns runs;
+    BoxPlaces places;
   };
 
   bool writeAll(int fd, uint64_t at, const char *from, uint64_t bytes, int64_t file,
@@ -380,6 +388,7 @@ class HfLayout final : public CheckpointLayout {
 public:
   void configure(const LayoutSettings &settings) const override {
     maxShardBytes = settings.maxShardBytes;
+    experts = settings.hfExperts;
   }
   bool storesReplicas() const override { return false; }
   bool sharesFiles() const override { return true; }
@@ -424,6 +433,9 @@ public:
       else if (record.maxShardSize != maxShardBytes)
         why = "holds this program's hf checkpoint written with --max-shard-size " +
               std::to_string(record.maxShardSize) + ", not " + std::to_string(maxShardBytes);
+      else if (!recordIsOurs(dir, program) && recordExperts(program) != record.experts)
+        why = std::string("holds this program's hf checkpoint written with --hf-experts ") +
+              hfExpertsName(record.experts) + ", not " + hfExpertsName(experts);
       else if (!recordIsOurs(dir, program))
         why = "holds this program's hf checkpoint written by other ranks (initc assemble's " +
               std::string("output, or another mesh)");
@@ -438,11 +450,13 @@ public:
     if (exists(partialStatePath(dir))) {
       std::string programId;
       uint64_t size = 0;
-      partialMine = readPartialState(dir, programId, size) &&
-                    programId == program.programId && size == maxShardBytes;
+      HfExperts partialExperts;
+      partialMine = readPartialState(dir, programId, size, partialExperts) &&
+                    programId == program.programId && size == maxShardBytes &&
+                    partialExperts == experts;
       if (!partialMine && !overwrite)
-        return refuse("holds the unfinished hf checkpoint of another program or "
-                      "--max-shard-size (" + std::string(kPartialDir) + ")");
+        return refuse("holds the unfinished hf checkpoint of another program, "
+                      "--max-shard-size or --hf-experts (" + std::string(kPartialDir) + ")");
     }
     // model-*.safetensors without a record: another tool's checkpoint, unless this program's
     // job was stopped while renaming its files into place.
@@ -491,11 +505,12 @@ public:
     if (readRecord(dir, record, why)) // prepareDir left it: this program's, complete
       return true;
     HfPlan plan;
-    if (!planHfCheckpoint(program, maxShardBytes, plan, error))
+    if (!planHfCheckpoint(program, maxShardBytes, plan, error, experts))
       return false;
     std::string programId;
     uint64_t size = 0;
-    if (readPartialState(dir, programId, size)) {
+    HfExperts partialExperts;
+    if (readPartialState(dir, programId, size, partialExperts)) {
       bool whole = true;
       for (const HfFile &file : plan.files)
         whole = whole && (fileSize(partialDataPath(dir, file.name)) == int64_t(file.size) ||
@@ -518,7 +533,7 @@ public:
                        const std::string *baseStamps, bool someBasesMissing) const override {
     checksums.assign(program.params.size(), std::string());
     HfPlan plan;
-    if (!planHfCheckpoint(program, maxShardBytes, plan, reason))
+    if (!planHfCheckpoint(program, maxShardBytes, plan, reason, experts))
       return ShardState::Incomplete;
     // This rank's part is done when its sums file is complete and its boxes' bytes match it.
     const std::vector<ParamBox> boxes = writeBoxes(program, rank);
@@ -570,7 +585,7 @@ public:
                                        std::string &error,
                                        const std::string &baseStamps) const override {
     auto writer = std::make_unique<HfRankWriter>();
-    if (!writer->open(dir, program, maxShardBytes, rank, tensors, baseStamps, error))
+    if (!writer->open(dir, program, maxShardBytes, experts, rank, tensors, baseStamps, error))
       return nullptr;
     return writer;
   }
@@ -578,7 +593,7 @@ public:
   bool finishJob(const std::string &dir, const Program &program, const std::vector<RankReport> &,
                  std::string &error) const override {
     HfPlan plan;
-    if (!planHfCheckpoint(program, maxShardBytes, plan, error))
+    if (!planHfCheckpoint(program, maxShardBytes, plan, error, experts))
       return false;
     // Every rank wrote its sums file before it reported; the record vouches for all of them.
     for (int64_t rank = 0; rank < program.mesh.size(); ++rank)
@@ -621,7 +636,7 @@ private:
   bool recordIsOurs(const std::string &dir, const Program &program) const {
     HfPlan plan;
     std::string existing, why;
-    return planHfCheckpoint(program, maxShardBytes, plan, why) &&
+    return planHfCheckpoint(program, maxShardBytes, plan, why, experts) &&
            readRegularFile(joinPath(dir, kRecordFile), kMaxJsonFileBytes, existing, why) ==
                ReadFileStatus::Ok &&
            existing == recordJson(program, plan, maxShardBytes);
@@ -675,11 +690,24 @@ private:
       }
     }
     return writeFileAtomically(partialStatePath(dir),
-                               partialStateJson(program.programId, maxShardBytes), error) &&
+                               partialStateJson(program.programId, maxShardBytes, experts), error) &&
            syncDirectory(partial, error) && syncDirectory(dir, error);
   }
 
+  // What a record of this job says of the experts: per-expert only where that changes the plan.
+  HfExperts recordExperts(const Program &program) const {
+    HfPlan plan;
+    std::string why;
+    if (!planHfCheckpoint(program, maxShardBytes, plan, why, experts))
+      return experts;
+    for (const HfPlace &place : plan.places)
+      if (!place.pieces.empty())
+        return HfExperts::PerExpert;
+    return HfExperts::Stacked;
+  }
+
   mutable uint64_t maxShardBytes = kDefaultMaxShardBytes;
+  mutable HfExperts experts = HfExperts::Stacked;
 };
 
 } // namespace

@@ -32,6 +32,12 @@ public:
       error += ": " + rerunJob;
       return false;
     }
+    if (record.experts == HfExperts::PerExpert) {
+      // Its stacked tensors lie in pieces under other names: read the stacked format instead.
+      error = dir + " holds an MoE model written with --hf-experts per-expert, which initc does "
+              "not read back yet: write it with --hf-experts stacked to read it";
+      return false;
+    }
     description = record.program();
     std::map<std::string, size_t> fileIndex;
     std::vector<uint64_t> sizes;

@@ -64,12 +64,35 @@ bool checkFile(const std::string &dir, const Record &record, const FileRecord &f
     return false;
   }
   size_t expected = 0;
+  // A tensor written per expert: the header lists each of its pieces in this file under the
+  // expert's own name (not recorded), with its dtype, place and size.
+  std::map<uint64_t, const SafetensorsEntry *> byOffset;
+  for (const SafetensorsEntry &found : reader.tensors())
+    byOffset[reader.dataStart() + found.begin] = &found;
   for (const auto &entry : record.tensors) {
     const TensorRecord &tensor = entry.second;
+    if (!tensor.pieces.empty()) {
+      for (const HfPiece &piece : tensor.pieces) {
+        if (record.files[size_t(piece.file)].name != file.name)
+          continue;
+        ++expected;
+        auto found = byOffset.find(piece.offset);
+        if (found == byOffset.end() || found->second->dtype != tensor.dtype ||
+            found->second->bytes() != piece.bytes) {
+          problems.push_back(file.name + ": its header does not list a tensor of " + entry.first +
+                             "'s bytes at offset " + std::to_string(piece.offset) +
+                             " as recorded (dtype, size): the file changed after the job wrote "
+                             "it; rerun the whole job with --overwrite");
+          return false;
+        }
+      }
+      continue;
+    }
     if (tensor.file != file.name)
       continue;
     ++expected;
-    const SafetensorsEntry *found = reader.find(entry.first);
+    const SafetensorsEntry *found =
+        reader.find(tensor.storedName.empty() ? entry.first : tensor.storedName);
     if (!found || found->dtype != tensor.dtype || found->shape != tensor.shape ||
         reader.dataStart() + found->begin != tensor.offset) {
       problems.push_back(file.name + ": its header does not list " + entry.first +
@@ -148,23 +171,37 @@ bool verifyHfCheckpoint(const std::string &dir, std::vector<std::string> &proble
         const TensorRecord &tensor = *byIndex[boxes[b].param];
         if (!usable[boxes[b].param] || !fileOk[tensor.file])
           continue; // said once, for the tensor or the file
-        int &fd = fds[tensor.file];
-        if (fd == 0)
-          fd = ::open(joinPath(dir, tensor.file).c_str(), O_RDONLY | O_CLOEXEC);
         const uint64_t elementBytes = uint64_t(safetensorsDTypeBits(tensor.dtype) / 8);
-        BoxRuns runs(tensor.shape, boxes[b].box, elementBytes, tensor.offset);
+        std::vector<HfPiece> pieces = tensor.pieces;
+        if (pieces.empty())
+          pieces.push_back(HfPiece{0, uint64_t(param.numElements()) * elementBytes, -1,
+                                   tensor.offset});
+        bool piecesOk = true;
+        for (const HfPiece &piece : pieces)
+          piecesOk = piecesOk && fileOk[piece.file < 0 ? tensor.file
+                                                       : record.files[size_t(piece.file)].name];
+        if (!piecesOk)
+          continue; // said once, for the file
+        auto nameOf = [&](int64_t file) {
+          return file < 0 ? tensor.file : record.files[size_t(file)].name;
+        };
+        auto fdOf = [&](int64_t file) {
+          int &fd = fds[nameOf(file)];
+          if (fd == 0)
+            fd = ::open(joinPath(dir, nameOf(file)).c_str(), O_RDONLY | O_CLOEXEC);
+          return fd;
+        };
+        BoxPlaces places(tensor.shape, boxes[b].box, elementBytes, std::move(pieces));
         std::string hex;
         const std::string recorded = checksumToHex(sums[b]);
         std::string where = param.name + " (" + tensor.file + ") slice " +
                             sliceText(boxes[b].box) + " written by rank " + std::to_string(rank);
-        if (fd < 0)
-          mine.push_back(where + ": cannot open the file: " + std::strerror(errno));
-        else if (!checksumBox(fd, runs, hex, why))
+        if (!checksumBox(places, fdOf, nameOf, hex, why))
           mine.push_back(where + ": " + why + ": " + repairHint(dir, rank));
         else if (hex != recorded)
           mine.push_back(where + ": checksum " + hex + " is not the recorded " + recorded + ": " +
                          repairHint(dir, rank));
-        bytes += runs.count() * runs.runBytes();
+        bytes += places.bytes();
       }
       if (progress) {
         std::lock_guard<std::mutex> hold(progressLock);

@@ -274,6 +274,7 @@ int run(World &world, const Options &options, int64_t myRank, const std::string 
   const CheckpointLayout &output = *checkpointLayout(options.layout); // main.cpp checked it
   LayoutSettings settings;
   settings.maxShardBytes = options.maxShardBytes;
+  settings.hfExperts = options.hfExperts;
   output.configure(settings);
 
   std::string progDir = options.programDir.empty() ? executableDir() : options.programDir;

@@ -93,6 +93,19 @@ int main(int argc, char **argv) {
                          "of bytes, got '" + text + "'";
           },
           "", "SIZE"));
+  std::string hfExperts = "stacked";
+  app.add_option("--hf-experts", hfExperts,
+                 "With --layout hf: how an MoE model's experts are written: stacked, as "
+                 "transformers 5 holds them (default), or per-expert, the original format "
+                 "save_pretrained writes by default (transformers 4.x, vLLM)")
+      ->type_name("stacked|per-expert")
+      ->check(CLI::Validator(
+          [&options](std::string &text) {
+            return initrt::parseHfExperts(text, options.hfExperts)
+                       ? std::string()
+                       : "--hf-experts must be stacked or per-expert, got '" + text + "'";
+          },
+          "", "stacked|per-expert"));
   app.add_option("--rank", options.rank,
                  "Compute only rank K, without MPI, and write only its part: its file in the "
                  "ranks and dcp layouts (index.json left alone); in a complete hf checkpoint, "

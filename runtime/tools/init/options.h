@@ -1,6 +1,8 @@
 // What prog/init was asked to do (its command line, main.cpp) and how it ends.
 #pragma once
 
+#include "initrt/base/hf_plan.h"
+
 #include <cstdint>
 #include <string>
 
@@ -12,6 +14,7 @@ struct Options {
   std::string out;
   std::string layout = "hf"; // a checkpointLayout() name
   uint64_t maxShardBytes = 5000000000ull; // --max-shard-size, save_pretrained's "5GB"
+  initrt::HfExperts hfExperts = initrt::HfExperts::Stacked; // --hf-experts
   std::string programDir;
   int64_t rank = -1;
   int threads = 0;

@@ -5,7 +5,8 @@
 # weights) assemble to the same bytes on ep=2,tp=2, ep=2,dp=2, pp=2,ep=2 and ep=4 as on dp=2,
 # verify on each; each rank of ep=2,tp=2 alone writes its file again; on ep=4 every rank holds
 # exactly its one expert of each stacked tensor and the whole router; an ep that does not divide
-# the experts fails naming the tensor; the bytes split places deepseek_v3's layers by weight.
+# the experts fails naming the tensor; written per expert (--hf-experts per-expert), 1 rank,
+# ep=2,tp=2 and ep=4 write the same bytes; the bytes split places deepseek_v3's layers by weight.
 source "$(dirname "$0")/../common.bash"
 
 for model in qwen3_moe deepseek_v3; do
@@ -19,6 +20,28 @@ for model in qwen3_moe deepseek_v3; do
     cmp "$WORK/ckpt-$model-ep_2_tp_2/$file" "$WORK/alone-$model/$file" \
       || fail "--rank $k differs ($model ep=2,tp=2)"
   done
+done
+# The original per-expert format (checkpoint.md, "MoE models"): ep=2,tp=2 and ep=4 (each rank's
+# boxes cut at other experts' pieces, in several files) write the bytes one rank writes, and
+# each verifies.
+for model in qwen3_moe deepseek_v3; do
+  "$INITC" compile "$WORK/$model.mlir" --mesh dp=1 --shard replicated -o "$WORK/prog-$model-one" \
+    >/dev/null || fail "compile $model on one rank"
+  for run in one ep_2_tp_2 ep_4; do
+    n=4
+    [[ $run == one ]] && n=1
+    "${MPIRUN[@]}" -np "$n" "$WORK/prog-$model-$run/init" --layout hf --hf-experts per-expert \
+      --max-shard-size 100KB --out "$WORK/per-expert-$model-$run" --quiet \
+      || fail "per-expert $model $run"
+    "$INITC" verify "$WORK/per-expert-$model-$run" >/dev/null || fail "verify per-expert $model $run"
+    [[ $run == one ]] && continue
+    for file in "$WORK/per-expert-$model-one"/model*; do
+      cmp "$file" "$WORK/per-expert-$model-$run/${file##*/}" \
+        || fail "per-expert $model $run: ${file##*/} differs from one rank"
+    done
+  done
+  ls "$WORK/per-expert-$model-one"/model-00002-of-* >/dev/null || fail "per-expert $model: one file"
+  echo "ok per-expert $model: 1 rank, ep=2,tp=2 and ep=4 write the same bytes"
 done
 # The bytes split (sharding.md): deepseek_v3's embedding (1001 x 64) outweighs its dense layer 0,
 # so on pp=4 stage 0 holds the embedding alone where torchtitan's split gives it layer 0 too:

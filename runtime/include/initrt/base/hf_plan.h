@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace initrt {
@@ -23,17 +24,45 @@ struct HfFile {
   std::vector<size_t> params; // indices into Program::params, in the order save_pretrained met them
 };
 
+/// How an MoE model's stacked experts tensors are stored (ir-spec/checkpoint.md, "MoE models"):
+/// as they are (transformers 5's format, save_original_format=False), or split into one tensor
+/// per expert under the model's original names (save_pretrained's default).
+enum class HfExperts { Stacked, PerExpert };
+/// "stacked", "per-expert"; parseHfExperts is false on anything else.
+const char *hfExpertsName(HfExperts experts);
+bool parseHfExperts(const std::string &text, HfExperts &experts);
+
+/// A contiguous range of a parameter's row-major bytes, [begin, begin + bytes), stored at
+/// `offset` of file `file`.
+struct HfPiece {
+  uint64_t begin = 0, bytes = 0;
+  int64_t file = -1;
+  uint64_t offset = 0;
+};
+
 /// Where one persistent parameter lives.
 struct HfPlace {
   int64_t file = -1;   // index into HfPlan::files; -1 for a parameter the checkpoint leaves out
   uint64_t offset = 0; // of its first byte, from the start of the file
   uint64_t bytes = 0;
+  /// A stacked experts tensor stored per expert: its pieces, one per expert tensor, in the
+  /// order of its bytes (file and offset above are the first's). Empty: stored whole.
+  std::vector<HfPiece> pieces;
+  /// The name the file holds it under when that is not its own (a tensor written whole that the
+  /// original format renames: mixtral's block_sparse_moe.gate.weight); empty otherwise.
+  std::string storedName;
 };
+
+/// The pieces of a placed parameter: its own, or the one piece of a tensor stored whole.
+std::vector<HfPiece> hfPieces(const HfPlace &place);
 
 struct HfPlan {
   std::vector<HfFile> files;
   std::vector<HfPlace> places; // one per Program::params entry
   uint64_t totalSize = 0;      // every tensor's bytes: the index's metadata.total_size
+  /// The names the files hold (the per-expert names where a tensor is stored per expert),
+  /// each with its file: the index's weight_map.
+  std::vector<std::pair<std::string, int64_t>> stored;
 };
 
 /// Assigns the program's persistent parameters to files as save_pretrained does with
@@ -41,11 +70,14 @@ struct HfPlan {
 /// when the next tensor would take the current one past the limit, a tensor larger than the
 /// limit alone in its own file), under each parameter's name (aliases are not stored: they are
 /// tied to it). Each file's header is the reference writer's for its tensors, with __metadata__
-/// {"format": "pt"}. An MoE model's experts stay stacked, as save_pretrained writes them with
-/// save_original_format=False (ir-spec/checkpoint.md, "MoE models"). Fails only on a program
-/// no safetensors file can hold.
+/// {"format": "pt"}. With HfExperts::Stacked an MoE model's experts stay stacked, as
+/// save_pretrained writes them with save_original_format=False; with PerExpert they are written
+/// in the original per-expert format, as its default does (ir-spec/checkpoint.md, "MoE
+/// models": the names sorted, each stacked tensor's experts one group of tensors). A program
+/// without stacked experts is planned the same either way. Fails on a program no safetensors
+/// file can hold, and on per-expert experts of a model type whose original names are unknown.
 bool planHfCheckpoint(const Program &program, uint64_t maxShardBytes, HfPlan &plan,
-                      std::string &error);
+                      std::string &error, HfExperts experts = HfExperts::Stacked);
 
 /// model.safetensors.index.json for `plan`: {"metadata": {"total_size": N}, "weight_map":
 /// {name: file}}, names sorted as save_pretrained writes them; aliases (tied names) are not

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <map>
 
 using namespace initrt;
 
@@ -79,4 +81,120 @@ TEST(HfPlan, ParsesShardSizes) {
   EXPECT_EQ(bytes, 4096ull);
   for (const char *bad : {"", "GB", "0", "5 GB", "5TB", "-1", "1.5GB", "99999999999999999999"})
     EXPECT_FALSE(parseShardSize(bad, bytes)) << bad;
+}
+
+namespace {
+
+// A mixtral-like program: the router, a stacked gate_up_proj [E=2, 2X=4, H=3] and down_proj
+// [2, 3, 2], layer 10 before layer 2 in program order, and lm_head last.
+Program moeProgram(const std::string &modelType) {
+  Program program;
+  program.hfConfig = "{\"model_type\": \"" + modelType + "\"}";
+  program.params.push_back(makeParam("model.layers.10.mlp.gate.weight", {2, 3}));
+  program.params.push_back(makeParam("model.layers.2.mlp.experts.gate_up_proj", {2, 4, 3}));
+  program.params.push_back(makeParam("model.layers.2.mlp.experts.down_proj", {2, 3, 2}));
+  program.params.push_back(makeParam("lm_head.weight", {5, 3}));
+  return program;
+}
+
+} // namespace
+
+TEST(HfPlan, PerExpertNamesOrderAndPieces) {
+  const Program program = moeProgram("mixtral");
+  HfPlan plan;
+  std::string error;
+  ASSERT_TRUE(planHfCheckpoint(program, kDefaultMaxShardBytes, plan, error, HfExperts::PerExpert))
+      << error;
+  ASSERT_EQ(plan.files.size(), 1u);
+  // Sorted by dot_natural_key (lm_head first, layer 2 before layer 10), each stacked tensor one
+  // group per projection, experts 0 and 1, under mixtral's names.
+  std::vector<std::string> names;
+  for (const auto &entry : plan.stored)
+    names.push_back(entry.first);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "lm_head.weight",
+                       "model.layers.2.block_sparse_moe.experts.0.w2.weight",
+                       "model.layers.2.block_sparse_moe.experts.1.w2.weight",
+                       "model.layers.2.block_sparse_moe.experts.0.w1.weight",
+                       "model.layers.2.block_sparse_moe.experts.1.w1.weight",
+                       "model.layers.2.block_sparse_moe.experts.0.w3.weight",
+                       "model.layers.2.block_sparse_moe.experts.1.w3.weight",
+                       "model.layers.10.block_sparse_moe.gate.weight"}));
+  EXPECT_EQ(plan.places[0].storedName, "model.layers.10.block_sparse_moe.gate.weight");
+  EXPECT_TRUE(plan.places[0].pieces.empty());
+  EXPECT_EQ(plan.totalSize, uint64_t(4 * (6 + 24 + 12 + 15)));
+  // gate_up_proj: expert e's gate rows are bytes [48e, 48e + 24), its up rows the next 24; the
+  // pieces tile the tensor in order, each where the header puts its tensor.
+  SafetensorsReader reader;
+  const std::string path = ::testing::TempDir() + "/per_expert.safetensors";
+  {
+    std::string file = plan.files[0].header;
+    file.resize(plan.files[0].size, '\0');
+    FILE *out = std::fopen(path.c_str(), "wb");
+    ASSERT_TRUE(out);
+    std::fwrite(file.data(), 1, file.size(), out);
+    std::fclose(out);
+  }
+  ASSERT_TRUE(reader.open(path, error)) << error;
+  const char *projs[] = {"w1", "w3"};
+  const std::vector<HfPiece> &pieces = plan.places[1].pieces;
+  ASSERT_EQ(pieces.size(), 4u);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    EXPECT_EQ(pieces[i].begin, 24 * i);
+    EXPECT_EQ(pieces[i].bytes, 24u);
+    const std::string name = "model.layers.2.block_sparse_moe.experts." + std::to_string(i / 2) +
+                             "." + projs[i % 2] + ".weight";
+    const SafetensorsEntry *entry = reader.find(name);
+    ASSERT_TRUE(entry) << name;
+    EXPECT_EQ(entry->shape, (std::vector<int64_t>{2, 3})) << name;
+    EXPECT_EQ(reader.dataStart() + entry->begin, pieces[i].offset) << name;
+  }
+  EXPECT_EQ(plan.places[1].offset, pieces[0].offset);
+  ASSERT_EQ(plan.places[2].pieces.size(), 2u);
+  EXPECT_EQ(reader.find("model.layers.2.block_sparse_moe.experts.1.w2.weight")->shape,
+            (std::vector<int64_t>{3, 2}));
+}
+
+TEST(HfPlan, PerExpertGroupsShareAFile) {
+  // 60-byte limit: lm_head (60) alone; each group of two 24-byte tensors (48 bytes, counted
+  // whole) in a file of its own, though one of its tensors would fit beside another group; the
+  // router (24) after the up group would pass the limit too.
+  HfPlan plan;
+  std::string error;
+  ASSERT_TRUE(planHfCheckpoint(moeProgram("qwen3_moe"), 60, plan, error, HfExperts::PerExpert))
+      << error;
+  std::map<std::string, int64_t> file(plan.stored.begin(), plan.stored.end());
+  EXPECT_EQ(file["lm_head.weight"], 0);
+  EXPECT_EQ(file["model.layers.2.mlp.experts.0.down_proj.weight"], 1);
+  EXPECT_EQ(file["model.layers.2.mlp.experts.1.down_proj.weight"], 1);
+  EXPECT_EQ(file["model.layers.2.mlp.experts.0.gate_proj.weight"], 2);
+  EXPECT_EQ(file["model.layers.2.mlp.experts.1.gate_proj.weight"], 2);
+  EXPECT_EQ(file["model.layers.2.mlp.experts.0.up_proj.weight"], 3);
+  EXPECT_EQ(file["model.layers.10.mlp.gate.weight"], 4);
+  EXPECT_EQ(plan.files.size(), 5u);
+  // One gate_up_proj in two files: its pieces alternate between them.
+  const std::vector<HfPiece> &pieces = plan.places[1].pieces;
+  ASSERT_EQ(pieces.size(), 4u);
+  EXPECT_EQ((std::vector<int64_t>{pieces[0].file, pieces[1].file, pieces[2].file, pieces[3].file}),
+            (std::vector<int64_t>{2, 3, 2, 3}));
+  EXPECT_TRUE(plan.places[0].storedName.empty());
+}
+
+TEST(HfPlan, PerExpertLeavesDenseModelsAndRefusesUnknownTypes) {
+  Program dense;
+  dense.hfConfig = "{\"model_type\": \"llama\"}";
+  dense.params.push_back(makeParam("model.layers.10.mlp.down_proj.weight", {2, 3}));
+  dense.params.push_back(makeParam("model.layers.2.mlp.down_proj.weight", {2, 3}));
+  HfPlan stacked, perExpert;
+  std::string error;
+  ASSERT_TRUE(planHfCheckpoint(dense, 30, stacked, error));
+  ASSERT_TRUE(planHfCheckpoint(dense, 30, perExpert, error, HfExperts::PerExpert)) << error;
+  EXPECT_EQ(hfIndexJson(dense, stacked), hfIndexJson(dense, perExpert));
+  EXPECT_EQ(perExpert.stored[0].first, "model.layers.10.mlp.down_proj.weight"); // module order
+  EXPECT_TRUE(perExpert.places[0].pieces.empty());
+
+  HfPlan plan;
+  EXPECT_FALSE(planHfCheckpoint(moeProgram("olmoe"), 100, plan, error, HfExperts::PerExpert));
+  EXPECT_NE(error.find("model type 'olmoe'"), std::string::npos) << error;
+  EXPECT_TRUE(planHfCheckpoint(moeProgram("olmoe"), 100, plan, error)) << error;
 }
