@@ -9,6 +9,8 @@ jax.make_array_from_callback asks for each addressable device's index (a box of 
 tensor); the runtime computes exactly that box, whatever mesh the program was compiled for. The
 values are those prog/init writes. Needs jax (and ml_dtypes, which jax brings, for bfloat16)."""
 
+import mmap
+
 import jax
 import numpy as np
 
@@ -29,36 +31,61 @@ def _box(index, shape):
     return offset, box
 
 
-def _aligned_empty(shape, dtype, alignment=4096):
-    """An uninitialized array whose data starts on a page: jax's CPU client then takes the
-    buffer as the shard itself instead of copying it (numpy's own allocations are 16-byte
-    aligned)."""
-    size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-    raw = np.empty(size + alignment, dtype=np.uint8)
-    start = -raw.ctypes.data % alignment
-    return raw[start:start + size].view(dtype).reshape(shape)
+_PAGE, _HUGE_PAGE = 4096, 2 << 20
 
 
-def _array(program, param, sharding, threads):
-    dtype = _numpy_dtype(param.dtype)
+def _empty_boxes(shapes, dtype):
+    """Uninitialized C-contiguous arrays of `shapes`, each starting on a page: jax's CPU client
+    then takes a buffer as the shard itself instead of copying it (numpy's own allocations are
+    16-byte aligned). Boxes of 2 MiB or more in all are laid out one after another in a
+    mapping of their own that starts on a 2 MiB boundary, with transparent huge pages asked for
+    on its whole 2 MiB pages: each fresh 4 KiB page is a fault, and a box numpy placed anywhere
+    would get few huge pages (a 2 MiB box none), while the boxes of one array together mostly
+    fill whole ones. The last partial huge page is left to 4 KiB pages, so that no memory is
+    held that no box uses. The mapping lives as long as any of its arrays (the shards of one
+    jax.Array)."""
+    itemsize = np.dtype(dtype).itemsize
+    sizes = [int(np.prod(shape, dtype=np.int64)) * itemsize for shape in shapes]
+    starts, total = [], 0
+    for size in sizes:
+        starts.append(total)
+        total += -(-size // _PAGE) * _PAGE
+    if total < _HUGE_PAGE:
+        raw = np.empty(total + _PAGE, dtype=np.uint8)
+        base = -raw.ctypes.data % _PAGE
+    else:
+        # Private: an anonymous mmap is shared memory by default, which gets no huge pages.
+        mapping = mmap.mmap(-1, total + _HUGE_PAGE, flags=mmap.MAP_PRIVATE)
+        raw = np.frombuffer(mapping, dtype=np.uint8)
+        base = -raw.ctypes.data % _HUGE_PAGE
+        if hasattr(mmap, "MADV_HUGEPAGE"):  # advisory, as the runtime's own
+            mapping.madvise(mmap.MADV_HUGEPAGE, base, total // _HUGE_PAGE * _HUGE_PAGE)
+    return [raw[base + at:base + at + size].view(dtype).reshape(shape)
+            for shape, at, size in zip(shapes, starts, sizes)]
+
+
+def _planned(param, sharding):
+    """{(offset, box): array}: every distinct box this process's devices hold, allocated (not
+    filled). Devices that hold the same box (replicas along a mesh axis the spec leaves out)
+    share one: on the CPU their buffers then alias one host array, as jax's own fully
+    replicated path does. Safe under donation: jax hands such arrays to PJRT as
+    kImmutableZeroCopy host buffers, which the runtime promises never to write (never reused
+    for an aliased output)."""
     shape = tuple(param.global_shape)
-    # Every distinct box this process's devices hold, filled in one run of the runtime's
-    # threads (initrt_fill_boxes) before jax asks for them. Devices that hold the same box
-    # (replicas along a mesh axis the spec leaves out) share one fill: on the CPU their buffers
-    # then alias one host array, as jax's own fully replicated path does. Safe under donation:
-    # jax hands such arrays to PJRT as kImmutableZeroCopy host buffers, which the runtime
-    # promises never to write (never reused for an aliased output).
-    filled = {}
+    keys = {}  # ordered: the devices' order
     for index in sharding.addressable_devices_indices_map(shape).values():
         offset, box = _box(index, shape)
-        key = (tuple(offset), tuple(box))
-        if key not in filled:
-            filled[key] = (offset, _aligned_empty(box, dtype))
-    program.fill_boxes([(param.name, offset, out) for offset, out in filled.values()], threads)
+        keys.setdefault((tuple(offset), tuple(box)))
+    arrays = _empty_boxes([box for _, box in keys], _numpy_dtype(param.dtype))
+    return dict(zip(keys, arrays))
+
+
+def _array(param, sharding, filled):
+    shape = tuple(param.global_shape)
 
     def callback(index):
         offset, box = _box(index, shape)
-        return filled[(tuple(offset), tuple(box))][1]
+        return filled[(tuple(offset), tuple(box))]
 
     return jax.make_array_from_callback(shape, sharding, callback)
 
@@ -137,8 +164,14 @@ def init(prog, shardings, threads=0):
         for name, leaf in shardings.items():
             _check(params[name], name, leaf)
             fitted[name] = _fitted_sharding(params[name], name, leaf)
-        return {name: _array(program, params[name], fitted[name], threads)
-                for name in shardings}
+        # Every array's boxes in one run of the runtime's threads (initrt_fill_boxes), which
+        # then meet once rather than once per array (what a busy host makes costly), before
+        # jax asks for them.
+        planned = {name: _planned(params[name], fitted[name]) for name in shardings}
+        program.fill_boxes([(params[name].name, list(offset), out)
+                            for name, boxes in planned.items()
+                            for (offset, _), out in boxes.items()], threads)
+        return {name: _array(params[name], fitted[name], planned[name]) for name in shardings}
     return _with_program(prog, body)
 
 
