@@ -9,8 +9,6 @@ jax.make_array_from_callback asks for each addressable device's index (a box of 
 tensor); the runtime computes exactly that box, whatever mesh the program was compiled for. The
 values are those prog/init writes. Needs jax (and ml_dtypes, which jax brings, for bfloat16)."""
 
-import mmap
-
 import jax
 import numpy as np
 
@@ -31,37 +29,16 @@ def _box(index, shape):
     return offset, box
 
 
-_PAGE, _HUGE_PAGE = 4096, 2 << 20
-
-
-def _empty_boxes(shapes, dtype):
-    """Uninitialized C-contiguous arrays of `shapes`, each starting on a page: jax's CPU client
-    then takes a buffer as the shard itself instead of copying it (numpy's own allocations are
-    16-byte aligned). Boxes of 2 MiB or more in all are laid out one after another in a
-    mapping of their own that starts on a 2 MiB boundary, with transparent huge pages asked for
-    on its whole 2 MiB pages: each fresh 4 KiB page is a fault, and a box numpy placed anywhere
-    would get few huge pages (a 2 MiB box none), while the boxes of one array together mostly
-    fill whole ones. The last partial huge page is left to 4 KiB pages, so that no memory is
-    held that no box uses. The mapping lives as long as any of its arrays (the shards of one
-    jax.Array)."""
-    itemsize = np.dtype(dtype).itemsize
-    sizes = [int(np.prod(shape, dtype=np.int64)) * itemsize for shape in shapes]
-    starts, total = [], 0
-    for size in sizes:
-        starts.append(total)
-        total += -(-size // _PAGE) * _PAGE
-    if total < _HUGE_PAGE:
-        raw = np.empty(total + _PAGE, dtype=np.uint8)
-        base = -raw.ctypes.data % _PAGE
-    else:
-        # Private: an anonymous mmap is shared memory by default, which gets no huge pages.
-        mapping = mmap.mmap(-1, total + _HUGE_PAGE, flags=mmap.MAP_PRIVATE)
-        raw = np.frombuffer(mapping, dtype=np.uint8)
-        base = -raw.ctypes.data % _HUGE_PAGE
-        if hasattr(mmap, "MADV_HUGEPAGE"):  # advisory, as the runtime's own
-            mapping.madvise(mmap.MADV_HUGEPAGE, base, total // _HUGE_PAGE * _HUGE_PAGE)
-    return [raw[base + at:base + at + size].view(dtype).reshape(shape)
-            for shape, at, size in zip(shapes, starts, sizes)]
+def _aligned_empty(shape, dtype, alignment=4096):
+    """An uninitialized array whose data starts on a page: jax's CPU client then takes the
+    buffer as the shard itself instead of copying it (numpy's own allocations are 16-byte
+    aligned). Not laid out for huge pages (2 MiB-aligned boxes, one mapping per array): on the
+    guest of benchmarks/README.md, where freed 2 MiB blocks go back to the host, the 1B Equinox
+    model's fill then took 16-18 s against 9-13 s this way, alternated with eqx.filter_jit."""
+    size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    raw = np.empty(size + alignment, dtype=np.uint8)
+    start = -raw.ctypes.data % alignment
+    return raw[start:start + size].view(dtype).reshape(shape)
 
 
 def _planned(param, sharding):
@@ -76,8 +53,8 @@ def _planned(param, sharding):
     for index in sharding.addressable_devices_indices_map(shape).values():
         offset, box = _box(index, shape)
         keys.setdefault((tuple(offset), tuple(box)))
-    arrays = _empty_boxes([box for _, box in keys], _numpy_dtype(param.dtype))
-    return dict(zip(keys, arrays))
+    dtype = _numpy_dtype(param.dtype)
+    return {key: _aligned_empty(key[1], dtype) for key in keys}
 
 
 def _array(param, sharding, filled):
