@@ -137,6 +137,7 @@ def test_a_primitive_the_ir_cannot_express():
 
 
 def test_a_random_function_the_ir_cannot_express():
+    # (exponential is -log1p(-u) since init.log1p, and captured.)
     def fn(key):
         return {"w": jax.random.gamma(key, 2.0, (8,))}
     with pytest.raises(ij.CaptureError, match=r"^w: jax primitive .* \(at .*test_jax_capture"):

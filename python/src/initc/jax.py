@@ -32,33 +32,37 @@ def _box(index, shape):
 def _aligned_empty(shape, dtype, alignment=4096):
     """An uninitialized array whose data starts on a page: jax's CPU client then takes the
     buffer as the shard itself instead of copying it (numpy's own allocations are 16-byte
-    aligned)."""
+    aligned). Not laid out for huge pages (2 MiB-aligned boxes, one mapping per array): on the
+    guest of benchmarks/README.md, where freed 2 MiB blocks go back to the host, the 1B Equinox
+    model's fill then took 16-18 s against 9-13 s this way, alternated with eqx.filter_jit."""
     size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
     raw = np.empty(size + alignment, dtype=np.uint8)
     start = -raw.ctypes.data % alignment
     return raw[start:start + size].view(dtype).reshape(shape)
 
 
-def _array(program, param, sharding, threads):
-    dtype = _numpy_dtype(param.dtype)
+def _planned(param, sharding):
+    """{(offset, box): array}: every distinct box this process's devices hold, allocated (not
+    filled). Devices that hold the same box (replicas along a mesh axis the spec leaves out)
+    share one: on the CPU their buffers then alias one host array, as jax's own fully
+    replicated path does. Safe under donation: jax hands such arrays to PJRT as
+    kImmutableZeroCopy host buffers, which the runtime promises never to write (never reused
+    for an aliased output)."""
     shape = tuple(param.global_shape)
-    # Every distinct box this process's devices hold, filled in one run of the runtime's
-    # threads (initrt_fill_boxes) before jax asks for them. Devices that hold the same box
-    # (replicas along a mesh axis the spec leaves out) share one fill: on the CPU their buffers
-    # then alias one host array, as jax's own fully replicated path does. Safe under donation:
-    # jax hands such arrays to PJRT as kImmutableZeroCopy host buffers, which the runtime
-    # promises never to write (never reused for an aliased output).
-    filled = {}
+    keys = {}  # ordered: the devices' order
     for index in sharding.addressable_devices_indices_map(shape).values():
         offset, box = _box(index, shape)
-        key = (tuple(offset), tuple(box))
-        if key not in filled:
-            filled[key] = (offset, _aligned_empty(box, dtype))
-    program.fill_boxes([(param.name, offset, out) for offset, out in filled.values()], threads)
+        keys.setdefault((tuple(offset), tuple(box)))
+    dtype = _numpy_dtype(param.dtype)
+    return {key: _aligned_empty(key[1], dtype) for key in keys}
+
+
+def _array(param, sharding, filled):
+    shape = tuple(param.global_shape)
 
     def callback(index):
         offset, box = _box(index, shape)
-        return filled[(tuple(offset), tuple(box))][1]
+        return filled[(tuple(offset), tuple(box))]
 
     return jax.make_array_from_callback(shape, sharding, callback)
 
@@ -137,8 +141,14 @@ def init(prog, shardings, threads=0):
         for name, leaf in shardings.items():
             _check(params[name], name, leaf)
             fitted[name] = _fitted_sharding(params[name], name, leaf)
-        return {name: _array(program, params[name], fitted[name], threads)
-                for name in shardings}
+        # Every array's boxes in one run of the runtime's threads (initrt_fill_boxes), which
+        # then meet once rather than once per array (what a busy host makes costly), before
+        # jax asks for them.
+        planned = {name: _planned(params[name], fitted[name]) for name in shardings}
+        program.fill_boxes([(params[name].name, list(offset), out)
+                            for name, boxes in planned.items()
+                            for (offset, _), out in boxes.items()], threads)
+        return {name: _array(params[name], fitted[name], planned[name]) for name in shardings}
     return _with_program(prog, body)
 
 

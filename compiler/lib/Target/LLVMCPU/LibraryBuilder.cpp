@@ -157,8 +157,11 @@ LogicalResult compileToObjects(std::unique_ptr<llvm::Module> module,
                                const std::string &dir, llvm::SmallVectorImpl<std::string> &objects,
                                std::string &error) {
   // Small enough to spread 1,000 kernels over many cores, large enough that the per-partition
-  // cost (a bitcode round trip, a target machine, pipeline setup) stays negligible.
+  // cost (a bitcode round trip, a target machine, pipeline setup) stays negligible. A module of
+  // a few kernels still gets up to kMinPartitions of them: a model's program has a handful
+  // (one per recipe), each tens of milliseconds of codegen, and one partition used one core.
   constexpr unsigned kFunctionsPerPartition = 32;
+  constexpr unsigned kMinPartitions = 8;
   constexpr unsigned kMaxPartitions = 256;
   llvm::SmallVector<const llvm::Function *> kernels;
   for (llvm::Function &function : *module)
@@ -168,7 +171,9 @@ LogicalResult compileToObjects(std::unique_ptr<llvm::Module> module,
   for (const llvm::Function *kernel : kernels)
     kernelNames.insert(kernel->getName());
   unsigned partitions = std::clamp<unsigned>(
-      (kernels.size() + kFunctionsPerPartition - 1) / kFunctionsPerPartition, 1, kMaxPartitions);
+      std::max<size_t>((kernels.size() + kFunctionsPerPartition - 1) / kFunctionsPerPartition,
+                       std::min<size_t>(kernels.size(), kMinPartitions)),
+      1, kMaxPartitions);
   if (partitions == 1) {
     std::string objectPath = dir + "/kernels.o";
     if (failed(optimizeAndCheck(*module, target, options.optLevel, kernelNames, error)))
