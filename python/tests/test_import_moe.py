@@ -1,7 +1,8 @@
 """`initc import hf` of the mixture-of-experts models against transformers' own model built from
 the same config.json on the meta device: the state dict's names in order, shapes, dtypes (f32
-and bf16) and which tensors are buffers, and the parameter count, for the tiny test configs and
-the published Mixtral-8x7B, Qwen3-30B-A3B and DeepSeek-V3 configs."""
+and bf16) and which tensors are buffers, and the parameter count, for the tiny test configs (one
+with a hidden size that is not a multiple of its heads) and the published Mixtral-8x7B,
+Qwen3-30B-A3B and DeepSeek-V3 configs."""
 
 import os
 import re
@@ -16,6 +17,8 @@ CONFIGS = {
     "mixtral_tiny": "tests/e2e/configs/mixtral_tiny.json",
     "qwen3_moe_tiny": "tests/e2e/configs/qwen3_moe_tiny.json",
     "deepseek_v3_tiny": "tests/e2e/configs/deepseek_v3_tiny.json",
+    # hidden_size 100 over 6 heads: MixtralConfig floors the head dimension to 16.
+    "mixtral_uneven_heads": "tests/e2e/configs/mixtral_uneven_heads.json",
     "mixtral-8x7b": "benchmarks/configs/mixtral-8x7b.json",
     "qwen3-30b-a3b": "benchmarks/configs/qwen3-30b-a3b.json",
     "deepseek-v3": "benchmarks/configs/deepseek-v3.json",

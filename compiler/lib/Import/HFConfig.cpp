@@ -334,7 +334,9 @@ bool readLlamaConfig(ConfigFields &fields, StringRef modelType, LlamaConfig &c) 
   if (headDim) {
     c.headDim = *headDim;
   } else {
-    if (c.hidden % c.heads != 0)
+    // LlamaConfig refuses such a config; the others (MistralConfig, Qwen2Config, MixtralConfig,
+    // Qwen3MoeConfig) floor the quotient, so their q_proj has fewer rows than hidden_size.
+    if (modelType == "llama" && c.hidden % c.heads != 0)
       return fields.fail("'hidden_size' (" + Twine(c.hidden) +
                          ") is not divisible by 'num_attention_heads' (" + Twine(c.heads) +
                          "); fix one of them, or give 'head_dim' explicitly");

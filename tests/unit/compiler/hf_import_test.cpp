@@ -251,6 +251,23 @@ TEST(HFImport, ExplicitHeadDim) {
   EXPECT_EQ(shapeOf(m["model.rotary_emb.inv_freq"]), (std::vector<int64_t>{8}));
 }
 
+TEST(HFImport, HiddenSizeNotAMultipleOfTheHeadsFloorsTheHeadDim) {
+  // Qwen2Config (and Mistral's, Mixtral's, Qwen3-MoE's) floor hidden_size / heads: 100 / 6 = 16.
+  for (const char *type : {"qwen2", "mistral"}) {
+    Imported m(std::string(R"({"model_type": ")") + type + R"(", "vocab_size": 8,
+      "hidden_size": 100, "intermediate_size": 12, "num_hidden_layers": 1,
+      "num_attention_heads": 6, "num_key_value_heads": 2})");
+    ASSERT_TRUE(m.module) << type << ": " << m.error;
+    EXPECT_EQ(shapeOf(m["model.layers.0.self_attn.q_proj.weight"]),
+              (std::vector<int64_t>{96, 100})) << type;
+    EXPECT_EQ(shapeOf(m["model.layers.0.self_attn.k_proj.weight"]),
+              (std::vector<int64_t>{32, 100})) << type;
+    EXPECT_EQ(shapeOf(m["model.layers.0.self_attn.o_proj.weight"]),
+              (std::vector<int64_t>{100, 96})) << type;
+    EXPECT_EQ(shapeOf(m["model.rotary_emb.inv_freq"]), (std::vector<int64_t>{8})) << type;
+  }
+}
+
 TEST(HFImport, RopeScalingThatRescalesInvFreqDropsTheBuffer) {
   std::string base = R"({"model_type": "llama", "vocab_size": 8, "hidden_size": 8,
     "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "rope_scaling": )";
