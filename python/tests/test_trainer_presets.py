@@ -5,6 +5,7 @@ Megatron against megatron-core's own GPTModel (under torchrun with gloo) and its
 partitioning."""
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -70,7 +71,7 @@ def test_torchtitan_rank_files_are_dtensor_local_shards(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     ranks = set(re.findall(r"rank (\d+): \d+ tensors equal torchtitan's local shards",
                            result.stdout))
-    assert ranks == {"0", "1", "2", "3"}, result.stdout + result.stderr
+    assert ranks == {str(rank) for rank in range(world)}, result.stdout + result.stderr
 
 
 # jax shards a dim in equal parts only: a hidden size that divides.
@@ -101,7 +102,9 @@ def test_maxtext_boxes_are_flax_rules_on_jax_meshes(tmp_path, config, mesh):
         result.stdout
 
 
-@pytest.mark.parametrize("mesh", ["pp=2,tp=2", "dp=2,tp=2"])
+# One mesh without stages, and one with all three axes in Megatron's rank order (tp fastest,
+# then dp, then pp): 8 processes.
+@pytest.mark.parametrize("mesh", ["dp=2,tp=2", "pp=2,dp=2,tp=2"])
 def test_megatron_rank_files_are_megatron_core_local_weights(tmp_path, mesh):
     pytest.importorskip("torch")
     pytest.importorskip("megatron.core")
@@ -109,26 +112,27 @@ def test_megatron_rank_files_are_megatron_core_local_weights(tmp_path, mesh):
     config.write_text(json.dumps(MAXTEXT_LLAMA))  # Megatron needs query groups to divide tp
     model = import_model(tmp_path, config)
     prog = compile_model(model, mesh, "megatron", tmp_path / "prog")
-    for rank in range(4):
+    world = math.prod(int(axis.split("=")[1]) for axis in mesh.split(","))
+    for rank in range(world):
         run(prog / "init", "--rank", rank, "--threads", 1, "--layout", "ranks", "--out",
             tmp_path / "ckpt", "--quiet")
     reference = compile_model(model, "dp=1", "replicated", tmp_path / "prog1")
     run(reference / "init", "--threads", 1, "--layout", "ranks", "--out", tmp_path / "ckpt1",
         "--quiet")
     result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
-         os.path.join(HERE, "megatron_worker.py"), str(prog),
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+         str(world), os.path.join(HERE, "megatron_worker.py"), str(prog),
          str(tmp_path / "ckpt1" / "rank-00000-of-00001.safetensors"), str(tmp_path / "ckpt"),
          str(config), mesh],
         capture_output=True, text=True, env=subprocess_env(), timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     ranks = set(re.findall(r"rank (\d+) \(pp \d, dp \d, tp \d\): [1-9]\d* tensors on Megatron's "
                            r"boxes and bytes", result.stdout))
-    assert ranks == {"0", "1", "2", "3"}, result.stdout + result.stderr
+    assert ranks == {str(rank) for rank in range(world)}, result.stdout + result.stderr
 
 
-# On a mesh with all three axes (8 ranks: more processes than the megatron-core test above
-# runs), Megatron's partitioning as megatron.core documents it: ColumnParallelLinear splits the
+# The same three-axis mesh read from the rules alone, without megatron-core: Megatron's
+# partitioning as megatron.core documents it: ColumnParallelLinear splits the
 # weight's output dim (dim 0 of [out, in]) into tp equal parts, RowParallelLinear the input dim
 # (dim 1), VocabParallelEmbedding the vocabulary (vocab_range_from_global_vocab_size), each with
 # megatron.core.utils.divide (exact); norms are whole on every tensor-parallel rank; data
