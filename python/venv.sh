@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The pinned Python test environment: builds the venv of requirements-test.txt when it is missing
-# (under ${XDG_CACHE_HOME:-$HOME/.cache}/initc/venv-<first 12 hex of the file's sha256>, made
+# The pinned Python test environment: builds the venv of requirements-test.txt and, without
+# their dependencies, requirements-torchtitan.txt (that file says why) when it is missing (under
+# ${XDG_CACHE_HOME:-$HOME/.cache}/initc/venv-<first 12 hex of the sha256 of both files>, made
 # under a temporary name and renamed when complete, so that a venv there is always whole),
 # installs the initc package from this checkout into it (incrementally: the CMake build directory
 # is kept in the cache, outside the checkout) and prints the venv's path on stdout.
@@ -8,8 +9,9 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REQUIREMENTS="$HERE/requirements-test.txt"
+NO_DEPS="$HERE/requirements-torchtitan.txt"
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/initc"
-KEY=$(sha256sum "$REQUIREMENTS" | cut -c1-12)
+KEY=$(cat "$REQUIREMENTS" "$NO_DEPS" | sha256sum | cut -c1-12)
 VENV="$CACHE/venv-$KEY"
 PYTHON="${INITC_PYTHON:-python3}"
 
@@ -19,9 +21,10 @@ build_venv() {
   mkdir -p "$CACHE"
   tmp=$(mktemp -d "$CACHE/.venv-$KEY.tmp-XXXXXX")
   trap 'rm -rf "$tmp"' EXIT
-  log "building $VENV from $REQUIREMENTS"
+  log "building $VENV from $REQUIREMENTS and $NO_DEPS"
   "$PYTHON" -m venv --prompt "venv-$KEY" "$tmp"
   "$tmp/bin/python" -m pip install -q --disable-pip-version-check -r "$REQUIREMENTS" >&2
+  "$tmp/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$NO_DEPS" >&2
   # A venv names its own path in its scripts; they must name the final one.
   grep -lIs "$tmp" "$tmp"/bin/* | xargs -r sed -i "s|$tmp|$VENV|g"
   chmod 755 "$tmp"

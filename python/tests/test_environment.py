@@ -1,4 +1,5 @@
-"""The pinned venv (requirements-test.txt) holds what the framework tests import, together."""
+"""The pinned venv (requirements-test.txt, requirements-torchtitan.txt) holds what the framework
+tests import, together."""
 
 import importlib
 import subprocess
@@ -7,7 +8,10 @@ import sys
 import pytest
 
 FRAMEWORKS = ["torch", "transformers", "safetensors", "numpy", "scipy", "jax", "equinox", "flax",
-              "orbax.checkpoint", "torchax", "ml_dtypes", "megatron.core"]
+              "orbax.checkpoint", "torchax", "ml_dtypes", "megatron.core",
+              # What torchtitan_worker.py imports, installed without pip's dependency check.
+              "torchtitan.models.llama3", "torchtitan.distributed.pipeline_parallel",
+              "torchtitan.trainer"]
 
 
 @pytest.mark.parametrize("module", FRAMEWORKS)

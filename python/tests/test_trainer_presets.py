@@ -1,7 +1,7 @@
 """The trainer presets (ir-spec/sharding.md, "Trainer presets"): every rank's shards are the
-trainer's own. torchtitan against PyTorch's DTensor with torchtitan's plan (under torchrun with
-gloo), MaxText against flax's logical_to_mesh_axes and jax's NamedSharding with MaxText's rules,
-Megatron against megatron-core's own GPTModel (under torchrun with gloo) and its documented
+trainer's own. torchtitan against torchtitan's own llama3 and parallelize_llama (under torchrun
+with gloo) and its plan written out on transformers' llama, MaxText against flax's
+logical_to_mesh_axes and jax's NamedSharding with MaxText's rules, Megatron against megatron-core's own GPTModel (under torchrun with gloo) and its documented
 partitioning."""
 
 import json
@@ -53,7 +53,72 @@ def subprocess_env(**extra):
     return env
 
 
-def test_torchtitan_rank_files_are_dtensor_local_shards(tmp_path):
+def torchtitan_ir(directory):
+    """torchtitan's own llama3 (torchtitan_model.py) captured with its init_weights, and the
+    1-rank program's file of it. The IR names wq, wk, wv as the preset knows torchtitan's
+    llama (attention.wq); torchtitan 0.3.0 nests them in attention.qkv_linear, which the
+    worker maps back."""
+    captured = directory / "captured.mlir"
+    result = subprocess.run(
+        [sys.executable, "-m", "initc.capture", "--factory",
+         os.path.join(HERE, "torchtitan_model.py") + ":build", "--seed", "7", "-o",
+         str(captured)], capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    model = directory / "model.mlir"
+    model.write_text(re.sub(r'(@"layers\.\d+\.attention)\.qkv_linear\.', r"\1.",
+                            captured.read_text()))
+    reference = compile_model(model, "dp=1", "replicated", directory / "prog1")
+    run(reference / "init", "--threads", 1, "--layout", "ranks", "--out", directory / "ckpt1",
+        "--quiet")
+    return model, directory / "ckpt1" / "rank-00000-of-00001.safetensors"
+
+
+@pytest.fixture(scope="module")
+def torchtitan_model(tmp_path_factory):
+    pytest.importorskip("torchtitan")
+    return torchtitan_ir(tmp_path_factory.mktemp("torchtitan"))
+
+
+def run_torchtitan(tmp_path, ir, mesh, shard):
+    model, reference = ir
+    prog = compile_model(model, mesh, shard, tmp_path / "prog")
+    for rank in range(4):
+        run(prog / "init", "--rank", rank, "--threads", 1, "--layout", "ranks", "--out",
+            tmp_path / "ckpt", "--quiet")
+    return subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
+         os.path.join(HERE, "torchtitan_worker.py"), mesh, str(prog), str(tmp_path / "ckpt"),
+         str(reference)],
+        capture_output=True, text=True, env=subprocess_env(), timeout=600)
+
+
+@pytest.mark.parametrize("mesh", ["dp_shard=2,tp=2", "pp=2,tp=2"])
+def test_torchtitan_rank_files_are_its_own_parallelize_llama_shards(tmp_path, torchtitan_model,
+                                                                    mesh):
+    # Its hidden size (65) does not divide over dp_shard: FSDP2's uneven dim-0 chunks on the
+    # row-parallel weights and the norms.
+    result = run_torchtitan(tmp_path, torchtitan_model, mesh, "torchtitan")
+    assert result.returncode == 0, result.stdout + result.stderr
+    ranks = set(re.findall(r"rank (\d+): [1-9]\d* tensors equal torchtitan's local shards and "
+                           r"the 1-rank program's", result.stdout))
+    assert ranks == {"0", "1", "2", "3"}, result.stdout + result.stderr
+    if not mesh.startswith("pp"):
+        assert len(re.findall(r"a forward step ran", result.stdout)) == 4, result.stdout
+
+
+def test_torchtitan_check_fails_on_another_layout(tmp_path, torchtitan_model):
+    # fsdp+tp puts the data axis on dim 1 of the column-parallel weights: the same values, in
+    # other boxes than torchtitan's, which the comparison must see.
+    result = run_torchtitan(tmp_path, torchtitan_model, "dp_shard=2,tp=2", "fsdp+tp")
+    assert result.returncode != 0, result.stdout
+    assert re.search(r"rank \d: tok_embeddings\.weight is \(256, 65\) in torchtitan's layout, "
+                     r"\(512, 3[23]\) in the file", result.stderr), result.stdout + result.stderr
+
+
+def test_torchtitan_plan_on_transformers_names(tmp_path):
+    # The preset's transformers names (model.embed_tokens, self_attn.q_proj, ...) and bf16,
+    # which torchtitan's own model (below) does not have: LlamaForCausalLM laid out by
+    # torchtitan's plan, written out with parallelize_module and fully_shard.
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     config = tmp_path / "config.json"
@@ -65,7 +130,7 @@ def test_torchtitan_rank_files_are_dtensor_local_shards(tmp_path):
             tmp_path / "ckpt", "--quiet")
     result = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
-         os.path.join(HERE, "torchtitan_worker.py"), str(prog), str(tmp_path / "ckpt"),
+         os.path.join(HERE, "torchtitan_hf_worker.py"), str(prog), str(tmp_path / "ckpt"),
          str(config)],
         capture_output=True, text=True, env=subprocess_env(), timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -106,12 +106,22 @@ def _materialize(module):
     _retie(module, [g for g in groups.values() if len(g) > 1])
 
 
+# The module torch's activation checkpointing wraps a block in (checkpoint_wrapper, which
+# torchtitan's trainer applies by default): its state_dict hook drops it from the names.
+_CHECKPOINT_WRAPPED = "_checkpoint_wrapped_module."
+
+
+def _state_dict_name(name):
+    return name.replace(_CHECKPOINT_WRAPPED, "")
+
+
 def _entries(module):
     """(state-dict name, tensor, persistent) of every parameter and buffer, tied ones under each
     of their names."""
     persistent = set(module.state_dict(keep_vars=True).keys())
-    entries = [(name, p, True) for name, p in module.named_parameters(remove_duplicate=False)]
-    entries += [(name, b, name in persistent)
+    entries = [(_state_dict_name(name), p, True)
+               for name, p in module.named_parameters(remove_duplicate=False)]
+    entries += [(_state_dict_name(name), b, _state_dict_name(name) in persistent)
                 for name, b in module.named_buffers(remove_duplicate=False)]
     return entries
 
