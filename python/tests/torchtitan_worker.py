@@ -12,9 +12,7 @@ parallelizes each). Filled by initc.torch.init_ from PROG, on every rank:
 
     torchrun --nproc-per-node 4 torchtitan_worker.py MESH PROG CKPT REF
 
-MESH is pp=P,dp_shard=D,tp=T (any subset). The IR names the attention projections
-attention.w{q,k,v} (the preset's names for torchtitan's llama); torchtitan 0.3.0 holds them in
-attention.qkv_linear.w{q,k,v}, mapped here."""
+MESH is pp=P,dp_shard=D,tp=T (any subset). The IR has torchtitan's own state-dict names."""
 
 import os
 import sys
@@ -45,10 +43,6 @@ import torchtitan_model  # noqa: E402
 from torch_dist_worker import _bits  # noqa: E402
 
 BATCH = 2
-
-
-def program_name(name):
-    return name.replace(".attention.qkv_linear.", ".attention.")
 
 
 def trainer_config(mesh):
@@ -108,25 +102,23 @@ def main():
         part.to_empty(device="cpu")
         with torch.no_grad():
             part.init_weights(buffer_device=None)
-        names = {name: program_name(name) for name in part.state_dict()}
-        initc.torch.init_(part, prog, names=names, threads=1)
+        initc.torch.init_(part, prog, threads=1)
         state.update(part.state_dict())
 
     mine = load_file(os.path.join(ckpt, "rank-%05d-of-%05d.safetensors" % (rank, world)))
     whole = load_file(ref)
-    assert {program_name(n) for n in state} == set(mine), \
-        sorted({program_name(n) for n in state} ^ set(mine))
+    assert set(state) == set(mine), sorted(set(state) ^ set(mine))
     strided = 0
     for name, value in state.items():
         assert isinstance(value, DTensor), name
         strided += any(type(p).__name__ == "_StridedShard" for p in value.placements)
-        local, expected = value.to_local(), mine[program_name(name)]
+        local, expected = value.to_local(), mine[name]
         assert tuple(local.shape) == tuple(expected.shape), \
             "rank %d: %s is %s in torchtitan's layout, %s in the file" % (
                 rank, name, tuple(local.shape), tuple(expected.shape))
         assert _bits(local).equal(_bits(expected)), "rank %d: %s differs from the file" % (
             rank, name)
-        assert _bits(value.full_tensor()).equal(_bits(whole[program_name(name)])), \
+        assert _bits(value.full_tensor()).equal(_bits(whole[name])), \
             "rank %d: %s differs from the 1-rank program's" % (rank, name)
     if config.parallelism.tensor_parallel_degree > 1 and \
             config.parallelism.data_parallel_shard_degree > 1:

@@ -39,6 +39,10 @@ const PlanEntry kLlamaPlan[] = {
     {"attention.wq.weight", Style::Column},
     {"attention.wk.weight", Style::Column},
     {"attention.wv.weight", Style::Column},
+    // torchtitan 0.3.0 holds them in a QKVLinear
+    {"attention.qkv_linear.wq.weight", Style::Column},
+    {"attention.qkv_linear.wk.weight", Style::Column},
+    {"attention.qkv_linear.wv.weight", Style::Column},
     {"attention.wo.weight", Style::Row},
     {"mlp.gate_proj.weight", Style::Column},
     {"mlp.up_proj.weight", Style::Column},
