@@ -80,6 +80,13 @@ std::optional<std::string> BaseFiles::locate(const std::string &file, const std:
     return std::nullopt;
   auto entry = map->find(tensor);
   if (entry == map->end()) {
+    // A stacked tensor of the original per-expert format: where its first expert's tensor is.
+    const std::map<std::string, Original> &stackedNames = originals(file);
+    if (auto original = stackedNames.find(tensor); original != stackedNames.end())
+      entry = map->find(original->second.parts.empty() ? original->second.name
+                                                        : original->second.parts.begin()->second);
+  }
+  if (entry == map->end()) {
     error = file + " lists no tensor \"" + tensor + "\" in its weight_map";
     return std::nullopt;
   }

@@ -47,7 +47,8 @@ public:
                                  std::string &error);
   /// The names of every tensor of `file` (of every file, for an index), or nullopt with `error`.
   std::optional<std::vector<std::string>> tensorNames(const std::string &file, std::string &error);
-  /// The safetensors file that holds `tensor`: `file` itself, or the one its index names.
+  /// The safetensors file that holds `tensor`: `file` itself, or the one its index names (for a
+  /// stacked tensor of the original per-expert format, its first expert's).
   std::optional<std::string> locate(const std::string &file, const std::string &tensor,
                                     std::string &error);
   /// Every file read (safetensors files and indexes), as it was then: {path: {"bytes": N,
