@@ -170,9 +170,9 @@ int runTool(int argc, char **argv) {
       ->check(nonEmpty);
   assemble
       ->add_option("--hf-experts", hfExperts,
-                   "how a directory output writes an MoE model's experts: stacked, as "
-                   "transformers 5 holds them (default), or per-expert, the original format "
-                   "save_pretrained writes by default")
+                   "how a directory output writes an MoE model's experts: per-expert, the "
+                   "original format save_pretrained writes by default (the default), or "
+                   "stacked, as transformers 5 holds them")
       ->type_name("stacked|per-expert")
       ->check(nonEmpty);
   assemble
