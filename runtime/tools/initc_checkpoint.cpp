@@ -89,6 +89,7 @@ int runAssemble(const std::string &ckptDir, const std::string &out, const std::s
   if (!hfExperts.empty() && !directory)
     return fail("--hf-experts is how a directory output writes an MoE model's experts; -o " +
                 out + " is one file: name a directory (not ending in .safetensors)");
+  options.hfExpertsGiven = !hfExperts.empty();
   if (!hfExperts.empty() && !initrt::parseHfExperts(hfExperts, options.hfExperts))
     return fail("--hf-experts must be stacked or per-expert, got '" + hfExperts + "'");
   if (!maxShard.empty() && !directory)
@@ -171,8 +172,9 @@ int runTool(int argc, char **argv) {
   assemble
       ->add_option("--hf-experts", hfExperts,
                    "how a directory output writes an MoE model's experts: per-expert, the "
-                   "original format save_pretrained writes by default (the default), or "
-                   "stacked, as transformers 5 holds them")
+                   "original format save_pretrained writes by default (the default, where the "
+                   "model type's original names are known), or stacked, as transformers 5 "
+                   "holds them (the default otherwise)")
       ->type_name("stacked|per-expert")
       ->check(nonEmpty);
   assemble

@@ -185,6 +185,13 @@ bool parseHfExperts(const std::string &text, HfExperts &experts) {
   return false;
 }
 
+HfExperts defaultHfExperts(const Program &program) {
+  std::vector<Unit> units;
+  std::string error;
+  expertUnits(program, units, error);
+  return error.empty() ? HfExperts::PerExpert : HfExperts::Stacked;
+}
+
 bool hfStackedName(const std::string &modelType, const std::string &name, std::string &stacked,
                    int64_t &expert, int &group, int &groups) {
   const ExpertNames *names = nullptr;

@@ -19,6 +19,7 @@ struct AssembleOptions {
   uint64_t maxShardBytes = kDefaultMaxShardBytes;
   /// How a directory output writes an MoE model's experts (--hf-experts).
   HfExperts hfExperts = HfExperts::PerExpert;
+  bool hfExpertsGiven = false; // else defaultHfExperts of the source's program
 };
 
 /// Whether `outPath` names a directory output (hf layout) rather than one file: a directory, or

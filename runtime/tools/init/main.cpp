@@ -96,11 +96,13 @@ int main(int argc, char **argv) {
   std::string hfExperts = "per-expert";
   app.add_option("--hf-experts", hfExperts,
                  "With --layout hf: how an MoE model's experts are written: per-expert, the "
-                 "original format save_pretrained writes by default (the default; what "
-                 "from_pretrained and vLLM read), or stacked, as transformers 5 holds them")
+                 "original format save_pretrained writes by default, what from_pretrained "
+                 "and vLLM read (the default, where the model type's original names are "
+                 "known), or stacked, as transformers 5 holds them (the default otherwise)")
       ->type_name("stacked|per-expert")
       ->check(CLI::Validator(
           [&options](std::string &text) {
+            options.hfExpertsGiven = true;
             return initrt::parseHfExperts(text, options.hfExperts)
                        ? std::string()
                        : "--hf-experts must be stacked or per-expert, got '" + text + "'";

@@ -197,6 +197,11 @@ TEST(HfPlan, PerExpertLeavesDenseModelsAndRefusesUnknownTypes) {
   EXPECT_FALSE(planHfCheckpoint(moeProgram("olmoe"), 100, plan, error, HfExperts::PerExpert));
   EXPECT_NE(error.find("model type 'olmoe'"), std::string::npos) << error;
   EXPECT_TRUE(planHfCheckpoint(moeProgram("olmoe"), 100, plan, error)) << error;
+  // Without --hf-experts: per expert where the names are known, else the one format there is.
+  EXPECT_EQ(defaultHfExperts(moeProgram("olmoe")), HfExperts::Stacked);
+  EXPECT_EQ(defaultHfExperts(moeProgram("")), HfExperts::Stacked);
+  EXPECT_EQ(defaultHfExperts(moeProgram("qwen3_moe")), HfExperts::PerExpert);
+  EXPECT_EQ(defaultHfExperts(dense), HfExperts::PerExpert);
 }
 
 // Every name a per-expert plan stores reads back as its stacked tensor and its place in it.

@@ -383,6 +383,7 @@ TEST_F(AssembleLayoutsTest, PerExpertHfReadsBackAsTheStacked) {
   AssembleOptions options;
   options.maxShardBytes = 150; // pieces spread over several files
   options.bandBytes = 16;
+  options.hfExpertsGiven = true;
   options.hfExperts = HfExperts::Stacked;
   ASSERT_TRUE(assembleCheckpoint(in, stacked, error, {}, options)) << error;
   options.hfExperts = HfExperts::PerExpert;
