@@ -1,5 +1,6 @@
-// initc-hf-write-calls PROG [--rank K] [--max-shard-size SIZE]: the write system calls prog/init's
-// hf writer issues for a rank, per GiB it writes (and as many if every box took pwrite alone), counted from the plan and writeBoxes alone (no
+// initc-hf-write-calls PROG [--rank K] [--max-shard-size SIZE] [--hf-experts E]: the write
+// system calls prog/init's hf writer issues for a rank, per GiB it writes (and as many if every
+// box took pwrite alone), counted from the plan and writeBoxes alone (no
 // value computed), for rank K and for the rank that needs the most. Pieces are kPieceBytes, as
 // the executor hands them over. Also the size of the checkpoint's record: initc-checkpoint.json
 // and every rank's sums file (ir-spec/checkpoint.md, "Sums files").
@@ -26,23 +27,29 @@ static uint64_t rankBytes(const Program &program, int64_t rank) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s PROG [--rank K] [--max-shard-size SIZE]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s PROG [--rank K] [--max-shard-size SIZE] [--hf-experts E]\n",
+                 argv[0]);
     return 2;
   }
   int64_t rank = 0;
   uint64_t maxShard = kDefaultMaxShardBytes;
+  HfExperts experts = HfExperts::PerExpert; // prog/init's default
   for (int i = 2; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--rank"))
       rank = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--max-shard-size") && !parseShardSize(argv[i + 1], maxShard)) {
       std::fprintf(stderr, "%s: bad --max-shard-size %s\n", argv[0], argv[i + 1]);
       return 2;
+    } else if (!std::strcmp(argv[i], "--hf-experts") && !parseHfExperts(argv[i + 1], experts)) {
+      std::fprintf(stderr, "%s: bad --hf-experts %s\n", argv[0], argv[i + 1]);
+      return 2;
     }
   }
   Program program;
   HfPlan plan;
   std::string error;
-  if (!readProgram(argv[1], program, error) || !planHfCheckpoint(program, maxShard, plan, error)) {
+  if (!readProgram(argv[1], program, error) ||
+      !planHfCheckpoint(program, maxShard, plan, error, experts)) {
     std::fprintf(stderr, "%s: %s\n", argv[0], error.c_str());
     return 1;
   }

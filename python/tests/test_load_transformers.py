@@ -1,8 +1,9 @@
 """transformers loads the hf layout that a 4-rank dp=2,tp=2 `prog/init --layout hf` writes: no key
 missing, unexpected or re-initialized, every tensor bitwise equal to a 1-rank run, the step-0
 loss where transformers' own initialization puts it, and the files assigned to tensors exactly as
-save_pretrained assigns them: an MoE model's with its experts stacked (save_original_format=False),
-and with `--hf-experts per-expert` in the original per-expert format of its default save."""
+save_pretrained assigns them: an MoE model's in the original per-expert format of its default
+save (the hf layout's default, --hf-experts per-expert), and with `--hf-experts stacked` with its
+experts stacked (save_original_format=False); initc reads either back."""
 
 import math
 import os
@@ -57,10 +58,18 @@ def step0_loss(model, vocab):
     with torch.no_grad():
         return model(input_ids=tokens, labels=tokens).loss.item()
 
+# The hf layout writes an MoE model per expert unless told otherwise (ir-spec/checkpoint.md,
+# "MoE models"); these write transformers 5's stacked format.
+STACKED = ("--hf-experts", "stacked")
+
+
+def stacked_option(model_type):
+    return STACKED if model_type in MOE_MODELS else ()
+
 
 @pytest.mark.parametrize("model_type", sorted(MODELS))
 def test_from_pretrained_loads_every_tensor_bitwise(checkpoints, model_type):
-    directory = checkpoints.get(MODELS[model_type], "hf")
+    directory = checkpoints.get(MODELS[model_type], "hf", options=stacked_option(model_type))
     assert (directory / "config.json").is_file(), "prog/init --layout hf wrote no config.json"
     model, info = load(directory)
     assert model.config.model_type == model_type
@@ -85,7 +94,7 @@ def test_from_pretrained_loads_every_tensor_bitwise(checkpoints, model_type):
 
 @pytest.mark.parametrize("model_type", sorted(MODELS))
 def test_step0_loss_is_transformers_own(checkpoints, model_type):
-    directory = checkpoints.get(MODELS[model_type], "hf")
+    directory = checkpoints.get(MODELS[model_type], "hf")  # per expert for an MoE model
     model, _ = load(directory)
     vocab = model.config.vocab_size
     loaded = step0_loss(model, vocab)
@@ -128,7 +137,8 @@ def test_files_assigned_as_save_pretrained(checkpoints, model_type, tmp_path):
     first, so it is not the reference.) An MoE model's reference keeps transformers 5's own
     format, the experts stacked (save_original_format=False): the hf layout writes that format,
     and the default save converts it (the test below)."""
-    directory = checkpoints.get(MODELS[model_type], "hf", options=("--max-shard-size", SHARD_SIZE))
+    directory = checkpoints.get(MODELS[model_type], "hf",
+                                options=("--max-shard-size", SHARD_SIZE) + stacked_option(model_type))
     save_pretrained(directory, tmp_path,
                     **({"save_original_format": False} if model_type in MOE_MODELS else {}))
     assert_same_files(directory, tmp_path)
@@ -137,7 +147,8 @@ def test_files_assigned_as_save_pretrained(checkpoints, model_type, tmp_path):
 # save_pretrained's default (save_original_format=True) writes an MoE model in the original
 # per-expert format: its revert_weight_conversion splits each stacked experts tensor into one
 # tensor per expert under other names, sorts the state dict by name and packs each split group
-# as one storage (ir-spec/checkpoint.md, "MoE models"). `--hf-experts per-expert` writes that.
+# as one storage (ir-spec/checkpoint.md, "MoE models"). The hf layout writes that by default;
+# these tests name it.
 PER_EXPERT = ("--hf-experts", "per-expert")
 
 
@@ -170,7 +181,7 @@ def test_per_expert_loads_as_the_stacked_checkpoint(checkpoints, model_type):
     """from_pretrained loads the per-expert files into the model's stacked tensors, bitwise the
     stacked checkpoint's; and each file tensor is its expert's part of the stacked one."""
     directory = per_expert(checkpoints, model_type)
-    stacked = file_tensors(checkpoints.get(MODELS[model_type], "hf"))
+    stacked = file_tensors(checkpoints.get(MODELS[model_type], "hf", options=STACKED))
     model, info = load(directory)
     assert not info["missing_keys"], info
     assert not info["unexpected_keys"], info
@@ -310,7 +321,8 @@ def original_format_files(directory, model_type):
 def test_original_format_rule_is_save_pretrained(checkpoints, model_type, tmp_path):
     """The spec's rule for the original per-expert format, derived from what the hf layout holds
     (the stacked tensors' names and shapes), is the files save_pretrained's default writes."""
-    directory = checkpoints.get(MODELS[model_type], "hf", options=("--max-shard-size", SHARD_SIZE))
+    directory = checkpoints.get(MODELS[model_type], "hf",
+                                options=("--max-shard-size", SHARD_SIZE) + STACKED)
     save_pretrained(directory, tmp_path)
     theirs = read_json(tmp_path / "model.safetensors.index.json")
     weight_map, total = original_format_files(directory, model_type)
@@ -325,7 +337,7 @@ def test_assemble_writes_per_expert(checkpoints, model_type, tmp_path):
     prog/init writes per expert, byte for byte, and `initc verify` accepts them."""
     from conftest import INITC, run
     out = tmp_path / "assembled"
-    run(INITC, "assemble", checkpoints.get(MODELS[model_type], "hf"), "-o", out,
+    run(INITC, "assemble", checkpoints.get(MODELS[model_type], "hf", options=STACKED), "-o", out,
         "--max-shard-size", SHARD_SIZE, *PER_EXPERT)
     written = per_expert(checkpoints, model_type)
     names = sorted(n for n in os.listdir(written) if n.endswith(".safetensors"))
@@ -335,19 +347,37 @@ def test_assemble_writes_per_expert(checkpoints, model_type, tmp_path):
     run(INITC, "verify", out)
 
 
-def test_per_expert_checkpoint_kept_apart(checkpoints, tmp_path):
-    """A per-expert checkpoint is not read back (assemble names --hf-experts stacked), and a job
-    of the other --hf-experts refuses its directory rather than mix the formats."""
+def test_per_expert_reads_back(checkpoints, tmp_path):
+    """A per-expert checkpoint reads back: assembled into the stacked format, the stacked
+    checkpoint's files byte for byte, and into one file, the stacked one's; and a job of the
+    other --hf-experts refuses its directory rather than mix the formats."""
     import subprocess
-    from conftest import INITC
+    from conftest import INITC, run
     from clients import init_command, mpi_env
     directory = per_expert(checkpoints, "qwen3_moe")
-    result = subprocess.run([str(INITC), "assemble", str(directory), "-o", str(tmp_path / "out")],
-                            capture_output=True, text=True)
-    assert result.returncode == 1 and "--hf-experts stacked" in result.stderr, result.stderr
+    stacked = checkpoints.get(MODELS["qwen3_moe"], "hf",
+                              options=("--max-shard-size", SHARD_SIZE) + STACKED)
+    run(INITC, "assemble", directory, "-o", tmp_path / "back", "--max-shard-size", SHARD_SIZE,
+        *STACKED)
+    names = sorted(n for n in os.listdir(stacked) if n.startswith("model"))
+    assert names == sorted(n for n in os.listdir(tmp_path / "back") if n.startswith("model"))
+    for name in names + ["config.json"]:
+        assert (tmp_path / "back" / name).read_bytes() == (stacked / name).read_bytes(), name
+    for source, out in ((directory, "per.safetensors"), (stacked, "stacked.safetensors")):
+        run(INITC, "assemble", source, "-o", tmp_path / out)
+    assert file_tensors_of(tmp_path / "per.safetensors") == file_tensors_of(
+        tmp_path / "stacked.safetensors")
     prog = checkpoints.program(MODELS["qwen3_moe"])
     result = subprocess.run([str(a) for a in init_command(prog, directory, "hf", 4,
-                                                          "--max-shard-size", SHARD_SIZE)],
+                                                          "--max-shard-size", SHARD_SIZE,
+                                                          *STACKED)],
                             capture_output=True, text=True, env=mpi_env())
     assert result.returncode != 0
     assert "--hf-experts per-expert, not stacked" in result.stdout + result.stderr, result.stderr
+
+
+def file_tensors_of(path):
+    """Every tensor of one safetensors file, by name: its dtype, shape and bytes."""
+    with safe_open(str(path), "pt") as f:
+        return {name: (str(t.dtype), list(t.shape), torch_bytes(t))
+                for name in f.keys() for t in [f.get_tensor(name)]}

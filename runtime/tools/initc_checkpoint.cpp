@@ -89,6 +89,7 @@ int runAssemble(const std::string &ckptDir, const std::string &out, const std::s
   if (!hfExperts.empty() && !directory)
     return fail("--hf-experts is how a directory output writes an MoE model's experts; -o " +
                 out + " is one file: name a directory (not ending in .safetensors)");
+  options.hfExpertsGiven = !hfExperts.empty();
   if (!hfExperts.empty() && !initrt::parseHfExperts(hfExperts, options.hfExperts))
     return fail("--hf-experts must be stacked or per-expert, got '" + hfExperts + "'");
   if (!maxShard.empty() && !directory)
@@ -170,9 +171,10 @@ int runTool(int argc, char **argv) {
       ->check(nonEmpty);
   assemble
       ->add_option("--hf-experts", hfExperts,
-                   "how a directory output writes an MoE model's experts: stacked, as "
-                   "transformers 5 holds them (default), or per-expert, the original format "
-                   "save_pretrained writes by default")
+                   "how a directory output writes an MoE model's experts: per-expert, the "
+                   "original format save_pretrained writes by default (the default, where the "
+                   "model type's original names are known), or stacked, as transformers 5 "
+                   "holds them (the default otherwise)")
       ->type_name("stacked|per-expert")
       ->check(nonEmpty);
   assemble

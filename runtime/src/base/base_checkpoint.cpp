@@ -1,11 +1,13 @@
 #include "initrt/base/base_checkpoint.h"
 
 #include "initrt/base/files.h"
+#include "initrt/base/hf_plan.h"
 #include "initrt/base/json_text.h"
 #include "initrt/base/report.h"
 
 #include <algorithm>
 #include <cerrno>
+#include <set>
 #include <stdexcept>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -78,6 +80,13 @@ std::optional<std::string> BaseFiles::locate(const std::string &file, const std:
     return std::nullopt;
   auto entry = map->find(tensor);
   if (entry == map->end()) {
+    // A stacked tensor of the original per-expert format: where its first expert's tensor is.
+    const std::map<std::string, Original> &stackedNames = originals(file);
+    if (auto original = stackedNames.find(tensor); original != stackedNames.end())
+      entry = map->find(original->second.parts.empty() ? original->second.name
+                                                        : original->second.parts.begin()->second);
+  }
+  if (entry == map->end()) {
     error = file + " lists no tensor \"" + tensor + "\" in its weight_map";
     return std::nullopt;
   }
@@ -130,8 +139,109 @@ std::string BaseFiles::changedSinceOpened() const {
   return "";
 }
 
+const std::map<std::string, BaseFiles::Original> &BaseFiles::originals(const std::string &index) {
+  auto known = originalNames.find(index);
+  if (known != originalNames.end())
+    return known->second;
+  std::map<std::string, Original> &out = originalNames[index];
+  std::string ignored;
+  const std::map<std::string, std::string> *map = weightMap(index, ignored);
+  // The model type, from the config.json save_pretrained writes beside the index.
+  const size_t slash = index.rfind('/');
+  const std::string config =
+      (slash == std::string::npos ? "" : index.substr(0, slash + 1)) + "config.json";
+  std::string text, modelType;
+  nlohmann::json json;
+  if (!map || readRegularFile(config, kMaxJsonFileBytes, text, ignored) != ReadFileStatus::Ok ||
+      !parseJsonText(text, json, ignored) || !json.is_object() ||
+      !json.contains("model_type") || !json["model_type"].is_string())
+    return out;
+  modelType = json["model_type"].get<std::string>();
+  for (const auto &entry : *map) {
+    std::string stacked;
+    int64_t expert;
+    int group, groups;
+    if (!hfStackedName(modelType, entry.first, stacked, expert, group, groups))
+      return out;
+    if (expert >= 0) {
+      out[stacked].groups = groups;
+      out[stacked].parts[{expert, group}] = entry.first;
+    } else if (stacked != entry.first) {
+      out[stacked].name = entry.first;
+    }
+  }
+  return out;
+}
+
+std::optional<BaseTensor> BaseFiles::stacked(const std::string &index, const std::string &tensor,
+                                             std::string &error) {
+  const std::map<std::string, Original> &names = originals(index);
+  auto original = names.find(tensor);
+  if (original == names.end())
+    return std::nullopt;
+  const Original &wanted = original->second;
+  if (wanted.parts.empty())
+    return find(index, wanted.name, error);
+  std::unique_ptr<Gathered> &done = gathered[{index, tensor}];
+  if (!done) {
+    // Every expert from 0 on, each with every group; in (expert, group) order, the stacked
+    // tensor's bytes (ir-spec/checkpoint.md, "MoE models").
+    const int64_t experts = wanted.parts.rbegin()->first.first + 1;
+    if (wanted.parts.size() != size_t(experts) * size_t(wanted.groups)) {
+      error = index + " does not list every expert's " +
+              (wanted.groups == 2 ? "gate and up" : "down") + " tensor from 0 to " +
+              std::to_string(experts - 1) + " for \"" + tensor +
+              "\": the checkpoint is incomplete (write it again)";
+      return std::nullopt;
+    }
+    auto made = std::make_unique<Gathered>();
+    uint64_t begin = 0;
+    for (const auto &[key, name] : wanted.parts) {
+      std::optional<BaseTensor> part = find(index, name, error);
+      if (!part)
+        return std::nullopt;
+      const SafetensorsEntry &entry = *part->entry;
+      if (entry.shape.size() != 2 ||
+          (!made->pieces.empty() &&
+           (entry.dtype != made->entry.dtype || entry.shape != made->entry.shape))) {
+        error = "tensor \"" + name + "\" of " + part->file->path() + " is " + entry.dtype + " " +
+                shapeText(entry.shape) + ", not as the other experts' tensors of \"" + tensor +
+                "\" (one dtype, one 2-D shape): the checkpoint is not one initc reads";
+        return std::nullopt;
+      }
+      if (made->pieces.empty()) {
+        made->entry.dtype = entry.dtype;
+        made->entry.shape = entry.shape;
+      }
+      made->pieces.push_back(BasePiece{part->file, begin, entry.bytes(), entry.begin});
+      begin += entry.bytes();
+    }
+    const std::vector<int64_t> part = made->entry.shape;
+    made->entry.name = tensor;
+    made->entry.shape = {experts, part[0] * wanted.groups, part[1]};
+    made->entry.begin = 0;
+    made->entry.end = begin;
+    done = std::move(made);
+  }
+  return BaseTensor{done->pieces.front().file, &done->entry, &done->pieces};
+}
+
 std::optional<BaseTensor> BaseFiles::find(const std::string &file, const std::string &tensor,
                                           std::string &error) {
+  if (endsWith(file, ".json")) {
+    const std::map<std::string, std::string> *map = weightMap(file, error);
+    if (!map)
+      return std::nullopt;
+    if (!map->count(tensor)) {
+      std::string why;
+      if (std::optional<BaseTensor> gatheredTensor = stacked(file, tensor, why))
+        return gatheredTensor;
+      if (!why.empty()) {
+        error = why;
+        return std::nullopt;
+      }
+    }
+  }
   std::optional<std::string> path = locate(file, tensor, error);
   if (!path)
     return std::nullopt;
@@ -171,7 +281,26 @@ std::optional<std::vector<std::string>> BaseFiles::tensorNames(const std::string
         return std::nullopt;
       names.push_back(entry.first);
     }
-    return names;
+    // In the original per-expert format: the stacked model's names.
+    const std::map<std::string, Original> &stackedNames = originals(file);
+    if (stackedNames.empty())
+      return names;
+    std::set<std::string> covered;
+    for (const auto &[name, original] : stackedNames) {
+      if (!find(file, name, error))
+        return std::nullopt;
+      covered.insert(original.name);
+      for (const auto &part : original.parts)
+        covered.insert(part.second);
+    }
+    std::vector<std::string> model;
+    for (const std::string &name : names)
+      if (!covered.count(name))
+        model.push_back(name);
+    for (const auto &entry : stackedNames)
+      model.push_back(entry.first);
+    std::sort(model.begin(), model.end());
+    return model;
   }
   const SafetensorsReader *reader = open(file, error);
   if (!reader)
@@ -279,9 +408,27 @@ void readBaseElements(const BaseTensor &tensor, const Param &param, const Slice 
     return global;
   };
   auto read = [&](int64_t global, void *into, int64_t elements) {
-    if (!tensor.file->read(tensor.entry->begin + uint64_t(global * width), into,
-                           uint64_t(elements * width), error))
-      throw BaseReadError("reading parameter '" + param.name + "' (init.load): " + error);
+    uint64_t at = uint64_t(global * width), bytes = uint64_t(elements * width);
+    char *to = static_cast<char *>(into);
+    while (bytes > 0) {
+      // One file's range: the tensor's own, or the piece (an expert's tensor) that holds `at`.
+      const SafetensorsReader *file = tensor.file;
+      uint64_t from = tensor.entry->begin + at, n = bytes;
+      if (tensor.pieces) {
+        auto next = std::upper_bound(
+            tensor.pieces->begin(), tensor.pieces->end(), at,
+            [](uint64_t value, const BasePiece &piece) { return value < piece.begin; });
+        const BasePiece &piece = *(next - 1);
+        file = piece.file;
+        from = piece.at + (at - piece.begin);
+        n = std::min(bytes, piece.begin + piece.bytes - at);
+      }
+      if (!file->read(from, to, n, error))
+        throw BaseReadError("reading parameter '" + param.name + "' (init.load): " + error);
+      at += n;
+      to += n;
+      bytes -= n;
+    }
   };
   char *const bytes = static_cast<char *>(out);
   for (int64_t local = begin; local < end;) {

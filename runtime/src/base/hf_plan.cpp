@@ -185,6 +185,45 @@ bool parseHfExperts(const std::string &text, HfExperts &experts) {
   return false;
 }
 
+HfExperts defaultHfExperts(const Program &program) {
+  std::vector<Unit> units;
+  std::string error;
+  expertUnits(program, units, error);
+  return error.empty() ? HfExperts::PerExpert : HfExperts::Stacked;
+}
+
+bool hfStackedName(const std::string &modelType, const std::string &name, std::string &stacked,
+                   int64_t &expert, int &group, int &groups) {
+  const ExpertNames *names = nullptr;
+  for (const ExpertNames &entry : kExpertNames)
+    if (modelType == entry.modelType)
+      names = &entry;
+  if (!names)
+    return false;
+  stacked = replaceAll(name, std::string(".") + names->block + ".", ".mlp.");
+  expert = -1;
+  group = 0;
+  groups = 1;
+  // "P.experts.<e>.<proj>.weight", P's block already back to ".mlp."
+  const std::string marker = ".experts.", suffix = ".weight";
+  const size_t at = stacked.rfind(marker);
+  if (at == std::string::npos || !endsWith(stacked, suffix))
+    return true;
+  const size_t digits = at + marker.size(), dot = stacked.find('.', digits);
+  if (dot == std::string::npos || dot == digits || dot - digits > 9 ||
+      stacked.find_first_not_of("0123456789", digits) != dot)
+    return true;
+  const std::string proj = stacked.substr(dot + 1, stacked.size() - suffix.size() - dot - 1);
+  const bool gate = proj == names->gate, up = proj == names->up, down = proj == names->down;
+  if (!gate && !up && !down)
+    return true;
+  expert = std::stoll(stacked.substr(digits, dot - digits));
+  group = up ? 1 : 0;
+  groups = down ? 1 : 2;
+  stacked = stacked.substr(0, digits) + (down ? "down_proj" : "gate_up_proj");
+  return true;
+}
+
 std::vector<HfPiece> hfPieces(const HfPlace &place) {
   if (!place.pieces.empty())
     return place.pieces;

@@ -560,7 +560,9 @@ bool directoryOutputAllowed(const std::string &ckptDir, const std::string &outDi
 bool hfDirectory(SliceSource &source, const std::string &outDir, std::string &error,
                  const ProgressFn &progress, const AssembleOptions &options) {
   HfPlan plan;
-  if (!planHfCheckpoint(source.program(), options.maxShardBytes, plan, error, options.hfExperts)) {
+  const HfExperts experts =
+      options.hfExpertsGiven ? options.hfExperts : defaultHfExperts(source.program());
+  if (!planHfCheckpoint(source.program(), options.maxShardBytes, plan, error, experts)) {
     error = "cannot lay out " + outDir + ": " + error;
     return false;
   }

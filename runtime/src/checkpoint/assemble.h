@@ -18,7 +18,8 @@ struct AssembleOptions {
   /// The largest file of a directory output (save_pretrained's max_shard_size).
   uint64_t maxShardBytes = kDefaultMaxShardBytes;
   /// How a directory output writes an MoE model's experts (--hf-experts).
-  HfExperts hfExperts = HfExperts::Stacked;
+  HfExperts hfExperts = HfExperts::PerExpert;
+  bool hfExpertsGiven = false; // else defaultHfExperts of the source's program
 };
 
 /// Whether `outPath` names a directory output (hf layout) rather than one file: a directory, or

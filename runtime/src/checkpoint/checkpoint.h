@@ -34,7 +34,7 @@ public:
 /// What prog/init's command line tells a layout beyond --out.
 struct LayoutSettings {
   uint64_t maxShardBytes = kDefaultMaxShardBytes; // --max-shard-size (hf)
-  HfExperts hfExperts = HfExperts::Stacked;        // --hf-experts (hf)
+  HfExperts hfExperts = HfExperts::PerExpert;      // --hf-experts (hf)
 };
 
 /// The steps of a job, in the order prog/init takes them, for one layout.

@@ -243,37 +243,47 @@ void windowFor(uint64_t from, uint64_t to, uint64_t fileSize, uint64_t pageBytes
 
 uint64_t countWriteCalls(const Program &program, const HfPlan &plan, int64_t rank,
                          uint64_t pieceBytes, bool windows) {
-  uint64_t calls = 0;
+  // The writer's own steps (hf_layout.cpp): boxes by where their first byte lies, each handed
+  // over in pieces of `pieceBytes`, each piece cut where BoxPlaces cuts it (a run's end, an
+  // expert's tensor's end); one pwrite per cut (per GiB of it), or a copy into the window, which
+  // stays mapped across boxes until a cut leaves it.
+  std::vector<std::pair<std::pair<int64_t, uint64_t>, BoxPlaces>> boxes;
   for (const ParamBox &box : writeBoxes(program, rank)) {
     const Param &param = program.params[box.param];
-    const HfPlace &place = plan.places[box.param];
-    BoxRuns runs(param.shape, box.box, uint64_t(dtypeBytes(param.dtype)), place.offset);
-    const uint64_t bytes = runs.count() * runs.runBytes();
-    if (bytes == 0)
-      continue;
-    if (windows && usesWindow(runs)) {
-      // The writer's windows, run by run: a new one wherever a run leaves the current one.
-      const uint64_t fileSize = plan.files[size_t(place.file)].size;
-      uint64_t begin = 0, end = 0;
-      for (uint64_t r = 0; r < runs.count(); ++r) {
-        const uint64_t at = runs.runOffset(r);
-        if (at < begin || at + runs.runBytes() > end || end == 0) {
-          windowFor(at, at + runs.runBytes(), fileSize, 4096, begin, end);
-          calls += 2;
-        }
-      }
-      continue;
-    }
-    if (runs.count() == 1) {
-      calls += (bytes + pieceBytes - 1) / pieceBytes;
-      continue;
-    }
-    // Each run is one call, plus one wherever a piece ends inside a run.
-    calls += runs.count();
-    for (uint64_t end = pieceBytes; end < bytes; end += pieceBytes)
-      calls += end % runs.runBytes() != 0;
+    BoxPlaces places(param.shape, box.box, uint64_t(dtypeBytes(param.dtype)),
+                     hfPieces(plan.places[box.param]));
+    std::pair<int64_t, uint64_t> first;
+    uint64_t contiguous;
+    places.locate(0, first.first, first.second, contiguous);
+    boxes.emplace_back(first, std::move(places));
   }
-  return calls;
+  std::stable_sort(boxes.begin(), boxes.end(),
+                   [](const auto &a, const auto &b) { return a.first < b.first; });
+  uint64_t calls = 0;
+  int64_t windowFile = -1;
+  uint64_t windowBegin = 0, windowEnd = 0;
+  for (const auto &[first, places] : boxes) {
+    const uint64_t bytes = places.bytes();
+    const bool windowed = windows && usesWindow(places.runs());
+    for (uint64_t start = 0; start < bytes; start += pieceBytes) {
+      const uint64_t end = std::min(bytes, start + pieceBytes);
+      for (uint64_t offset = start; offset < end;) {
+        int64_t file;
+        uint64_t at, contiguous;
+        places.locate(offset, file, at, contiguous);
+        const uint64_t n = std::min(end - offset, contiguous);
+        if (!windowed) {
+          calls += (n + (1ull << 30) - 1) >> 30;
+        } else if (windowFile != file || at < windowBegin || at + n > windowEnd) {
+          calls += windowFile >= 0 ? 2 : 1; // munmap of the last window, mmap of this one
+          windowFor(at, at + n, plan.files[size_t(file)].size, 4096, windowBegin, windowEnd);
+          windowFile = file;
+        }
+        offset += n;
+      }
+    }
+  }
+  return calls + (windowFile >= 0); // the last window's munmap
 }
 
 bool checksumBox(const BoxPlaces &places, const std::function<int(int64_t)> &fdOf,

@@ -1,12 +1,14 @@
 // The hf layout as a SliceSource: whole tensors in model-0000k-of-0000n.safetensors, and
-// initc-checkpoint.json recording, for each tensor, its file, offset and split axes. The boxes
+// initc-checkpoint.json recording, for each tensor, its file, offset and split axes (and, for an
+// MoE model's experts written per expert, the pieces of the stacked tensor's bytes). The boxes
 // the ranks wrote follow from those by writeBoxes; their checksums are the ranks' sums files. A
-// box is read out of the whole tensor, row by row.
+// box is read out of the whole tensor, row by row, each row cut where a piece ends.
 #include "checkpoint/hf_files.h"
 #include "checkpoint/records.h"
 #include "checkpoint/slice_source.h"
 #include "initrt/base/checksum.h"
 
+#include <map>
 #include <sys/stat.h>
 
 namespace initrt {
@@ -30,12 +32,6 @@ public:
     hf::Record record;
     if (!hf::readRecord(dir, record, error)) {
       error += ": " + rerunJob;
-      return false;
-    }
-    if (record.experts == HfExperts::PerExpert) {
-      // Its stacked tensors lie in pieces under other names: read the stacked format instead.
-      error = dir + " holds an MoE model written with --hf-experts per-expert, which initc does "
-              "not read back yet: write it with --hf-experts stacked to read it";
       return false;
     }
     description = record.program();
@@ -66,6 +62,8 @@ public:
       }
     }
     places.resize(description.params.size());
+    // Per file, its tensors by the file offset of their first byte: where pieces are found.
+    std::map<size_t, std::map<uint64_t, SafetensorsEntry>> byOffset;
     for (const auto &[name, tensor] : record.tensors) {
       const Param &param = description.params[size_t(tensor.index)];
       auto file = fileIndex.find(tensor.file);
@@ -77,15 +75,48 @@ public:
       SafetensorsReader *reader = pool.get(file->second, error);
       if (!reader)
         return false;
-      const SafetensorsEntry *entry = reader->find(name);
+      Place &place = places[size_t(tensor.index)];
+      place.file = file->second;
+      if (!tensor.pieces.empty()) {
+        // Written per expert: each piece is a tensor of the file's header (under the expert's
+        // own name, not recorded) at the offset the record gives, of the piece's dtype and size.
+        for (const HfPiece &recorded : tensor.pieces) {
+          auto &held = byOffset[size_t(recorded.file)];
+          if (held.empty()) {
+            SafetensorsReader *holder = pool.get(size_t(recorded.file), error);
+            if (!holder)
+              return false;
+            for (const SafetensorsEntry &found : holder->tensors())
+              held[holder->dataStart() + found.begin] = found;
+          }
+          auto at = held.find(recorded.offset);
+          const SafetensorsEntry *entry = at == held.end() ? nullptr : &at->second;
+          if (!entry || entry->dtype != dtypeName(param.dtype) ||
+              entry->bytes() != recorded.bytes) {
+            error = paths[size_t(recorded.file)] + " does not hold " + name + "'s bytes " +
+                    std::to_string(recorded.begin) + " to " +
+                    std::to_string(recorded.begin + recorded.bytes) + " at byte " +
+                    std::to_string(recorded.offset) + " as " + kHfRecordFile +
+                    " records them (a tensor of " + dtypeName(param.dtype) + "): " + rerunJob;
+            return false;
+          }
+          HfPiece piece = recorded;
+          piece.offset = entry->begin; // readFile's offsets are in the data section
+          place.pieces.push_back(piece);
+        }
+        continue;
+      }
+      // A tensor the original format renames is held under that name.
+      const std::string &held = tensor.storedName.empty() ? name : tensor.storedName;
+      const SafetensorsEntry *entry = reader->find(held);
       if (!entry || entry->dtype != dtypeName(param.dtype) || entry->shape != param.shape ||
           reader->dataStart() + entry->begin != tensor.offset) {
-        error = paths[file->second] + " does not hold " + name + " as " + kHfRecordFile +
+        error = paths[file->second] + " does not hold " + held + " as " + kHfRecordFile +
                 " records it (" + dtypeName(param.dtype) + " " + shapeText(param.shape) +
                 " at byte " + std::to_string(tensor.offset) + "): " + rerunJob;
         return false;
       }
-      places[size_t(tensor.index)] = {file->second, entry->begin};
+      place.begin = entry->begin;
     }
     for (const Param &param : description.params) {
       SourceTensor tensor;
@@ -134,8 +165,17 @@ public:
       box.begin = places[index].begin;
       box.storedShape = param.shape;
       box.storedOffset = box.offset;
+      box.pieces = places[index].pieces;
+      std::string files = names[box.file];
+      if (!box.pieces.empty()) {
+        files.clear();
+        const hf::BoxPlaces lies(param.shape, slice, uint64_t(dtypeBytes(param.dtype)),
+                                 box.pieces);
+        for (int64_t file : lies.files())
+          files += (files.empty() ? "" : ", ") + names[size_t(file)];
+      }
       box.where = param.name + " box at " + shapeText(box.offset) + " by rank " +
-                  std::to_string(rank) + " (" + names[box.file] + ")";
+                  std::to_string(rank) + " (" + files + ")";
       box.hint = rerunRank(dir, rank);
       stored.push_back(std::move(box));
     }
@@ -152,6 +192,7 @@ private:
   struct Place {
     size_t file = 0;
     uint64_t begin = 0; // in the file's data section
+    std::vector<HfPiece> pieces; // written per expert (offsets in the data sections)
   };
   std::string dir;
   ReaderPool pool;

@@ -82,6 +82,26 @@ bool SliceSource::readBox(const StoredBox &box, uint64_t elementBytes, uint64_t 
   const std::vector<int64_t> &shape = box.shape.empty() ? one : box.shape;
   const std::vector<int64_t> &stored = box.storedShape.empty() ? one : box.storedShape;
   const std::vector<int64_t> &at = box.storedOffset.empty() ? zero : box.storedOffset;
+  if (!box.pieces.empty()) {
+    // Cut where a run or a piece ends, as the writer and verify cut them (BoxPlaces).
+    hf::BoxPlaces places(stored, Slice{at, shape}, elementBytes, box.pieces);
+    while (bytes > 0) {
+      int64_t file;
+      uint64_t where, contiguous;
+      places.locate(from, file, where, contiguous);
+      const uint64_t take = std::min(bytes, contiguous);
+      if (take == 0) {
+        error = "internal: a byte past the box's pieces (run again)";
+        return false;
+      }
+      if (!readFile(size_t(file), where, out, take, error))
+        return false;
+      out += take;
+      from += take;
+      bytes -= take;
+    }
+    return true;
+  }
   const size_t n = shape.size();
   // Runs: the box's dims from `j` on are contiguous in the stored array (every dim after j is
   // whole), so each index over dims 0 .. j-1 is one pread.

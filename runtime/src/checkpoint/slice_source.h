@@ -6,6 +6,7 @@
 
 #include "checkpoint/dcp_file.h"
 #include "initrt/base/files.h"
+#include "initrt/base/hf_plan.h"
 #include "initrt/base/program.h"
 #include "initrt/base/safetensors.h"
 
@@ -32,6 +33,9 @@ struct StoredBox {
   size_t file = 0;
   uint64_t begin = 0;
   std::vector<int64_t> storedShape, storedOffset;
+  /// An hf tensor written per expert: the whole tensor's row-major bytes lie in these pieces
+  /// (file: a source file, offset: in its data section) rather than at `begin` of `file`.
+  std::vector<HfPiece> pieces;
   std::string where; // "NAME [0, 3] on rank 1 (FILE)": names the box in messages
   std::string hint;  // what to run when its bytes are wrong
 };

@@ -280,6 +280,10 @@ int run(World &world, const Options &options, int64_t myRank, const std::string 
   std::string progDir = options.programDir.empty() ? executableDir() : options.programDir;
   Program program;
   int code = readProgram(progDir, program, error) ? kExitOk : kExitFailure;
+  if (code == kExitOk && !options.hfExpertsGiven) {
+    settings.hfExperts = defaultHfExperts(program);
+    output.configure(settings);
+  }
   if (int agreed = agreement.settle(code, error))
     return agreed;
 

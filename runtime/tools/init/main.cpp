@@ -93,14 +93,16 @@ int main(int argc, char **argv) {
                          "of bytes, got '" + text + "'";
           },
           "", "SIZE"));
-  std::string hfExperts = "stacked";
+  std::string hfExperts = "per-expert";
   app.add_option("--hf-experts", hfExperts,
-                 "With --layout hf: how an MoE model's experts are written: stacked, as "
-                 "transformers 5 holds them (default), or per-expert, the original format "
-                 "save_pretrained writes by default (transformers 4.x, vLLM)")
+                 "With --layout hf: how an MoE model's experts are written: per-expert, the "
+                 "original format save_pretrained writes by default, what from_pretrained "
+                 "and vLLM read (the default, where the model type's original names are "
+                 "known), or stacked, as transformers 5 holds them (the default otherwise)")
       ->type_name("stacked|per-expert")
       ->check(CLI::Validator(
           [&options](std::string &text) {
+            options.hfExpertsGiven = true;
             return initrt::parseHfExperts(text, options.hfExperts)
                        ? std::string()
                        : "--hf-experts must be stacked or per-expert, got '" + text + "'";

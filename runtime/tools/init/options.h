@@ -14,7 +14,8 @@ struct Options {
   std::string out;
   std::string layout = "hf"; // a checkpointLayout() name
   uint64_t maxShardBytes = 5000000000ull; // --max-shard-size, save_pretrained's "5GB"
-  initrt::HfExperts hfExperts = initrt::HfExperts::Stacked; // --hf-experts
+  initrt::HfExperts hfExperts = initrt::HfExperts::PerExpert; // --hf-experts
+  bool hfExpertsGiven = false; // else defaultHfExperts of the program
   std::string programDir;
   int64_t rank = -1;
   int threads = 0;

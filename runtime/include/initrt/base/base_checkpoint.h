@@ -16,15 +16,30 @@
 
 namespace initrt {
 
-/// One tensor of an open base checkpoint file.
+/// A range of a base tensor's row-major bytes, [begin, begin + bytes), held at `at` of the data
+/// section of `file`.
+struct BasePiece {
+  const SafetensorsReader *file = nullptr;
+  uint64_t begin = 0, bytes = 0, at = 0;
+};
+
+/// One tensor of an open base checkpoint file. A stacked experts tensor of a checkpoint in the
+/// original per-expert format is gathered from its experts' tensors: `entry` is then the stacked
+/// tensor (its name, dtype and shape; begin 0), `file` the first expert's, and `pieces` where
+/// its bytes lie, in their order.
 struct BaseTensor {
   const SafetensorsReader *file = nullptr;
   const SafetensorsEntry *entry = nullptr;
+  const std::vector<BasePiece> *pieces = nullptr;
 };
 
 /// Finds the tensors parameters load, opening each file once. A path is used as written:
 /// relative paths start at the working directory. A `.json` path is a Hugging Face index
 /// (model.safetensors.index.json) whose "weight_map" names the file, next to it, of each tensor.
+/// An index of an MoE model in its original per-expert format (save_pretrained's default; the
+/// model type from the config.json beside it) is read as the stacked model: its experts'
+/// tensors as the stacked tensors they are parts of, renamed tensors under the model's names
+/// (ir-spec/checkpoint.md, "MoE models").
 class BaseFiles {
 public:
   /// The tensor `tensor` of `file`, or nullopt with `error` saying what is missing.
@@ -32,7 +47,8 @@ public:
                                  std::string &error);
   /// The names of every tensor of `file` (of every file, for an index), or nullopt with `error`.
   std::optional<std::vector<std::string>> tensorNames(const std::string &file, std::string &error);
-  /// The safetensors file that holds `tensor`: `file` itself, or the one its index names.
+  /// The safetensors file that holds `tensor`: `file` itself, or the one its index names (for a
+  /// stacked tensor of the original per-expert format, its first expert's).
   std::optional<std::string> locate(const std::string &file, const std::string &tensor,
                                     std::string &error);
   /// Every file read (safetensors files and indexes), as it was then: {path: {"bytes": N,
@@ -44,11 +60,28 @@ public:
 private:
   const std::map<std::string, std::string> *weightMap(const std::string &index, std::string &error);
   const SafetensorsReader *open(const std::string &path, std::string &error);
+  /// The stacked model's tensor `tensor` of an index in the original per-expert format: nullopt
+  /// with `error` empty when the index is not in one or has no such tensor.
+  std::optional<BaseTensor> stacked(const std::string &index, const std::string &tensor,
+                                    std::string &error);
+  struct Original {
+    std::string name; // a tensor the format renames: its name in the index
+    int groups = 1;
+    std::map<std::pair<int64_t, int>, std::string> parts; // (expert, group) -> name in the index
+  };
+  /// The stacked model's names of an index's tensors (empty: not in an original format).
+  const std::map<std::string, Original> &originals(const std::string &index);
 
   std::map<std::string, std::unique_ptr<SafetensorsReader>> files;
   std::map<std::string, std::map<std::string, std::string>> weightMaps; // index -> tensor -> file
   std::map<std::string, FileStamp> indexStamps;                         // index -> as it was read
   std::map<std::string, std::string> failures; // file that cannot be opened -> why
+  std::map<std::string, std::map<std::string, Original>> originalNames; // index -> stacked name
+  struct Gathered {
+    SafetensorsEntry entry;
+    std::vector<BasePiece> pieces;
+  };
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<Gathered>> gathered;
 };
 
 /// When `file` is one rank's file of a checkpoint initc wrote on several ranks (it holds slices,

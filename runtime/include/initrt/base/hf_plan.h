@@ -79,6 +79,21 @@ struct HfPlan {
 bool planHfCheckpoint(const Program &program, uint64_t maxShardBytes, HfPlan &plan,
                       std::string &error, HfExperts experts = HfExperts::Stacked);
 
+/// What --hf-experts writes `program` as when it is not given: per-expert, save_pretrained's
+/// default, unless the program has stacked experts whose original names are unknown (no model
+/// type, as a model captured from a live module has, or one not in the table): then stacked, the
+/// one format there is for it.
+HfExperts defaultHfExperts(const Program &program);
+
+/// A tensor name of the original per-expert format of model type `modelType` read back as the
+/// stacked model's (the inverse of planHfCheckpoint's per-expert names): `stacked` is the name of
+/// the tensor it is, or is part of; for one expert's tensor, `expert` is its expert and `group`
+/// its group (0: gate_proj or down_proj, 1: up_proj) of the stacked `groups` (2 for gate_up_proj,
+/// 1 for down_proj), else `expert` is -1. False when the model type has no original format that
+/// initc knows (its names are the model's own).
+bool hfStackedName(const std::string &modelType, const std::string &name, std::string &stacked,
+                   int64_t &expert, int &group, int &groups);
+
 /// model.safetensors.index.json for `plan`: {"metadata": {"total_size": N}, "weight_map":
 /// {name: file}}, names sorted as save_pretrained writes them; aliases (tied names) are not
 /// listed, as save_pretrained does not list them.

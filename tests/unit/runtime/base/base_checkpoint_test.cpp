@@ -233,6 +233,57 @@ TEST_F(BaseCheckpointTest, FindsTensorsThroughAHuggingFaceIndex) {
   EXPECT_NE(error.find("has no \"weight_map\" object"), std::string::npos) << error;
 }
 
+// An index in the original per-expert format (save_pretrained's default for an MoE model) reads
+// as the stacked model: gate_up_proj [E, 2X, H] is, per expert, its gate rows then its up rows.
+TEST_F(BaseCheckpointTest, GathersStackedExpertsFromAPerExpertIndex) {
+  const std::string prefix = "model.layers.0.mlp.experts.";
+  writeFile("model-00002-of-00002.safetensors",
+            {{prefix + "0.up_proj.weight", {2, 3}}, {prefix + "1.up_proj.weight", {2, 3}}});
+  const std::vector<int32_t> up = data[0];
+  writeFile("model-00001-of-00002.safetensors",
+            {{prefix + "0.gate_proj.weight", {2, 3}}, {prefix + "1.gate_proj.weight", {2, 3}}});
+  const std::vector<int32_t> gate = data[0];
+  ASSERT_NE(gate, up);
+  auto index = [&](bool complete) {
+    std::ofstream(root + "/model.safetensors.index.json")
+        << "{\"weight_map\": {\"" << prefix << "0.gate_proj.weight\": \"model-00001-of-00002.safetensors\", \""
+        << prefix << "1.gate_proj.weight\": \"model-00001-of-00002.safetensors\", \"" << prefix
+        << "0.up_proj.weight\": \"model-00002-of-00002.safetensors\""
+        << (complete ? ", \"" + prefix + "1.up_proj.weight\": \"model-00002-of-00002.safetensors\""
+                     : std::string())
+        << "}}";
+  };
+  index(true);
+  std::ofstream(root + "/config.json") << R"({"model_type": "qwen3_moe"})";
+  const std::string path = root + "/model.safetensors.index.json";
+  BaseFiles files;
+  std::string error;
+  std::optional<BaseTensor> tensor = files.find(path, prefix + "gate_up_proj", error);
+  ASSERT_TRUE(tensor) << error;
+  EXPECT_EQ(tensor->entry->shape, (std::vector<int64_t>{2, 4, 3}));
+  std::vector<int32_t> stacked;
+  for (int e = 0; e < 2; ++e) {
+    stacked.insert(stacked.end(), gate.begin(), gate.end());
+    stacked.insert(stacked.end(), up.begin(), up.end());
+  }
+  Mesh mesh;
+  mesh.axisNames = {"tp"};
+  mesh.shape = {2};
+  // Rows over tp: each rank's slice takes rows of every expert's gate (rank 0) or up (rank 1).
+  expectEveryRankReadsItsBox(*tensor, paramOf(prefix + "gate_up_proj", {2, 4, 3}, {{}, {0}}),
+                             mesh, stacked);
+  std::optional<std::vector<std::string>> names = files.tensorNames(path, error);
+  ASSERT_TRUE(names) << error;
+  EXPECT_EQ(*names, std::vector<std::string>{prefix + "gate_up_proj"});
+
+  index(false); // expert 1's up_proj not listed
+  BaseFiles again;
+  EXPECT_FALSE(again.find(path, prefix + "gate_up_proj", error));
+  EXPECT_NE(error.find("does not list every expert's gate and up tensor from 0 to 1"),
+            std::string::npos)
+      << error;
+}
+
 TEST_F(BaseCheckpointTest, SaysWhatDoesNotMatch) {
   std::string path = writeFile("base.safetensors", {{"w", {4, 6}}});
   BaseFiles files;

@@ -197,4 +197,51 @@ TEST(HfPlan, PerExpertLeavesDenseModelsAndRefusesUnknownTypes) {
   EXPECT_FALSE(planHfCheckpoint(moeProgram("olmoe"), 100, plan, error, HfExperts::PerExpert));
   EXPECT_NE(error.find("model type 'olmoe'"), std::string::npos) << error;
   EXPECT_TRUE(planHfCheckpoint(moeProgram("olmoe"), 100, plan, error)) << error;
+  // Without --hf-experts: per expert where the names are known, else the one format there is.
+  EXPECT_EQ(defaultHfExperts(moeProgram("olmoe")), HfExperts::Stacked);
+  EXPECT_EQ(defaultHfExperts(moeProgram("")), HfExperts::Stacked);
+  EXPECT_EQ(defaultHfExperts(moeProgram("qwen3_moe")), HfExperts::PerExpert);
+  EXPECT_EQ(defaultHfExperts(dense), HfExperts::PerExpert);
+}
+
+// Every name a per-expert plan stores reads back as its stacked tensor and its place in it.
+TEST(HfPlan, StoredNamesReadBackAsTheStacked) {
+  for (const char *type : {"mixtral", "qwen3_moe"}) {
+    const Program program = moeProgram(type);
+    HfPlan plan;
+    std::string error;
+    ASSERT_TRUE(planHfCheckpoint(program, 100, plan, error, HfExperts::PerExpert)) << error;
+    std::map<std::string, std::vector<std::pair<int64_t, int>>> parts;
+    for (const auto &[name, file] : plan.stored) {
+      std::string stacked;
+      int64_t expert;
+      int group, groups;
+      ASSERT_TRUE(hfStackedName(type, name, stacked, expert, group, groups)) << name;
+      bool known = false;
+      for (const Param &param : program.params)
+        known = known || param.name == stacked;
+      EXPECT_TRUE(known) << name << " -> " << stacked;
+      if (expert >= 0)
+        parts[stacked].push_back({expert, group});
+      EXPECT_EQ(groups, stacked.find("gate_up_proj") != std::string::npos ? 2 : 1) << name;
+    }
+    // Each stacked tensor's pieces, in plan order, are its (expert, group) parts in byte order.
+    for (size_t p = 0; p < program.params.size(); ++p)
+      if (!plan.places[p].pieces.empty())
+        EXPECT_EQ(parts[program.params[p].name].size(), plan.places[p].pieces.size());
+  }
+  std::string stacked;
+  int64_t expert;
+  int group, groups;
+  EXPECT_FALSE(hfStackedName("llama", "model.layers.0.mlp.down_proj.weight", stacked, expert,
+                             group, groups));
+  ASSERT_TRUE(hfStackedName("mixtral", "model.layers.3.block_sparse_moe.experts.12.w3.weight",
+                            stacked, expert, group, groups));
+  EXPECT_EQ(stacked, "model.layers.3.mlp.experts.gate_up_proj");
+  EXPECT_EQ(expert, 12);
+  EXPECT_EQ(group, 1);
+  ASSERT_TRUE(hfStackedName("mixtral", "model.layers.3.block_sparse_moe.gate.weight", stacked,
+                            expert, group, groups));
+  EXPECT_EQ(stacked, "model.layers.3.mlp.gate.weight");
+  EXPECT_EQ(expert, -1);
 }

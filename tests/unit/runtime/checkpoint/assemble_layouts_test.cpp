@@ -119,6 +119,21 @@ protected:
     return out;
   }
 
+  /// `path`, one file assemble wrote, holds every tensor of `program` as `globals`.
+  static void expectOneFile(const std::string &path, const Program &program,
+                            const std::vector<std::vector<char>> &globals,
+                            SafetensorsReader &reader) {
+    std::string error;
+    ASSERT_TRUE(reader.open(path, error)) << error;
+    for (size_t i = 0; i < program.params.size(); ++i) {
+      const SafetensorsEntry *entry = reader.find(program.params[i].name);
+      ASSERT_NE(entry, nullptr);
+      std::vector<char> bytes(entry->bytes());
+      ASSERT_TRUE(reader.read(entry->begin, bytes.data(), bytes.size(), error)) << error;
+      EXPECT_EQ(bytes, globals[i]) << program.params[i].name;
+    }
+  }
+
   /// An hf checkpoint as prog/init --layout hf writes it: its record and every rank's sums.
   void writeHfInput(const std::string &out, const Program &program, uint64_t maxShard,
                     const std::vector<std::vector<char>> &globals) {
@@ -317,14 +332,7 @@ TEST_F(AssembleLayoutsTest, HfIntoHfDirectoryAndOneFile) {
   std::string model = root + "/model.safetensors";
   ASSERT_TRUE(assembleCheckpoint(root + "/out-8", model, error)) << error;
   SafetensorsReader reader;
-  ASSERT_TRUE(reader.open(model, error)) << error;
-  for (size_t i = 0; i < program.params.size(); ++i) {
-    const SafetensorsEntry *entry = reader.find(program.params[i].name);
-    ASSERT_NE(entry, nullptr);
-    std::vector<char> bytes(entry->bytes());
-    ASSERT_TRUE(reader.read(entry->begin, bytes.data(), bytes.size(), error)) << error;
-    EXPECT_EQ(bytes, globals[i]) << program.params[i].name;
-  }
+  expectOneFile(model, program, globals, reader);
   EXPECT_EQ(nlohmann::json::parse(*reader.metadataValue("initc.aliases")),
             nlohmann::json::parse(R"({"col_tied":"col"})"));
 }
@@ -350,6 +358,98 @@ TEST_F(AssembleLayoutsTest, DcpIntoHfDirectory) {
   ASSERT_TRUE(assembleCheckpoint(dir, fromRanks, error)) << error;
   ASSERT_TRUE(assembleCheckpoint(in, fromDcp, error)) << error;
   EXPECT_TRUE(readAll(fromRanks) == readAll(fromDcp));
+}
+
+// An MoE model written per expert reads back as the stacked one: every box of every tensor the
+// same bytes, and assembled into the stacked format again the same files byte for byte.
+TEST_F(AssembleLayoutsTest, PerExpertHfReadsBackAsTheStacked) {
+  Program program;
+  program.modelName = "moe";
+  program.mesh.axisNames = {"ep", "tp"};
+  program.mesh.shape = {2, 2};
+  program.programId = "00112233445566bb";
+  program.hfConfig = "{\"model_type\": \"qwen3_moe\"}\n";
+  program.params.push_back(makeParam("model.embed_tokens.weight", DType::F32, {7, 3}, {{1}}));
+  // Rows over tp: a box crosses every expert, its runs cut where each expert's tensor ends.
+  program.params.push_back(
+      makeParam("model.layers.0.mlp.experts.gate_up_proj", DType::BF16, {4, 6, 5}, {{}, {1}}));
+  // Experts over ep, columns over tp: runs shorter than a piece.
+  program.params.push_back(
+      makeParam("model.layers.0.mlp.experts.down_proj", DType::F32, {4, 5, 4}, {{0}, {}, {1}}));
+  std::vector<std::vector<char>> globals = globalsOf(program);
+  std::string in = root + "/in", stacked = root + "/stacked", per = root + "/per",
+              back = root + "/back", error;
+  writeHfInput(in, program, kDefaultMaxShardBytes, globals);
+  AssembleOptions options;
+  options.maxShardBytes = 150; // pieces spread over several files
+  options.bandBytes = 16;
+  options.hfExpertsGiven = true;
+  options.hfExperts = HfExperts::Stacked;
+  ASSERT_TRUE(assembleCheckpoint(in, stacked, error, {}, options)) << error;
+  options.hfExperts = HfExperts::PerExpert;
+  ASSERT_TRUE(assembleCheckpoint(in, per, error, {}, options)) << error;
+  ASSERT_NE(readAll(per + "/model.safetensors.index.json").find("experts.3.up_proj.weight"),
+            std::string::npos);
+
+  std::unique_ptr<SliceSource> a = openHfSource(stacked, error);
+  ASSERT_TRUE(a) << error;
+  std::unique_ptr<SliceSource> b = openHfSource(per, error);
+  ASSERT_TRUE(b) << error;
+  ASSERT_EQ(a->tensors().size(), b->tensors().size());
+  for (size_t i = 0; i < a->tensors().size(); ++i) {
+    std::vector<StoredBox> boxesA, boxesB;
+    ASSERT_TRUE(a->boxes(i, boxesA, error) && b->boxes(i, boxesB, error)) << error;
+    ASSERT_EQ(boxesA.size(), boxesB.size());
+    const uint64_t element = uint64_t(dtypeBytes(program.params[i].dtype));
+    for (size_t k = 0; k < boxesA.size(); ++k) {
+      EXPECT_EQ(boxesA[k].offset, boxesB[k].offset);
+      EXPECT_EQ(boxesA[k].checksum, boxesB[k].checksum);
+      const uint64_t bytes = uint64_t(Slice{boxesA[k].offset, boxesA[k].shape}.numElements()) * element;
+      std::vector<char> x(bytes), y(bytes);
+      ASSERT_TRUE(a->readBox(boxesA[k], element, 0, x.data(), bytes, error)) << error;
+      // In reads of every length, each cut where a run or a piece ends.
+      for (uint64_t from = 0, step = 1; from < bytes; from += step, step = step % 37 + 3)
+        ASSERT_TRUE(b->readBox(boxesB[k], element, from, y.data() + from,
+                               std::min(step, bytes - from), error))
+            << error;
+      EXPECT_EQ(x, y) << program.params[i].name;
+      EXPECT_EQ(x, globals[i]) << program.params[i].name;
+    }
+  }
+  a.reset();
+  b.reset();
+
+  // Per expert -> stacked: the stacked directory byte for byte; -> one file: the tensors.
+  options.hfExperts = HfExperts::Stacked;
+  ASSERT_TRUE(assembleCheckpoint(per, back, error, {}, options)) << error;
+  std::vector<std::string> names = listDir(stacked);
+  EXPECT_EQ(listDir(back), names);
+  names.push_back(".initc/" + sumsName(0));
+  for (const std::string &name : names)
+    if (name != ".initc")
+      EXPECT_EQ(readAll(back + "/" + name), readAll(stacked + "/" + name)) << name;
+  ASSERT_TRUE(assembleCheckpoint(per, root + "/model.safetensors", error)) << error;
+  SafetensorsReader reader;
+  expectOneFile(root + "/model.safetensors", program, globals, reader);
+
+  // A piece changed: the box that holds it fails its checksum, naming its files and the rerun.
+  HfPlan plan;
+  ASSERT_TRUE(planHfCheckpoint(program, 150, plan, error, HfExperts::PerExpert)) << error;
+  const HfPiece &piece = plan.places[1].pieces.at(5);
+  const std::string damaged = per + "/" + plan.files[size_t(piece.file)].name;
+  std::string bytes = readAll(damaged);
+  bytes[size_t(piece.offset + 1)] ^= 0x10;
+  writeText(damaged, bytes);
+  EXPECT_FALSE(assembleCheckpoint(per, root + "/bad.safetensors", error));
+  EXPECT_NE(error.find("checksum mismatch"), std::string::npos) << error;
+  EXPECT_NE(error.find(plan.files[size_t(piece.file)].name), std::string::npos) << error;
+  EXPECT_NE(error.find("rerun"), std::string::npos) << error;
+  // Truncated: refused when opened, naming the file.
+  writeText(damaged, bytes.substr(0, size_t(piece.offset)));
+  EXPECT_FALSE(openHfSource(per, error));
+  EXPECT_NE(error.find(damaged + ": "), std::string::npos) << error;
+  EXPECT_NE(error.find("truncated"), std::string::npos) << error;
+  EXPECT_NE(error.find("rerun the whole job"), std::string::npos) << error;
 }
 
 TEST_F(AssembleLayoutsTest, RefusesCorruptIncompleteAndMisplaced) {

@@ -81,6 +81,34 @@ TEST(HfWriteCalls, ContiguousBoxesTakeOneCallPerPiece) {
   EXPECT_EQ(countWriteCalls(program, plan, 1, 64 << 10), 4u + 2u);
 }
 
+// Written per expert, the writer cuts a run where each expert's tensor ends: a call per piece.
+TEST(HfWriteCalls, PerExpertCutsAtEveryPiece) {
+  Program program;
+  program.mesh.axisNames = {"tp"};
+  program.mesh.shape = {2};
+  program.programId = "0123456789abcdef";
+  program.hfConfig = "{\"model_type\": \"qwen3_moe\"}";
+  // Rows over tp: rank 1's box is one run across all 4 experts' up rows, [4, 3 of 6, 5].
+  program.params.push_back(
+      makeParam("model.layers.0.mlp.experts.gate_up_proj", DType::BF16, {4, 6, 5}, {{}, {0}}));
+  HfPlan stacked, perExpert;
+  std::string error;
+  ASSERT_TRUE(planHfCheckpoint(program, kDefaultMaxShardBytes, stacked, error)) << error;
+  ASSERT_TRUE(planHfCheckpoint(program, kDefaultMaxShardBytes, perExpert, error,
+                               HfExperts::PerExpert))
+      << error;
+  // A run per expert (its 3 rows are 30 contiguous bytes) either way; per expert each is one
+  // piece, the up_proj of its expert, so no more calls than stacked here...
+  EXPECT_EQ(countWriteCalls(program, stacked, 1, 1 << 20, false), 4u);
+  EXPECT_EQ(countWriteCalls(program, perExpert, 1, 1 << 20, false), 4u);
+  // ...but rank 0's rows [0, 3) of each expert are the gate rows: also one piece each.
+  EXPECT_EQ(countWriteCalls(program, perExpert, 0, 1 << 20, false), 4u);
+  // The whole tensor on one rank: one run stacked, 8 pieces per expert.
+  program.params[0].splitAxes = {};
+  EXPECT_EQ(countWriteCalls(program, stacked, 0, 1 << 20, false), 1u);
+  EXPECT_EQ(countWriteCalls(program, perExpert, 0, 1 << 20, false), 8u);
+}
+
 TEST(HfWindow, StartsOnAPageAndCoversTheRun) {
   uint64_t begin = 0, end = 0;
   windowFor(10000, 10100, 1ull << 40, 4096, begin, end);
