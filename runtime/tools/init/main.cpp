@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
           [&options](std::string &text) {
             return initrt::parseShardSize(text, options.maxShardBytes)
                        ? std::string()
-                       : "--max-shard-size must be a size such as 5GB, 500MB, 2GiB or a number "
+                       : "must be a size such as 5GB, 500MB, 2GiB or a number "
                          "of bytes, got '" + text + "'";
           },
           "", "SIZE"));
@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
             options.hfExpertsGiven = true;
             return initrt::parseHfExperts(text, options.hfExperts)
                        ? std::string()
-                       : "--hf-experts must be stacked or per-expert, got '" + text + "'";
+                       : "must be stacked or per-expert, got '" + text + "'";
           },
           "", "stacked|per-expert"));
   app.add_option("--rank", options.rank,
@@ -120,9 +120,9 @@ int main(int argc, char **argv) {
             auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), rank);
             if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
                 end != text.data() + text.size())
-              return "--rank must be a rank number (0, 1, ...), got '" + text + "'";
+              return "must be a rank number (0, 1, ...), got '" + text + "'";
             if (ec != std::errc())
-              return "--rank " + text + " is larger than any mesh";
+              return text + " is larger than any mesh";
             return std::string();
           },
           "", "non-negative"));

@@ -203,9 +203,9 @@ expect_error "no mpirun for a 4-device mesh" \
 [[ ! -e $WORK/nolauncher ]] || fail "files written without a launcher"
 expect_error "--rank 4 of 4" "--rank 4 is outside the mesh dp=2,tp=2 of 4 devices: pass 0 <= K < 4" \
   "$WORK/prog/init" --layout ranks --rank 4 --out "$WORK/rank"
-expect_error "--rank huge" "--rank 99999999999999999999 is larger than any mesh" \
+expect_error "--rank huge" "--rank: 99999999999999999999 is larger than any mesh" \
   "$WORK/prog/init" --layout ranks --rank 99999999999999999999 --out "$WORK/rank"
-expect_error "--rank -1" "--rank must be a rank number \(0, 1, ...\), got '-1'" \
+expect_error "--rank -1" "--rank: must be a rank number \(0, 1, ...\), got '-1'" \
   "$WORK/prog/init" --layout ranks --rank -1 --out "$WORK/rank"
 expect_error "--rank not a number" "got 'x'" "$WORK/prog/init" --layout ranks --rank x --out "$WORK/rank"
 # An unset variable (--rank "$SLURM_PROCID") or another base is not rank 0 or 3.

@@ -128,7 +128,7 @@ nfiles=$(ls "$WORK/small-files.hf" | grep -c '^model-.*\.safetensors$')
 only_checkpoint "$WORK/small-files.hf"
 verifies "$WORK/small-files.hf"
 same_tensors "$WORK/small-files.hf" "$ONE" "--max-shard-size files vs 1 rank"
-fails_cleanly "bad --max-shard-size" "max-shard-size must be a size" \
+fails_cleanly "bad --max-shard-size" "--max-shard-size: must be a size" \
   "$WORK/four-bf16/init" --out "$WORK/x" --max-shard-size 5XB
 
 # A complete checkpoint rerun: every rank verifies its boxes and is skipped.
