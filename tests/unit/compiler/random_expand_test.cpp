@@ -95,6 +95,11 @@ std::vector<KernelSpec> kernelSpecs() {
        [key](OpBuilder &b, Location loc, Value i) {
          return SmallVector<Value>{emitNormal(b, loc, i, key, 0.25, 0.02)};
        }},
+      // hf's zero mean, which adds nothing (x + 0 differs from x only at -0).
+      {"normal_hf", i64, f32,
+       [key](OpBuilder &b, Location loc, Value i) {
+         return SmallVector<Value>{emitNormal(b, loc, i, key, 0.0, 0.02)};
+       }},
       {"trunc_hf", i64, f32,
        [key](OpBuilder &b, Location loc, Value i) {
          return SmallVector<Value>{emitTruncNormal(b, loc, i, key, 0.0, 0.02, -2.0, 2.0)};
@@ -358,6 +363,9 @@ TEST_F(RandomExpandTest, Distributions) {
   });
   compare<uint64_t, float>("normal", idx, 1, [](uint64_t i, float *out) {
     *out = rng::normalAt(kKey, i, 0.25, 0.02);
+  });
+  compare<uint64_t, float>("normal_hf", idx, 1, [](uint64_t i, float *out) {
+    *out = rng::normalAt(kKey, i, 0.0, 0.02);
   });
   rng::TruncNormalParams hf = rng::truncNormalParams(0.0, 0.02, -2.0, 2.0);
   compare<uint64_t, float>("trunc_hf", idx, 1, [&](uint64_t i, float *out) {
