@@ -152,7 +152,8 @@ struct KeyOperand {
 };
 
 std::array<Value, 4> philox(OpBuilder &builder, Location loc, Value blockIndex,
-                            const KeyOperand &key, int rounds);
+                            const KeyOperand &key, int rounds,
+                            uint64_t blockLimit = UINT64_MAX);
 
 // logF of rule 7. Without `anyInput` the caller promises x is a positive normal finite float
 // (a unit float, or (1 - v)(1 + v) for |v| < 1): the subnormal scaling and the special values
@@ -234,9 +235,13 @@ Value uniformFromWord(ElementwiseBuilder &e, OpBuilder &b, Location loc, Value w
   return e.add(e.f32(p.low), e.mul(e.f32(p.width), emitUnitFloat(b, loc, word)));
 }
 
+// The block limit of an index limit: blocks of indices below it are below this.
+uint64_t blockLimitOf(uint64_t indexLimit) { return (indexLimit >> 2) + ((indexLimit & 3) != 0); }
+
 Value wordAt(ElementwiseBuilder &e, OpBuilder &b, Location loc, Value index,
-             const KeyOperand &key) {
-  std::array<Value, 4> x = philox(b, loc, blockOf(e, index), key, rng::kPhiloxRounds);
+             const KeyOperand &key, uint64_t indexLimit) {
+  std::array<Value, 4> x =
+      philox(b, loc, blockOf(e, index), key, rng::kPhiloxRounds, blockLimitOf(indexLimit));
   Lane lane = laneOf(e, index);
   Value low = e.select(lane.odd, x[1], x[0]);
   Value high = e.select(lane.odd, x[3], x[2]);
@@ -308,7 +313,7 @@ PhiloxKey derivePhiloxKey(uint64_t seed, llvm::StringRef name, uint64_t stream) 
 
 namespace {
 std::array<Value, 4> philox(OpBuilder &builder, Location loc, Value blockIndex,
-                            const KeyOperand &key, int rounds) {
+                            const KeyOperand &key, int rounds, uint64_t blockLimit) {
   // The words live in the low halves of i64 values whose high halves are don't-care: every
   // product reads only the low halves (`and` with 2^32 - 1, which a 32x32 -> 64-bit multiply
   // such as pmuludq does for free), xors and adds never carry upward into the low half, and
@@ -317,7 +322,9 @@ std::array<Value, 4> philox(OpBuilder &builder, Location loc, Value blockIndex,
   ElementwiseBuilder e(builder, loc, blockIndex.getType());
   Value low = e.i64(0xffffffffu), shift = e.i64(32);
   Value c0 = blockIndex;
-  Value c1 = e.shru(blockIndex, shift);
+  // Below 2^32 blocks the counter's high word is zero: the first round's x0 is then the key,
+  // and the second round's product of it a constant.
+  Value c1 = blockLimit <= (uint64_t(1) << 32) ? e.i64(0) : e.shru(blockIndex, shift);
   Value c2 = e.i64(0), c3 = e.i64(0);
   uint32_t k0 = key.constant.k0, k1 = key.constant.k1;
   Value kv0, kv1;
@@ -352,16 +359,17 @@ std::array<Value, 4> philox(OpBuilder &builder, Location loc, Value blockIndex,
 }
 
 Value uniformAt(OpBuilder &builder, Location loc, Value index, const KeyOperand &key,
-                double low, double high) {
+                double low, double high, uint64_t indexLimit) {
   ElementwiseBuilder e(builder, loc, index.getType());
-  return uniformFromWord(e, builder, loc, wordAt(e, builder, loc, index, key),
+  return uniformFromWord(e, builder, loc, wordAt(e, builder, loc, index, key, indexLimit),
                          rng::uniformParams(low, high));
 }
 
 Value normalAt(OpBuilder &builder, Location loc, Value index, const KeyOperand &key,
-               double mean, double stdev) {
+               double mean, double stdev, uint64_t indexLimit) {
   ElementwiseBuilder e(builder, loc, index.getType());
-  std::array<Value, 4> x = philox(builder, loc, blockOf(e, index), key, rng::kPhiloxRounds);
+  std::array<Value, 4> x = philox(builder, loc, blockOf(e, index), key, rng::kPhiloxRounds,
+                                  blockLimitOf(indexLimit));
   Lane lane = laneOf(e, index);
   Value u1 = emitUnitFloat(builder, loc, e.select(lane.high, x[2], x[0]));
   Value u2Times4 = unitFloatTimesFour(e, e.select(lane.high, x[3], x[1]));
@@ -382,10 +390,10 @@ Value normalAt(OpBuilder &builder, Location loc, Value index, const KeyOperand &
 }
 
 Value truncNormalAt(OpBuilder &builder, Location loc, Value index, const KeyOperand &key,
-                    double mean, double stdev, double a, double b) {
+                    double mean, double stdev, double a, double b, uint64_t indexLimit) {
   ElementwiseBuilder e(builder, loc, index.getType());
   rng::TruncNormalParams p = rng::truncNormalParams(mean, stdev, a, b);
-  Value v = uniformFromWord(e, builder, loc, wordAt(e, builder, loc, index, key), p.v);
+  Value v = uniformFromWord(e, builder, loc, wordAt(e, builder, loc, index, key, indexLimit), p.v);
   // The range of v is known here: with |v| <= 0.99, w = -log((1 - v)(1 + v)) <= 3.92 and
   // every element takes the central branch (most bounds: +-2 std gives |v| <= 0.955).
   auto [vmin, vmax] = uniformRange(p.v);
@@ -420,30 +428,30 @@ Value emitUnitFloat(OpBuilder &builder, Location loc, Value word) {
 }
 
 Value emitUniform(OpBuilder &builder, Location loc, Value index, PhiloxKey key, double low,
-                  double high) {
-  return uniformAt(builder, loc, index, key, low, high);
+                  double high, uint64_t indexLimit) {
+  return uniformAt(builder, loc, index, key, low, high, indexLimit);
 }
 Value emitUniform(OpBuilder &builder, Location loc, Value index, Value key, double low,
-                  double high) {
-  return uniformAt(builder, loc, index, key, low, high);
+                  double high, uint64_t indexLimit) {
+  return uniformAt(builder, loc, index, key, low, high, indexLimit);
 }
 
 Value emitNormal(OpBuilder &builder, Location loc, Value index, PhiloxKey key, double mean,
-                 double stdev) {
-  return normalAt(builder, loc, index, key, mean, stdev);
+                 double stdev, uint64_t indexLimit) {
+  return normalAt(builder, loc, index, key, mean, stdev, indexLimit);
 }
 Value emitNormal(OpBuilder &builder, Location loc, Value index, Value key, double mean,
-                 double stdev) {
-  return normalAt(builder, loc, index, key, mean, stdev);
+                 double stdev, uint64_t indexLimit) {
+  return normalAt(builder, loc, index, key, mean, stdev, indexLimit);
 }
 
 Value emitTruncNormal(OpBuilder &builder, Location loc, Value index, PhiloxKey key,
-                      double mean, double stdev, double a, double b) {
-  return truncNormalAt(builder, loc, index, key, mean, stdev, a, b);
+                      double mean, double stdev, double a, double b, uint64_t indexLimit) {
+  return truncNormalAt(builder, loc, index, key, mean, stdev, a, b, indexLimit);
 }
 Value emitTruncNormal(OpBuilder &builder, Location loc, Value index, Value key, double mean,
-                      double stdev, double a, double b) {
-  return truncNormalAt(builder, loc, index, key, mean, stdev, a, b);
+                      double stdev, double a, double b, uint64_t indexLimit) {
+  return truncNormalAt(builder, loc, index, key, mean, stdev, a, b, indexLimit);
 }
 
 Value emitLog(OpBuilder &builder, Location loc, Value x) {
