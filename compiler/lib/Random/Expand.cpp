@@ -152,7 +152,8 @@ struct KeyOperand {
 };
 
 std::array<Value, 4> philox(OpBuilder &builder, Location loc, Value blockIndex,
-                            const KeyOperand &key, int rounds);
+                            const KeyOperand &key, int rounds,
+                            uint64_t blockLimit = UINT64_MAX);
 
 // logF of rule 7. Without `anyInput` the caller promises x is a positive normal finite float
 // (a unit float, or (1 - v)(1 + v) for |v| < 1): the subnormal scaling and the special values
@@ -234,9 +235,13 @@ Value uniformFromWord(ElementwiseBuilder &e, OpBuilder &b, Location loc, Value w
   return e.add(e.f32(p.low), e.mul(e.f32(p.width), emitUnitFloat(b, loc, word)));
 }
 
+// The block limit of an index limit: blocks of indices below it are below this.
+uint64_t blockLimitOf(uint64_t indexLimit) { return (indexLimit >> 2) + ((indexLimit & 3) != 0); }
+
 Value wordAt(ElementwiseBuilder &e, OpBuilder &b, Location loc, Value index,
-             const KeyOperand &key) {
-  std::array<Value, 4> x = philox(b, loc, blockOf(e, index), key, rng::kPhiloxRounds);
+             const KeyOperand &key, uint64_t indexLimit) {
+  std::array<Value, 4> x =
+      philox(b, loc, blockOf(e, index), key, rng::kPhiloxRounds, blockLimitOf(indexLimit));
   Lane lane = laneOf(e, index);
   Value low = e.select(lane.odd, x[1], x[0]);
   Value high = e.select(lane.odd, x[3], x[2]);
@@ -264,15 +269,13 @@ Value negatedInHalfTurns(ElementwiseBuilder &e, Value v, Value q) {
   return e.floatOf(e.xori(e.bitsOf(v), sign));
 }
 
-
 // Rule 7's reduction for a unit float u (rule 3): u = q / 4 + r exactly, q = round-half-up(4u);
 // returns t = r * 2pi. 4u = (2k + 1) 2^-22 is never a half-integer, so rounding it to nearest
 // (adding and subtracting 1.5 * 2^23, whose ulp is 1) rounds half up, and q is the low bits of
 // the sum. 4u - q is exact, and (4u - q) * (2pi / 4) rounds the same product as
-// (u - q / 4) * 2pi: both scalings by 1/4 are exact. Six ops instead of eleven.
-std::pair<Value, Value> reduceUnitTurn(ElementwiseBuilder &e, Value u) {
+// (u - q / 4) * 2pi: both scalings by 1/4 are exact. Six ops instead of eleven. Takes 4u.
+std::pair<Value, Value> reduceQuarterTurns(ElementwiseBuilder &e, Value u4) {
   constexpr float kRound = 0x1.8p23f;
-  Value u4 = e.mul(u, e.f32(4.0f));
   Value rounded = e.add(u4, e.f32(kRound));
   Value q = e.subi(e.bitsOf(rounded), e.i32(llvm::bit_cast<uint32_t>(kRound)));
   Value r4 = e.sub(u4, e.sub(rounded, e.f32(kRound)));
@@ -281,13 +284,24 @@ std::pair<Value, Value> reduceUnitTurn(ElementwiseBuilder &e, Value u) {
 
 // sin(2 pi u) and cos(2 pi u) of a unit float: sin_q(q) and sin_q(q + 1), sin_q(k) being
 // [S, C, -S, -C][k & 3]. The two share the quadrant's parity: cos takes S where sin takes C.
-std::pair<Value, Value> sinCos2Pi(ElementwiseBuilder &e, Value u) {
-  auto [q, t] = reduceUnitTurn(e, u);
+std::pair<Value, Value> sinCosOfQuarterTurns(ElementwiseBuilder &e, Value u4) {
+  auto [q, t] = reduceQuarterTurns(e, u4);
   auto [sinT, cosT] = sinCosOf(e, t);
   Value odd = isOdd(e, q);
   Value sine = negatedInHalfTurns(e, e.select(odd, cosT, sinT), q);
   Value cosine = negatedInHalfTurns(e, e.select(odd, sinT, cosT), e.addi(q, e.i32(1)));
   return {sine, cosine};
+}
+
+std::pair<Value, Value> sinCos2Pi(ElementwiseBuilder &e, Value u) {
+  return sinCosOfQuarterTurns(e, e.mul(u, e.f32(4.0f)));
+}
+
+// 4 U(word) of rule 3 as U is built (emitUnitFloat), two binades up: the float 4 * 1.m
+// minus 4 (1 - 2^-24), exact as U's subtraction is. One multiply fewer where only 4u is needed.
+Value unitFloatTimesFour(ElementwiseBuilder &e, Value word) {
+  Value fourAndBits = e.floatOf(e.ori(e.shru(word, e.i32(9)), e.i32(0x40800000)));
+  return e.sub(fourAndBits, e.f32(4.0f * (1.0f - 0x1p-24f)));
 }
 
 } // namespace
@@ -299,7 +313,7 @@ PhiloxKey derivePhiloxKey(uint64_t seed, llvm::StringRef name, uint64_t stream) 
 
 namespace {
 std::array<Value, 4> philox(OpBuilder &builder, Location loc, Value blockIndex,
-                            const KeyOperand &key, int rounds) {
+                            const KeyOperand &key, int rounds, uint64_t blockLimit) {
   // The words live in the low halves of i64 values whose high halves are don't-care: every
   // product reads only the low halves (`and` with 2^32 - 1, which a 32x32 -> 64-bit multiply
   // such as pmuludq does for free), xors and adds never carry upward into the low half, and
@@ -308,7 +322,9 @@ std::array<Value, 4> philox(OpBuilder &builder, Location loc, Value blockIndex,
   ElementwiseBuilder e(builder, loc, blockIndex.getType());
   Value low = e.i64(0xffffffffu), shift = e.i64(32);
   Value c0 = blockIndex;
-  Value c1 = e.shru(blockIndex, shift);
+  // Below 2^32 blocks the counter's high word is zero: the first round's x0 is then the key,
+  // and the second round's product of it a constant.
+  Value c1 = blockLimit <= (uint64_t(1) << 32) ? e.i64(0) : e.shru(blockIndex, shift);
   Value c2 = e.i64(0), c3 = e.i64(0);
   uint32_t k0 = key.constant.k0, k1 = key.constant.k1;
   Value kv0, kv1;
@@ -343,33 +359,41 @@ std::array<Value, 4> philox(OpBuilder &builder, Location loc, Value blockIndex,
 }
 
 Value uniformAt(OpBuilder &builder, Location loc, Value index, const KeyOperand &key,
-                double low, double high) {
+                double low, double high, uint64_t indexLimit) {
   ElementwiseBuilder e(builder, loc, index.getType());
-  return uniformFromWord(e, builder, loc, wordAt(e, builder, loc, index, key),
+  return uniformFromWord(e, builder, loc, wordAt(e, builder, loc, index, key, indexLimit),
                          rng::uniformParams(low, high));
 }
 
 Value normalAt(OpBuilder &builder, Location loc, Value index, const KeyOperand &key,
-               double mean, double stdev) {
+               double mean, double stdev, uint64_t indexLimit) {
   ElementwiseBuilder e(builder, loc, index.getType());
-  std::array<Value, 4> x = philox(builder, loc, blockOf(e, index), key, rng::kPhiloxRounds);
+  std::array<Value, 4> x = philox(builder, loc, blockOf(e, index), key, rng::kPhiloxRounds,
+                                  blockLimitOf(indexLimit));
   Lane lane = laneOf(e, index);
   Value u1 = emitUnitFloat(builder, loc, e.select(lane.high, x[2], x[0]));
-  Value u2 = emitUnitFloat(builder, loc, e.select(lane.high, x[3], x[1]));
+  Value u2Times4 = unitFloatTimesFour(e, e.select(lane.high, x[3], x[1]));
   // u1 is a unit float: positive, normal, finite.
   Value r = e.sqrt(e.mul(e.f32(-2.0f), logOf(builder, loc, u1, /*anyInput=*/false)));
   // Even lanes take cos(2 pi u2), odd lanes sin(2 pi u2).
-  auto [sine, cosine] = sinCos2Pi(e, u2);
+  auto [sine, cosine] = sinCosOfQuarterTurns(e, u2Times4);
   Value even = e.cmpi(CmpIPredicate::eq, e.andi(index, e.i64(1)), e.i64(0));
   Value z = e.mul(r, e.select(even, cosine, sine));
-  return e.add(e.f32(static_cast<float>(mean)), e.mul(e.f32(static_cast<float>(stdev)), z));
+  float m = static_cast<float>(mean), s = static_cast<float>(stdev);
+  Value scaled = e.mul(e.f32(s), z);
+  // x + 0 is x but for x = -0, and s * z is never zero when |s| * kStandardNormalMin (the least
+  // |z|) is normal: a zero mean (every hf init's) then adds nothing, one op fewer.
+  if (m == 0.0f && !std::signbit(m) && std::isfinite(s) &&
+      std::fabs(s) * kStandardNormalMin >= std::numeric_limits<float>::min())
+    return scaled;
+  return e.add(e.f32(m), scaled);
 }
 
 Value truncNormalAt(OpBuilder &builder, Location loc, Value index, const KeyOperand &key,
-                    double mean, double stdev, double a, double b) {
+                    double mean, double stdev, double a, double b, uint64_t indexLimit) {
   ElementwiseBuilder e(builder, loc, index.getType());
   rng::TruncNormalParams p = rng::truncNormalParams(mean, stdev, a, b);
-  Value v = uniformFromWord(e, builder, loc, wordAt(e, builder, loc, index, key), p.v);
+  Value v = uniformFromWord(e, builder, loc, wordAt(e, builder, loc, index, key, indexLimit), p.v);
   // The range of v is known here: with |v| <= 0.99, w = -log((1 - v)(1 + v)) <= 3.92 and
   // every element takes the central branch (most bounds: +-2 std gives |v| <= 0.955).
   auto [vmin, vmax] = uniformRange(p.v);
@@ -404,30 +428,30 @@ Value emitUnitFloat(OpBuilder &builder, Location loc, Value word) {
 }
 
 Value emitUniform(OpBuilder &builder, Location loc, Value index, PhiloxKey key, double low,
-                  double high) {
-  return uniformAt(builder, loc, index, key, low, high);
+                  double high, uint64_t indexLimit) {
+  return uniformAt(builder, loc, index, key, low, high, indexLimit);
 }
 Value emitUniform(OpBuilder &builder, Location loc, Value index, Value key, double low,
-                  double high) {
-  return uniformAt(builder, loc, index, key, low, high);
+                  double high, uint64_t indexLimit) {
+  return uniformAt(builder, loc, index, key, low, high, indexLimit);
 }
 
 Value emitNormal(OpBuilder &builder, Location loc, Value index, PhiloxKey key, double mean,
-                 double stdev) {
-  return normalAt(builder, loc, index, key, mean, stdev);
+                 double stdev, uint64_t indexLimit) {
+  return normalAt(builder, loc, index, key, mean, stdev, indexLimit);
 }
 Value emitNormal(OpBuilder &builder, Location loc, Value index, Value key, double mean,
-                 double stdev) {
-  return normalAt(builder, loc, index, key, mean, stdev);
+                 double stdev, uint64_t indexLimit) {
+  return normalAt(builder, loc, index, key, mean, stdev, indexLimit);
 }
 
 Value emitTruncNormal(OpBuilder &builder, Location loc, Value index, PhiloxKey key,
-                      double mean, double stdev, double a, double b) {
-  return truncNormalAt(builder, loc, index, key, mean, stdev, a, b);
+                      double mean, double stdev, double a, double b, uint64_t indexLimit) {
+  return truncNormalAt(builder, loc, index, key, mean, stdev, a, b, indexLimit);
 }
 Value emitTruncNormal(OpBuilder &builder, Location loc, Value index, Value key, double mean,
-                      double stdev, double a, double b) {
-  return truncNormalAt(builder, loc, index, key, mean, stdev, a, b);
+                      double stdev, double a, double b, uint64_t indexLimit) {
+  return truncNormalAt(builder, loc, index, key, mean, stdev, a, b, indexLimit);
 }
 
 Value emitLog(OpBuilder &builder, Location loc, Value x) {

@@ -281,25 +281,31 @@ Value ElementEmitter::linspace(LinspaceOp op, int64_t count, Value index, Type e
 }
 
 Value ElementEmitter::random(Operation *op, Type element) {
+  // The elements stored are those of the op's tensor: their indices are below its size.
+  uint64_t limit = UINT64_MAX;
+  if (auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+      type && type.hasStaticShape())
+    limit = static_cast<uint64_t>(type.getNumElements());
   Value sample;
   bool number = false, normal = false; // never NaN; never subnormal
   float magnitude = INFINITY;          // no sample's exceeds it
   if (auto u = dyn_cast<UniformOp>(op)) {
     double low = u.getLow().convertToDouble(), high = u.getHigh().convertToDouble();
-    sample = random::emitUniform(b, loc, linear, key(u.getStream()), low, high);
+    sample = random::emitUniform(b, loc, linear, key(u.getStream()), low, high, limit);
     number = random::uniformIsNeverNaN(low, high);
     normal = random::uniformIsNeverSubnormal(low, high);
     magnitude = random::uniformMagnitudeBound(low, high);
   } else if (auto n = dyn_cast<NormalOp>(op)) {
     double mean = n.getMean().convertToDouble(), stdev = n.getStd().convertToDouble();
-    sample = random::emitNormal(b, loc, linear, key(n.getStream()), mean, stdev);
+    sample = random::emitNormal(b, loc, linear, key(n.getStream()), mean, stdev, limit);
     number = random::normalIsNeverNaN(mean, stdev);
     normal = random::normalIsNeverSubnormal(mean, stdev);
     magnitude = random::normalMagnitudeBound(mean, stdev);
   } else if (auto t = dyn_cast<TruncNormalOp>(op)) {
     double mean = t.getMean().convertToDouble(), stdev = t.getStd().convertToDouble();
     double lo = t.getA().convertToDouble(), hi = t.getB().convertToDouble();
-    sample = random::emitTruncNormal(b, loc, linear, key(t.getStream()), mean, stdev, lo, hi);
+    sample =
+        random::emitTruncNormal(b, loc, linear, key(t.getStream()), mean, stdev, lo, hi, limit);
     number = random::truncNormalIsNeverNaN(mean, stdev, lo, hi);
     normal = random::truncNormalIsNeverSubnormal(mean, stdev, lo, hi);
     magnitude = random::truncNormalMagnitudeBound(mean, stdev, lo, hi);
@@ -308,12 +314,13 @@ Value ElementEmitter::random(Operation *op, Type element) {
     double variance = v.getScale().convertToDouble() / v.getFan();
     if (v.getDistribution() == Distribution::uniform) {
       double bound = std::sqrt(3.0 * variance);
-      sample = random::emitUniform(b, loc, linear, key(v.getStream()), -bound, bound);
+      sample = random::emitUniform(b, loc, linear, key(v.getStream()), -bound, bound, limit);
       number = random::uniformIsNeverNaN(-bound, bound);
       normal = random::uniformIsNeverSubnormal(-bound, bound);
       magnitude = random::uniformMagnitudeBound(-bound, bound);
     } else {
-      sample = random::emitNormal(b, loc, linear, key(v.getStream()), 0.0, std::sqrt(variance));
+      sample =
+          random::emitNormal(b, loc, linear, key(v.getStream()), 0.0, std::sqrt(variance), limit);
       number = random::normalIsNeverNaN(0.0, std::sqrt(variance));
       normal = random::normalIsNeverSubnormal(0.0, std::sqrt(variance));
       magnitude = random::normalMagnitudeBound(0.0, std::sqrt(variance));

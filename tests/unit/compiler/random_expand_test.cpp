@@ -69,6 +69,8 @@ Type i32(Builder &b) { return b.getI32Type(); }
 Type i16(Builder &b) { return b.getI16Type(); }
 Type f32(Builder &b) { return b.getF32Type(); }
 
+constexpr uint64_t kBelow2To34 = uint64_t{1} << 34;
+
 std::vector<KernelSpec> kernelSpecs() {
   PhiloxKey key = keyOf(kKey);
   using namespace initc::random;
@@ -94,6 +96,25 @@ std::vector<KernelSpec> kernelSpecs() {
       {"normal", i64, f32,
        [key](OpBuilder &b, Location loc, Value i) {
          return SmallVector<Value>{emitNormal(b, loc, i, key, 0.25, 0.02)};
+       }},
+      // hf's zero mean, which adds nothing (x + 0 differs from x only at -0).
+      {"normal_hf", i64, f32,
+       [key](OpBuilder &b, Location loc, Value i) {
+         return SmallVector<Value>{emitNormal(b, loc, i, key, 0.0, 0.02)};
+       }},
+      // Indices below 2^34: the counter's high word is known to be zero.
+      {"uniform_below_2_34", i64, f32,
+       [key](OpBuilder &b, Location loc, Value i) {
+         return SmallVector<Value>{emitUniform(b, loc, i, key, -0.0625, 0.1, kBelow2To34)};
+       }},
+      {"normal_below_2_34", i64, f32,
+       [key](OpBuilder &b, Location loc, Value i) {
+         return SmallVector<Value>{emitNormal(b, loc, i, key, 0.0, 0.02, kBelow2To34)};
+       }},
+      {"trunc_below_2_34", i64, f32,
+       [key](OpBuilder &b, Location loc, Value i) {
+         return SmallVector<Value>{
+             emitTruncNormal(b, loc, i, key, 0.0, 0.02, -2.0, 2.0, kBelow2To34)};
        }},
       {"trunc_hf", i64, f32,
        [key](OpBuilder &b, Location loc, Value i) {
@@ -359,6 +380,9 @@ TEST_F(RandomExpandTest, Distributions) {
   compare<uint64_t, float>("normal", idx, 1, [](uint64_t i, float *out) {
     *out = rng::normalAt(kKey, i, 0.25, 0.02);
   });
+  compare<uint64_t, float>("normal_hf", idx, 1, [](uint64_t i, float *out) {
+    *out = rng::normalAt(kKey, i, 0.0, 0.02);
+  });
   rng::TruncNormalParams hf = rng::truncNormalParams(0.0, 0.02, -2.0, 2.0);
   compare<uint64_t, float>("trunc_hf", idx, 1, [&](uint64_t i, float *out) {
     *out = rng::truncNormalFromWord(rng::wordAt(kKey, i), hf);
@@ -366,6 +390,30 @@ TEST_F(RandomExpandTest, Distributions) {
   rng::TruncNormalParams tight = rng::truncNormalParams(0.1, 1.0, -0.5, 1.5);
   compare<uint64_t, float>("trunc_tight", idx, 1, [&](uint64_t i, float *out) {
     *out = rng::truncNormalFromWord(rng::wordAt(kKey, i), tight);
+  });
+}
+
+// Below the index limit, the same values as without it: a dense run from 0, runs straddling
+// 2^32 and ending at 2^34 - 1, and random indices below 2^34.
+TEST_F(RandomExpandTest, DistributionsBelowAnIndexLimit) {
+  std::vector<uint64_t> idx;
+  for (uint64_t i = 0; i < 16000; ++i)
+    idx.push_back(i);
+  for (uint64_t start : {(uint64_t{1} << 32) - 4000, kBelow2To34 - 8000})
+    for (uint64_t i = start; i < start + 8000; ++i)
+      idx.push_back(i);
+  SplitMix r{5};
+  while (idx.size() < 48000)
+    idx.push_back(r.next() % kBelow2To34);
+  compare<uint64_t, float>("uniform_below_2_34", idx, 1, [](uint64_t i, float *out) {
+    *out = rng::uniformAt(kKey, i, -0.0625, 0.1);
+  });
+  compare<uint64_t, float>("normal_below_2_34", idx, 1, [](uint64_t i, float *out) {
+    *out = rng::normalAt(kKey, i, 0.0, 0.02);
+  });
+  rng::TruncNormalParams hf = rng::truncNormalParams(0.0, 0.02, -2.0, 2.0);
+  compare<uint64_t, float>("trunc_below_2_34", idx, 1, [&](uint64_t i, float *out) {
+    *out = rng::truncNormalFromWord(rng::wordAt(kKey, i), hf);
   });
 }
 

@@ -86,20 +86,29 @@ std::array<mlir::Value, 4> emitPhilox(mlir::OpBuilder &builder, mlir::Location l
 // Rule 3: i32 word -> f32 in (0, 1).
 mlir::Value emitUnitFloat(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value word);
 
-// Distributions of element `index` (i64, global row-major); results are f32.
+// Distributions of element `index` (i64, global row-major); results are f32. `indexLimit`: no
+// index whose value is used reaches it (a tensor's element count): below 2^34, every block
+// index is below 2^32 and Philox's counter word x1 is zero (lanes computed only to be masked
+// off may be wrong then).
 mlir::Value emitUniform(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
-                        PhiloxKey key, double low, double high);
+                        PhiloxKey key, double low, double high,
+                        uint64_t indexLimit = UINT64_MAX);
 mlir::Value emitNormal(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
-                       PhiloxKey key, double mean, double stdev);
+                       PhiloxKey key, double mean, double stdev,
+                       uint64_t indexLimit = UINT64_MAX);
 mlir::Value emitTruncNormal(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
-                            PhiloxKey key, double mean, double stdev, double a, double b);
+                            PhiloxKey key, double mean, double stdev, double a, double b,
+                            uint64_t indexLimit = UINT64_MAX);
 // The same with a run-time key (an i64 holding k1 << 32 | k0, as emitPhilox takes it).
 mlir::Value emitUniform(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
-                        mlir::Value key, double low, double high);
+                        mlir::Value key, double low, double high,
+                        uint64_t indexLimit = UINT64_MAX);
 mlir::Value emitNormal(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
-                       mlir::Value key, double mean, double stdev);
+                       mlir::Value key, double mean, double stdev,
+                       uint64_t indexLimit = UINT64_MAX);
 mlir::Value emitTruncNormal(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value index,
-                            mlir::Value key, double mean, double stdev, double a, double b);
+                            mlir::Value key, double mean, double stdev, double a, double b,
+                            uint64_t indexLimit = UINT64_MAX);
 
 // Whether every sample of the distribution is a number (finite or infinite, never NaN), from
 // its parameters alone: what the code the builders above emit computes, for every word.
