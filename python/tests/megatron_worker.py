@@ -46,7 +46,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 
 import initc
-from torch_dist_worker import _bits
+from torch_dist_worker import _bits, leave
 
 
 def megatron_model(config, tp, pp):
@@ -298,11 +298,7 @@ def main():
 
     print("rank %d (%s): %d tensors on Megatron's boxes and bytes, layers %s, "
           "%d checkpoint shards agree" % (rank, where, len(ours), layers, seen), flush=True)
-    dist.destroy_process_group()
-    # As torch_dist_worker.py: leave without tearing down gloo's threads.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    leave()
 
 
 if __name__ == "__main__":

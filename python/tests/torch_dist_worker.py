@@ -99,10 +99,15 @@ def main():
     assert grads, "no gradient"
     print("rank %d: %d tensors (%d DTensors) bitwise equal; loss %.4f"
           % (rank, checked, sharded, float(loss.detach())), flush=True)
+    leave()
+
+
+def leave():
+    """Ends a worker whose checks are all done. torch's threads of gloo and FSDP2 can still be
+    joinable at interpreter teardown ("terminate called without an active exception", SIGABRT,
+    now and then on rank 0), which would fail a run whose results are all in: leave without
+    tearing the interpreter down."""
     dist.destroy_process_group()
-    # Every check is done. torch's threads of gloo and FSDP2 can still be joinable at interpreter
-    # teardown ("terminate called without an active exception", SIGABRT, now and then on rank 0),
-    # which would fail a run whose results are all in: leave without tearing the interpreter down.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -24,7 +24,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 import initc
 import initc.torch
-from torch_dist_worker import _bits
+from torch_dist_worker import _bits, leave
 
 
 def torchtitan_tp(model, tp_mesh):
@@ -83,11 +83,7 @@ def main():
     assert strided, "no parameter has FSDP2 nested inside tensor parallelism"
     print("rank %d: %d tensors equal torchtitan's local shards (%d nested)"
           % (rank, len(state), strided), flush=True)
-    dist.destroy_process_group()
-    # As torch_dist_worker.py: leave without tearing down gloo's and FSDP2's threads.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    leave()
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from torchtitan.trainer import Trainer  # noqa: E402
 import initc  # noqa: E402
 import initc.torch  # noqa: E402
 import torchtitan_model  # noqa: E402
-from torch_dist_worker import _bits  # noqa: E402
+from torch_dist_worker import _bits, leave  # noqa: E402
 
 BATCH = 2
 
@@ -144,11 +144,7 @@ def main():
         step = ", a forward step ran"
     print("rank %d: %d tensors equal torchtitan's local shards and the 1-rank program's "
           "(%d nested)%s" % (rank, len(state), strided, step), flush=True)
-    dist.destroy_process_group()
-    # As torch_dist_worker.py: leave without tearing down gloo's and FSDP2's threads.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    leave()
 
 
 if __name__ == "__main__":
