@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds initc and runs every test: unit (GoogleTest via ctest), IR (lit + FileCheck) and end to
-# end (tests/e2e/<group>/*.sh, MPI runs, two at a time). Ends with each step's time and one line:
-# N passed, N failed.
+# Builds initc and runs every test: unit (GoogleTest via ctest), IR (lit + FileCheck), end to
+# end (tests/e2e/<group>/*.sh, MPI runs) and Python (python/tests), the last two two at a time.
+# Ends with each step's time and one line: N passed, N failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/setup.sh"
@@ -85,21 +85,28 @@ echo "lit: $lit_passed passed, $((lit_failed + lit_unresolved)) failed"
 if ((lit_passed == 0 && lit_failed == 0)); then ((failed += 1)); failures+=("lit: ran no test"); fi
 record_step "IR tests (lit)" $(($(date +%s) - start)) "$lit_passed passed, $((lit_failed + lit_unresolved)) failed"
 
-echo "== end-to-end tests (two at a time)"
-# Every script of every group, longest first by the last run's times (tests/e2e/*/ needs no list
-# here), so that the two lanes end together; before any run, the known long ones first.
+echo "== end-to-end and Python tests (two at a time)"
+# Every script of every group, and the Python tests (python/tests, pytest in the pinned venv) as
+# one more job, longest first by the last run's times (tests/e2e/*/ needs no list here), so that
+# the two lanes end together; before any run, the known long ones first, in LONG_FIRST's order.
+# pytest runs beside the scripts: alone, it left 35% of the two cores idle over its 11 minutes
+# (vmstat during a cold run), the scripts two at a time 5%.
 E2E_TIMES="$BUILD_DIR/e2e-times.txt"
-LONG_FIRST=(sanitizers/sanitizers fuzzing/fuzz capture/capture_models capture/capture_values
-  sanitizers/thread_sanitizer)
+PYTHON_JOB=python/pytest
+LONG_FIRST=("$PYTHON_JOB" sanitizers/sanitizers fuzzing/fuzz capture/capture_models
+  capture/capture_values sanitizers/thread_sanitizer)
 e2e_order() {
-  local script id secs
-  for script in "$ROOT"/tests/e2e/*/*.sh; do
-    id=${script#"$ROOT"/tests/e2e/}
-    id=${id%.sh}
+  local id secs
+  { for script in "$ROOT"/tests/e2e/*/*.sh; do
+      id=${script#"$ROOT"/tests/e2e/}
+      echo "${id%.sh}"
+    done
+    echo "$PYTHON_JOB"
+  } | while read -r id; do
     secs=$(awk -v id="$id" '$2 == id { print $1 }' "$E2E_TIMES" 2>/dev/null)
     if [[ -z $secs ]]; then
       secs=0
-      for long in "${LONG_FIRST[@]}"; do [[ $long == "$id" ]] && secs=100000; done
+      for k in "${!LONG_FIRST[@]}"; do [[ ${LONG_FIRST[k]} == "$id" ]] && secs=$((100000 - k)); done
     fi
     echo "$secs $id"
   done | sort -k1,1nr -k2 | cut -d' ' -f2
@@ -107,9 +114,35 @@ e2e_order() {
 mapfile -t e2e_ids < <(e2e_order)
 e2e_start=$(date +%s)
 
+# The Python tests: once the venv made in the background is there (a venv or install that
+# fails counts as a failure, never as a skip).
+python_tests() {
+  until [[ -e $VENV_DONE ]]; do sleep 2; done
+  INITC_BUILD_DIR="$BUILD_DIR" bash "$ROOT/python/tests/run.sh"
+}
+# count_python RC SECONDS: adds pytest's own counts (each test, not the job) to the totals.
+count_python() {
+  local status=$1 secs=$2 summary venv_status venv_seconds python_passed python_failed=0 n
+  read -r venv_status venv_seconds <"$VENV_DONE"
+  record_step "Python venv (in the background)" "$venv_seconds" \
+    "$( ((venv_status == 0)) && echo ok || echo "failed: see $BUILD_DIR/python-venv.log")"
+  summary=$(grep -E "^=+ .* in [0-9.]+s" "$RESULTS/python.log" | tail -1)
+  python_passed=$(grep -oE "[0-9]+ passed" <<<"$summary" | grep -oE "[0-9]+" || echo 0)
+  for n in $(grep -oE "[0-9]+ (failed|errors?)" <<<"$summary" | grep -oE "^[0-9]+"); do
+    ((python_failed += n))
+  done
+  # No venv, a failed install, a crash or no test run: one failure.
+  ((status == 0 && python_passed > 0 || python_failed > 0)) || python_failed=1
+  echo "python: $python_passed passed, $python_failed failed ($secs s)${summary:+: $summary}"
+  ((passed += python_passed))
+  ((failed += python_failed))
+  ((python_failed == 0)) || { failures+=("python: see $RESULTS/python.log"); tail -15 "$RESULTS/python.log" | sed 's/^/    /'; }
+  record_step "Python tests (pytest)" "$secs" "$python_passed passed, $python_failed failed"
+}
+
 declare -A job_id=() job_start=()
 new_times=()
-# finish_one: waits for any running script and reports it.
+# finish_one: waits for any running job and reports it.
 finish_one() {
   local pid rc=0 id secs log
   wait -n -p pid || rc=$?
@@ -118,7 +151,9 @@ finish_one() {
   log="$RESULTS/${id//\//-}.log"
   unset "job_id[$pid]" "job_start[$pid]"
   new_times+=("$secs $id")
-  if ((rc == 0)); then
+  if [[ $id == "$PYTHON_JOB" ]]; then
+    count_python "$rc" "$secs"
+  elif ((rc == 0)); then
     ((passed += 1)); echo "PASS $id ($secs s)"; record_step "$id" "$secs" ok
   else
     ((failed += 1)); failures+=("$id: see $log")
@@ -128,37 +163,18 @@ finish_one() {
 }
 for id in "${e2e_ids[@]}"; do
   while ((${#job_id[@]} >= 2)); do finish_one; done
-  BUILD_DIR="$BUILD_DIR" bash "$ROOT/tests/e2e/$id.sh" >"$RESULTS/${id//\//-}.log" 2>&1 &
+  if [[ $id == "$PYTHON_JOB" ]]; then
+    python_tests >"$RESULTS/python.log" 2>&1 &
+  else
+    BUILD_DIR="$BUILD_DIR" bash "$ROOT/tests/e2e/$id.sh" >"$RESULTS/${id//\//-}.log" 2>&1 &
+  fi
   job_id[$!]=$id
   job_start[$!]=$(date +%s)
 done
 while ((${#job_id[@]})); do finish_one; done
-record_step "end to end, wall clock" $(($(date +%s) - e2e_start)) "${#e2e_ids[@]} scripts, 2 at a time"
+record_step "end to end and Python, wall clock" $(($(date +%s) - e2e_start)) \
+  "${#e2e_ids[@]} jobs, 2 at a time"
 printf '%s\n' "${new_times[@]}" >"$E2E_TIMES"
-
-# The Python tests (python/tests) in the pinned venv, made when missing: a venv or install that
-# fails counts as a failure, never as a skip.
-echo "== Python tests (pytest)"
-start=$(date +%s)
-until [[ -e $VENV_DONE ]]; do sleep 2; done
-read -r venv_status venv_seconds <"$VENV_DONE"
-record_step "Python venv (in the background)" "$venv_seconds" \
-  "$( ((venv_status == 0)) && echo ok || echo "failed: see $BUILD_DIR/python-venv.log")"
-INITC_BUILD_DIR="$BUILD_DIR" bash "$ROOT/python/tests/run.sh" >"$RESULTS/python.log" 2>&1
-python_status=$?
-python_summary=$(grep -E "^=+ .* in [0-9.]+s" "$RESULTS/python.log" | tail -1)
-python_passed=$(grep -oE "[0-9]+ passed" <<<"$python_summary" | grep -oE "[0-9]+" || echo 0)
-python_failed=0
-for n in $(grep -oE "[0-9]+ (failed|errors?)" <<<"$python_summary" | grep -oE "^[0-9]+"); do
-  ((python_failed += n))
-done
-# No venv, a failed install, a crash or no test run: one failure.
-((python_status == 0 && python_passed > 0 || python_failed > 0)) || python_failed=1
-echo "python: $python_passed passed, $python_failed failed ($(( $(date +%s) - start )) s)${python_summary:+: $python_summary}"
-((passed += python_passed))
-((failed += python_failed))
-((python_failed == 0)) || { failures+=("python: see $RESULTS/python.log"); tail -15 "$RESULTS/python.log" | sed 's/^/    /'; }
-record_step "Python tests (pytest)" $(($(date +%s) - start)) "$python_passed passed, $python_failed failed"
 
 if ((${#failures[@]})); then
   echo "== failures"
