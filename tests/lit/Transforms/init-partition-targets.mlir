@@ -2,6 +2,8 @@
 // RUN: not initc-opt %s '--init-partition=targets=x86-64-v3,x86-64-v3' 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not initc-opt %s '--init-partition=targets=x86-64-v4:9' 2>&1 | FileCheck %s --check-prefix=GROUPS
 // RUN: not initc-opt %s '--init-partition=targets=x86-64-v4:2x12' 2>&1 | FileCheck %s --check-prefix=BLOCKS
+// RUN: not initc-opt %s '--init-partition=targets=x86-64-v3:2pp' 2>&1 | FileCheck %s --check-prefix=PIPELINED
+// RUN: not initc-opt %s '--init-partition=targets=x86-64-v3:p' 2>&1 | FileCheck %s --check-prefix=ONLYP
 // RUN: not initc-opt %s '--init-partition=targets=x86-64-v4 bf16-converting-cpus=znver4' 2>&1 | FileCheck %s --check-prefix=NOTTARGET
 
 // With targets, every recipe gets one kernel per CPU, best first: the first keeps the kernel's
@@ -107,8 +109,10 @@
 
 // TWICE: error: init-partition: target 'x86-64-v3' is listed twice
 // NOTTARGET: error: init-partition: bf16-converting-cpus names 'znver4', which is not one of the targets' CPUs
-// GROUPS: error: init-partition: target 'x86-64-v4:9' is not CPU, CPU:GROUPS or CPU:GROUPSxBLOCKS with GROUPS in 1..4 and BLOCKS 8 or 16
+// GROUPS: error: init-partition: target 'x86-64-v4:9' is not CPU, CPU:GROUPS or CPU:GROUPSxBLOCKS (then p for a software-pipelined loop) with GROUPS in 1..4 and BLOCKS 8 or 16
 // BLOCKS: error: init-partition: target 'x86-64-v4:2x12' is not CPU, CPU:GROUPS
+// PIPELINED: error: init-partition: target 'x86-64-v3:2pp' is not CPU, CPU:GROUPS
+// ONLYP: error: init-partition: target 'x86-64-v3:p' is not CPU, CPU:GROUPS
 
 init.seed 0
 init.param @a : tensor<4x64xf32> {

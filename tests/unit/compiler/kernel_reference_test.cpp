@@ -508,8 +508,8 @@ protected:
     std::function<float(uint64_t)> reference;
   };
 
-  // Compiles `recipes` (tensor<n x dtype> each) for SSE2, AVX2 with two block groups and the
-  // host's widest vectors: every element has the reference's stored bytes on the whole tensor and
+  // Compiles `recipes` (tensor<n x dtype> each) for SSE2, AVX2 with two block groups (the loop
+  // as it is and software-pipelined) and the host's widest vectors: every element has the reference's stored bytes on the whole tensor and
   // on an inner slice, in every split, and every CPU's kernels write the same bytes.
   void expectRecipesMatch(const std::vector<Recipe> &recipes, int64_t n) {
     std::string text = "init.seed " + std::to_string(kSeed) + "\n";
@@ -520,7 +520,8 @@ protected:
       text += "init.param @\"" + r.name + "\" : " + type + " {\n" + body + "init.yield %0 : " +
               type + "\n}\n";
     }
-    const std::vector<std::string> specs = {"x86-64", "x86-64-v3:2", "native:3x16"};
+    const std::vector<std::string> specs = {"x86-64", "x86-64-v3:2", "x86-64-v3:2p",
+                                            "native:3x16"};
     std::vector<uint8_t> first;
     for (const std::string &spec : specs) {
       initrt::Program program;
@@ -589,18 +590,21 @@ TEST_F(KernelReferenceTest, SameRecipesShareAKernel) {
 }
 
 TEST_F(KernelReferenceTest, VectorWidthsGiveTheSameBytes) {
-  // Every CPU, every number of block groups per iteration (interleaved dependency chains) and
-  // both vector lengths give the same bytes; AVX-512 code runs only where the host has it.
+  // Every CPU, every number of block groups per iteration (interleaved dependency chains), both
+  // vector lengths and software-pipelined loops (x86-64-v3's default, `p`) give the same bytes;
+  // AVX-512 code runs only where the host has it.
   // native:3x16 on a CPU with AVX512-BF16 orders its bf16 lanes for the conversion instruction
   // as x86-64-v4+avx512bf16 does, known by the CPU's name.
   std::vector<Case> cases = allCases();
   std::vector<uint8_t> portable = runAll(cases, "x86-64");
   ASSERT_FALSE(portable.empty());
-  std::vector<std::string> specs = {"x86-64-v3", "x86-64-v3:2", "x86-64-v3:1x16", "native:3x16"};
+  std::vector<std::string> specs = {"x86-64-v3",     "x86-64-v3:2",  "x86-64-v3:1p",
+                                    "x86-64-v3:1x16", "x86-64-v3:4p", "native:3x16"};
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-    specs.insert(specs.end(), {"x86-64-v4:2", "x86-64-v4:2x16", "x86-64-v4:3x16"});
+    specs.insert(specs.end(),
+                 {"x86-64-v4:2", "x86-64-v4:2x16", "x86-64-v4:3x16", "x86-64-v4:3x16p"});
   // bf16 samples by the conversion instruction, where the host has it.
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"))
     specs.push_back("x86-64-v4+avx512bf16:3x16");

@@ -103,7 +103,8 @@ TEST(TargetArchitectureTest, VectorLoopsAndBF16ConversionsAreTheArchitecturesCho
     return shape.value_or("");
   };
   EXPECT_EQ(loop("x86-64-v4"), ":3x16");
-  EXPECT_EQ(loop("x86-64-v3"), ":2");
+  EXPECT_EQ(loop("x86-64-v3"), ":2p"); // AVX2 without AVX-512: software-pipelined
+  EXPECT_EQ(loop("x86-64"), ":2");
   EXPECT_EQ(loop("neoverse-v2"), ":2");
   EXPECT_TRUE(initc::target::addsBF16Conversion("x86-64-v4+avx512bf16"));
   EXPECT_FALSE(initc::target::addsBF16Conversion("x86-64-v4"));

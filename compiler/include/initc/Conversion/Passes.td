@@ -33,7 +33,9 @@ def Partition : Pass<"init-partition", "mlir::ModuleOp"> {
     ListOption<"targets", "targets", "std::string",
                "CPUs to build each kernel for, as CPU, CPU:GROUPS or CPU:GROUPSxBLOCKS (GROUPS "
                "groups of BLOCKS Philox blocks per iteration, BLOCKS 8 by default or 16 for "
-               "512-bit vectors; more groups for CPUs with more vector registers; CPU+avx512bf16: bf16 "
+               "512-bit vectors; more groups for CPUs with more vector registers; either shape "
+               "then p: each iteration computes the next one's Philox rounds, software "
+               "pipelining, where the value is not a function of one Philox word; CPU+avx512bf16: bf16 "
                "conversions marked initc.no_nan_or_subnormal are one instruction, and 16 blocks "
                "put their lanes in order around it). The first keeps the "
                "kernel's name, the others add '.CPU' (non-alphanumerics as '_'); each kernel "

@@ -37,22 +37,92 @@ using namespace initc::init;
 /// one long chain at a time leaves them waiting on latency).
 class GroupEvaluation {
 public:
+  /// What an evaluation clones: the whole region, or one stage of a software-pipelined loop
+  /// (KernelBody::groupLoop): the block stage (its ops and the shared ops they read) for the
+  /// next iteration, or the rest of the region, its reads of the block stage carried in.
+  enum class Part { Whole, BlockStage, LaneStage };
+
   /// `mappings`: four per group, one per lane of its blocks, holding the region's arguments.
   GroupEvaluation(OpBuilder &b, Location loc, Block &region, int64_t rank,
                   const GroupLayout &layout, int64_t vectorBlocks,
-                  SmallVector<IRMapping, 4 * kMaxGroups> mappings)
+                  SmallVector<IRMapping, 4 * kMaxGroups> mappings, Part part = Part::Whole,
+                  const BlockStage *stage = nullptr)
       : b(b), loc(loc), region(region), rank(rank), wordFunction(layout.wordFunction),
         convertLast(layout.convertLast), conversion(layout.conversion), vectorBlocks(vectorBlocks),
         groups(mappings.size() / 4), laneWidth(wordFunction ? 2 * vectorBlocks : vectorBlocks),
         mappings(std::move(mappings)), pairMappings(wordFunction ? 2 * groups : 0),
-        laneMappings(wordFunction ? pairMappings : this->mappings) {}
+        laneMappings(wordFunction ? pairMappings : this->mappings), part(part), stage(stage) {
+    assert((part == Part::Whole || (stage && !wordFunction)) && "a stage needs a block stage");
+  }
 
   /// Clones the region's ops onto the vectors.
   void run() {
-    // Shared by a group's four lanes: every argument but the index and the column (`shared`).
+    for (Operation *op : plan())
+      emit(*op);
+  }
+
+  /// Clones the ops of `first` and `second` (of the same iteration or of two) in one stream, in
+  /// proportion to the vectors each op is cloned for, so that the stream alternates between the
+  /// two evaluations' independent chains: a software-pipelined loop's block stage for the next
+  /// iteration then fills the latency of this iteration's float transform.
+  static void interleave(GroupEvaluation &first, GroupEvaluation &second) {
+    SmallVector<Operation *> firstOps = first.plan(), secondOps = second.plan();
+    auto total = [](GroupEvaluation &e, ArrayRef<Operation *> ops) {
+      int64_t sum = 0;
+      for (Operation *op : ops)
+        sum += e.clones(*op);
+      return std::max<int64_t>(sum, 1);
+    };
+    int64_t firstTotal = total(first, firstOps), secondTotal = total(second, secondOps);
+    int64_t firstDone = 0, secondDone = 0;
+    size_t i = 0, j = 0;
+    while (i < firstOps.size() || j < secondOps.size()) {
+      // The one behind, as a fraction of its own work.
+      if (j == secondOps.size() ||
+          (i < firstOps.size() && firstDone * secondTotal <= secondDone * firstTotal)) {
+        firstDone += first.clones(*firstOps[i]);
+        first.emit(*firstOps[i++]);
+      } else {
+        secondDone += second.clones(*secondOps[j]);
+        second.emit(*secondOps[j++]);
+      }
+    }
+  }
+
+  /// The lane stage's reads of the block stage, from `slots` (group by group, in the block
+  /// stage's order: what a previous iteration's carried() stored), each loaded where its first
+  /// reader is cloned, so that it is not live across the whole iteration.
+  void carryIn(ArrayRef<Value> slots) {
+    assert(part == Part::LaneStage && slots.size() == groups * stage->carried.size());
+    slotsIn.assign(slots.begin(), slots.end());
+  }
+  /// The block stage's results that the lane stage reads, group by group.
+  SmallVector<Value> carried() {
+    assert(part == Part::BlockStage);
+    SmallVector<Value> values;
+    for (int64_t group = 0; group < groups; ++group)
+      for (Value carried : stage->carried)
+        values.push_back(mappings[group * 4].lookup(carried));
+    return values;
+  }
+
+  /// The values of lane `lane` (0-3) of the blocks of group `group`.
+  IRMapping &lane(int64_t group, int64_t lane) { return mappings[group * 4 + lane]; }
+  /// With a word function, its values on pair `k` (0: x1 x0, 1: x3 x2) of group `group`.
+  IRMapping &pair(int64_t group, int64_t k) { return pairMappings[group * 2 + k]; }
+
+private:
+  // The ops this evaluation clones, in the region's order (a lazy select's deferred ops are
+  // cloned by the select); finds what the lanes share and what each lazy select defers.
+  SmallVector<Operation *> plan() {
+    // Shared by a group's four lanes: every argument but the index and the column, and the
+    // ops of those alone (isSharedByLanes).
     for (BlockArgument arg : region.getArguments())
       if (arg.getArgNumber() != 0 && arg.getArgNumber() != unsigned(rank))
         shared.insert(arg);
+    for (Operation &op : region.without_terminator())
+      if (isShared(op))
+        shared.insert(op.getResults().begin(), op.getResults().end());
     // The ops each lazy select defers (isLazySelect), found from each select upwards.
     for (Operation &select : region.without_terminator()) {
       if (!isLazySelect(select))
@@ -69,32 +139,34 @@ public:
           deferredFor[op] = &select;
       }
     }
+    SmallVector<Operation *> ops;
     for (Operation &op : region.without_terminator()) {
       if (deferredFor.count(&op))
         continue;
-      if (isLazySelect(op))
-        emitLazySelect(cast<arith::SelectOp>(op));
-      else
-        cloneForAll(op);
+      bool ofBlockStage = stage && stage->ops.contains(&op);
+      // The block stage takes the shared ops its ops read; the lane stage, the other shared
+      // ops again (constants and splats of the keys, which LLVM hoists out of the loop).
+      if ((part == Part::BlockStage && !isShared(op)) || (part == Part::LaneStage && ofBlockStage))
+        continue;
+      ops.push_back(&op);
     }
+    return ops;
+  }
+  void emit(Operation &op) {
+    if (isLazySelect(op))
+      emitLazySelect(cast<arith::SelectOp>(op));
+    else
+      cloneForAll(op);
+  }
+  // The vectors `op` is cloned for in a group, as interleave weighs it (constants cost nothing).
+  int64_t clones(Operation &op) {
+    if (isa<arith::ConstantOp>(op))
+      return 0;
+    return isShared(op) ? 1 : 4;
   }
 
-  /// The values of lane `lane` (0-3) of the blocks of group `group`.
-  IRMapping &lane(int64_t group, int64_t lane) { return mappings[group * 4 + lane]; }
-  /// With a word function, its values on pair `k` (0: x1 x0, 1: x3 x2) of group `group`.
-  IRMapping &pair(int64_t group, int64_t k) { return pairMappings[group * 2 + k]; }
-
-private:
   VectorType laneVectorOf(Type t) const { return VectorType::get({laneWidth}, t); }
-  bool isShared(Operation &op) {
-    if (auto shift = dyn_cast<arith::ShRUIOp>(op)) {
-      IntegerAttr amount;
-      if (shift.getLhs() == region.getArgument(0) &&
-          matchPattern(shift.getRhs(), m_Constant(&amount)) && amount.getInt() >= 2)
-        return true;
-    }
-    return llvm::all_of(op.getOperands(), [&](Value v) { return shared.contains(v); });
-  }
+  bool isShared(Operation &op) { return isSharedByLanes(op, region.getArgument(0), shared); }
   // `op` on vectors of `width`, its operands and results in `mapping`.
   void cloneAs(Operation &op, IRMapping &mapping, int64_t width) {
     auto vectorOfWidth = [&](Type t) { return VectorType::get({width}, t); };
@@ -162,15 +234,28 @@ private:
     bool once = isShared(op);
     if (wordFunction && !once)
       return; // how the word is selected: replaced by its pairs
-    if (once)
-      shared.insert(op.getResults().begin(), op.getResults().end());
     for (int64_t group = 0; group < groups; ++group) {
+      if (!slotsIn.empty())
+        loadCarried(op, group);
       for (int64_t lane = 0; lane < (once ? 1 : 4); ++lane)
         cloneAs(op, mappings[group * 4 + lane], vectorBlocks);
       if (once)
         for (int64_t lane = 1; lane < 4; ++lane)
           for (Value result : op.getResults())
             mappings[group * 4 + lane].map(result, mappings[group * 4].lookup(result));
+    }
+  }
+  // Loads the block stage's values that `op` reads in group `group` and that are not loaded yet.
+  void loadCarried(Operation &op, int64_t group) {
+    for (Value operand : op.getOperands()) {
+      auto *found = llvm::find(stage->carried, operand);
+      if (found == stage->carried.end() || mappings[group * 4].contains(operand))
+        continue;
+      Value slot = slotsIn[group * stage->carried.size() + (found - stage->carried.begin())];
+      auto type = VectorType::get({vectorBlocks}, operand.getType());
+      Value loaded = b.create<LLVM::LoadOp>(loc, type, slot, /*alignment=*/0, /*isVolatile=*/true);
+      for (int64_t lane = 0; lane < 4; ++lane)
+        mappings[group * 4 + lane].map(operand, loaded);
     }
   }
   // A select marked rarely false runs the ops only its false operand needs (erfinv's tail
@@ -264,6 +349,9 @@ private:
   // 64-bit multiplies per 32 blocks.)
   llvm::DenseSet<Value> shared;
   llvm::DenseMap<Operation *, Operation *> deferredFor; // lazy selects' ops, by select
+  Part part;
+  const BlockStage *stage;      // with a stage's part
+  SmallVector<Value> slotsIn;   // the lane stage's carried values, in memory
 };
 
 } // namespace initc::slice_kernel

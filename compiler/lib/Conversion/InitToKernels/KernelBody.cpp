@@ -5,8 +5,8 @@
 
 namespace initc::slice_kernel {
 
-KernelBody::KernelBody(func::FuncOp func, ElementwiseOp fused, int64_t groupCount,
-                       int64_t vectorBlocks, bool convertsBF16)
+KernelBody::KernelBody(func::FuncOp func, ElementwiseOp fused, const VectorLoop &loop,
+                       bool convertsBF16)
     : b(OpBuilder::atBlockBegin(&func.getBody().front())), loc(func.getLoc()),
       ptr(LLVM::LLVMPointerType::get(func.getContext())), i64(b.getI64Type()),
       out(func.getArgument(kKernelOut)), begin(func.getArgument(kKernelBegin)),
@@ -14,10 +14,13 @@ KernelBody::KernelBody(func::FuncOp func, ElementwiseOp fused, int64_t groupCoun
       region(fused.getBody().front()), rank(fused.getType().getRank()),
       element(fused.getType().getElementType()),
       storeType(element.isInteger(1) ? b.getI8Type() : element),
-      vectorizable(storeType.isIntOrFloat() && isVectorizable(region)), groupCount(groupCount),
-      vectorBlocks(vectorBlocks), convertsBF16(convertsBF16),
+      vectorizable(storeType.isIntOrFloat() && isVectorizable(region)), groupCount(loop.groups),
+      vectorBlocks(loop.vectorBlocks), pipelined(loop.pipelined), convertsBF16(convertsBF16),
       layout(planGroupLayout(region, rank, element, storeType, vectorBlocks, convertsBF16,
                              vectorizable)) {
+  entryBlock = &func.getBody().front();
+  if (pipelined && vectorizable && !layout.wordFunction)
+    blockStage = findBlockStage(region, rank);
   Value gshapePtr = func.getArgument(kKernelGlobalShape),
         offPtr = func.getArgument(kKernelOffset),
         lshapePtr = func.getArgument(kKernelLocalShape),
@@ -60,10 +63,8 @@ Value KernelBody::valueAt(Value linear, ArrayRef<Value> indices) {
   return value;
 }
 
-// Evaluates the region for the 4 * vectorBlocks elements of each group in `places` on vectors
-// (GroupEvaluation), puts the four lanes of each group in element order (GroupShuffles) and
-// stores them.
-void KernelBody::storeGroups(ArrayRef<GroupPlace> places) {
+// The region's arguments for the four lanes of each group in `places`, four mappings a group.
+SmallVector<IRMapping, 4 * kMaxGroups> KernelBody::laneArguments(ArrayRef<GroupPlace> places) {
   int64_t groups = places.size();
   SmallVector<Value> keys = llvm::map_to_vector(kernelArgs, [&](Value key) { return splat(key); });
   SmallVector<IRMapping, 4 * kMaxGroups> mappings(4 * groups);
@@ -83,8 +84,21 @@ void KernelBody::storeGroups(ArrayRef<GroupPlace> places) {
         mapping.map(region.getArgument(rank + 1 + a), value);
     }
   }
-  GroupEvaluation evaluation(b, loc, region, rank, layout, vectorBlocks, std::move(mappings));
+  return mappings;
+}
+
+// Evaluates the region for the 4 * vectorBlocks elements of each group in `places` on vectors
+// (GroupEvaluation), puts the four lanes of each group in element order (GroupShuffles) and
+// stores them.
+void KernelBody::storeGroups(ArrayRef<GroupPlace> places) {
+  GroupEvaluation evaluation(b, loc, region, rank, layout, vectorBlocks, laneArguments(places));
   evaluation.run();
+  storeEvaluated(evaluation, places);
+}
+
+// Stores the groups in `places` that `evaluation` evaluated.
+void KernelBody::storeEvaluated(GroupEvaluation &evaluation, ArrayRef<GroupPlace> places) {
+  int64_t groups = places.size();
   GroupShuffles shuffles(b, loc, layout, element, vectorBlocks, convertsBF16);
   for (int64_t group = 0; group < groups; ++group) {
     SmallVector<Value, 4> pieces;
@@ -298,13 +312,61 @@ Value KernelBody::groupLoop(const Row &row, Value from, Value to, int64_t groups
   Value count = b.create<arith::SubIOp>(loc, to, from);
   Value whole = b.create<arith::DivUIOp>(loc, count, step);
   Value end = b.create<arith::AddIOp>(loc, from, b.create<arith::MulIOp>(loc, whole, step));
-  auto loop = b.create<scf::ForOp>(loc, from, end, step);
+  if (!pipelines(groups)) {
+    auto loop = b.create<scf::ForOp>(loc, from, end, step);
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<GroupPlace, kMaxGroups> places;
+    for (int64_t group = 0; group < groups; ++group)
+      places.push_back(placeInRow(row, loop.getInductionVar(), group));
+    storeGroups(places);
+    return end;
+  }
+  // Software-pipelined (ir-spec/lowering.md): each iteration computes the next one's block
+  // stage (its Philox rounds), interleaved with its own float transforms, whose latency the
+  // block stage's independent integer ops fill; the first iteration's block stage comes before
+  // the loop, and the last one's is computed and dropped (Philox of blocks past the loop, which
+  // nothing stores). The carried values go through the stack, volatile so that LLVM keeps them
+  // there: each is stored once and loaded where the transform first reads it (carried in
+  // registers, as the loop's iteration arguments, the loop was slower than not pipelined).
+  auto any = b.create<scf::IfOp>(loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, from, end),
+                                 /*withElseRegion=*/false);
   OpBuilder::InsertionGuard inner(b);
+  b.setInsertionPointToStart(any.thenBlock());
+  using Part = GroupEvaluation::Part;
+  auto evaluationAt = [&](Value firstBlock, Part part, SmallVector<GroupPlace, kMaxGroups> &places) {
+    places.clear();
+    for (int64_t group = 0; group < groups; ++group)
+      places.push_back(placeInRow(row, firstBlock, group));
+    return std::make_unique<GroupEvaluation>(b, loc, region, rank, layout, vectorBlocks,
+                                             laneArguments(places), part, &*blockStage);
+  };
+  SmallVector<Value> slots;
+  {
+    OpBuilder entry = OpBuilder::atBlockBegin(entryBlock);
+    Value one32 = entry.create<LLVM::ConstantOp>(loc, entry.getI32Type(), int64_t(1));
+    for (int64_t group = 0; group < groups; ++group)
+      for (Value carried : blockStage->carried)
+        slots.push_back(entry.create<LLVM::AllocaOp>(loc, ptr, vectorOf(carried.getType()), one32,
+                                                     /*alignment=*/32));
+  }
+  auto storeCarried = [&](GroupEvaluation &stage) {
+    for (auto [value, slot] : llvm::zip_equal(stage.carried(), slots))
+      b.create<LLVM::StoreOp>(loc, value, slot, /*alignment=*/0, /*isVolatile=*/true);
+  };
+  SmallVector<GroupPlace, kMaxGroups> places, nextPlaces;
+  std::unique_ptr<GroupEvaluation> stage = evaluationAt(from, Part::BlockStage, nextPlaces);
+  stage->run();
+  storeCarried(*stage);
+  auto loop = b.create<scf::ForOp>(loc, from, end, step);
   b.setInsertionPointToStart(loop.getBody());
-  SmallVector<GroupPlace, kMaxGroups> places;
-  for (int64_t group = 0; group < groups; ++group)
-    places.push_back(placeInRow(row, loop.getInductionVar(), group));
-  storeGroups(places);
+  Value iteration = loop.getInductionVar();
+  std::unique_ptr<GroupEvaluation> lanes = evaluationAt(iteration, Part::LaneStage, places);
+  lanes->carryIn(slots);
+  stage = evaluationAt(b.create<arith::AddIOp>(loc, iteration, step), Part::BlockStage, nextPlaces);
+  GroupEvaluation::interleave(*stage, *lanes);
+  storeEvaluated(*lanes, places);
+  storeCarried(*stage); // after every load of this iteration's values
   return end;
 }
 

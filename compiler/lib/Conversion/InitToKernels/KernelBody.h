@@ -71,8 +71,7 @@ struct AcrossRows {
 /// GroupEvaluation) and store in element order (with GroupShuffles).
 class KernelBody {
 public:
-  KernelBody(func::FuncOp func, ElementwiseOp fused, int64_t groupCount, int64_t vectorBlocks,
-             bool convertsBF16);
+  KernelBody(func::FuncOp func, ElementwiseOp fused, const VectorLoop &loop, bool convertsBF16);
   void build();
 
 private:
@@ -97,7 +96,12 @@ private:
   }
 
   Value valueAt(Value linear, ArrayRef<Value> indices);
+  SmallVector<IRMapping, 4 * kMaxGroups> laneArguments(ArrayRef<GroupPlace> places);
   void storeGroups(ArrayRef<GroupPlace> places);
+  void storeEvaluated(GroupEvaluation &evaluation, ArrayRef<GroupPlace> places);
+  // Whether the loop of `groups` groups an iteration is software-pipelined (groupLoop): the
+  // main loop of a pipelined shape, when the region has a block stage.
+  bool pipelines(int64_t groups) const { return blockStage && groups == groupCount; }
   Value lanesInOrder(GroupEvaluation &evaluation, GroupShuffles &shuffles, int64_t group);
   SmallVector<Value, 4> pairsInOrder(GroupEvaluation &evaluation, GroupShuffles &shuffles,
                                      int64_t group);
@@ -136,8 +140,11 @@ private:
   Type element, storeType; // i1 is stored as i8
   bool vectorizable;
   int64_t groupCount, vectorBlocks;
+  bool pipelined;
   bool convertsBF16;
   GroupLayout layout;
+  std::optional<BlockStage> blockStage; // when the main loop is software-pipelined
+  Block *entryBlock;                    // where the pipelined loop's stack slots are
 };
 
 } // namespace initc::slice_kernel

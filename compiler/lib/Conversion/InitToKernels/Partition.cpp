@@ -50,11 +50,11 @@ ElementwiseOp buildOrthogonalSource(OrthogonalOp op, uint64_t seed, StringRef pa
   return source;
 }
 
-/// One entry of the pass's `targets` option: `CPU`, `CPU:GROUPS` or `CPU:GROUPSxBLOCKS`.
+/// One entry of the pass's `targets` option: `CPU`, `CPU:GROUPS` or `CPU:GROUPSxBLOCKS`, either
+/// shape followed by `p` for a software-pipelined loop.
 struct KernelTarget {
   std::string cpu;
-  int64_t groups = 1;
-  int64_t vectorBlocks = kDefaultVectorBlocks;
+  VectorLoop loop;
   std::string suffix; // appended to the kernel name; empty for the first target
   bool convertsBF16 = false; // listed in bf16-converting-cpus
 };
@@ -123,23 +123,25 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
     llvm::StringSet<> cpus, suffixes;
     for (const std::string &entry : targets) {
       auto [cpu, shape] = StringRef(entry).split(':');
-      auto [count, blocks] = shape.split('x');
       KernelTarget target;
+      target.loop.pipelined = shape.consume_back("p");
+      auto [count, blocks] = shape.split('x');
       target.cpu = cpu.str();
       target.convertsBF16 = llvm::is_contained(bf16ConvertingCpus, target.cpu);
       bool emptyShape = StringRef(entry).contains(':') && count.empty(); // "CPU:" or "CPU:x16"
-      bool badGroups = emptyShape || (!count.empty() && (count.getAsInteger(10, target.groups) ||
-                                                         target.groups < 1 ||
-                                                         target.groups > kMaxGroups));
+      bool badGroups = emptyShape || (!count.empty() && (count.getAsInteger(10, target.loop.groups) ||
+                                                         target.loop.groups < 1 ||
+                                                         target.loop.groups > kMaxGroups));
       bool badBlocks = shape.contains('x') &&
-                       (blocks.getAsInteger(10, target.vectorBlocks) ||
-                        (target.vectorBlocks != kDefaultVectorBlocks &&
-                         target.vectorBlocks != kMaxVectorBlocks));
+                       (blocks.getAsInteger(10, target.loop.vectorBlocks) ||
+                        (target.loop.vectorBlocks != kDefaultVectorBlocks &&
+                         target.loop.vectorBlocks != kMaxVectorBlocks));
       if (cpu.empty() || badGroups || badBlocks)
         return getOperation().emitError()
                << "init-partition: target '" << entry
-               << "' is not CPU, CPU:GROUPS or CPU:GROUPSxBLOCKS with GROUPS in 1.." << kMaxGroups
-               << " and BLOCKS " << kDefaultVectorBlocks << " or " << kMaxVectorBlocks;
+               << "' is not CPU, CPU:GROUPS or CPU:GROUPSxBLOCKS (then p for a software-pipelined "
+                  "loop) with GROUPS in 1.."
+               << kMaxGroups << " and BLOCKS " << kDefaultVectorBlocks << " or " << kMaxVectorBlocks;
       if (!out.empty()) {
         target.suffix = ".";
         for (char c : target.cpu)
@@ -217,8 +219,8 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
         slice_kernel::canonicalizeStoredNaN(fused.getBody().front());
         for (const KernelTarget &target : kernelTargets) {
           func::FuncOp kernel =
-              buildKernel(builder, fused.getLoc(), kernelName + target.suffix, fused, target.groups,
-                          target.vectorBlocks, target.convertsBF16);
+              buildKernel(builder, fused.getLoc(), kernelName + target.suffix, fused, target.loop,
+                          target.convertsBF16);
           if (!target.cpu.empty())
             kernel->setAttr("initc.target_cpu", builder.getStringAttr(target.cpu));
         }

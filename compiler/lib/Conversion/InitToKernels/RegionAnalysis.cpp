@@ -84,10 +84,7 @@ std::optional<WordFunction> findWordFunction(Block &region, int64_t rank) {
     bool readsElement = llvm::any_of(op.getOperands(), [&](Value v) {
       return perElement.contains(v) || v == found->word->getResult(0);
     });
-    IntegerAttr amount; // index >> 2 and more: the same for the four elements of a block
-    auto shift = dyn_cast<arith::ShRUIOp>(op);
-    bool blockOnly = shift && shift.getLhs() == index &&
-                     matchPattern(shift.getRhs(), m_Constant(&amount)) && amount.getInt() >= 2;
+    bool blockOnly = isBlockIndex(op, index);
     if (selection.contains(&op))
       perElement.insert(op.getResults().begin(), op.getResults().end());
     if (!readsElement || blockOnly || selection.contains(&op))
@@ -107,6 +104,48 @@ std::optional<WordFunction> findWordFunction(Block &region, int64_t rank) {
   if (value != found->word->getResult(0) && !(def && found->ofWord.contains(def)))
     return std::nullopt;
   return found;
+}
+
+bool isBlockIndex(Operation &op, Value index) {
+  auto shift = dyn_cast<arith::ShRUIOp>(op);
+  IntegerAttr amount;
+  return shift && shift.getLhs() == index && matchPattern(shift.getRhs(), m_Constant(&amount)) &&
+         amount.getInt() >= 2;
+}
+
+bool isSharedByLanes(Operation &op, Value index, const llvm::DenseSet<Value> &shared) {
+  return isBlockIndex(op, index) ||
+         llvm::all_of(op.getOperands(), [&](Value v) { return shared.contains(v); });
+}
+
+std::optional<BlockStage> findBlockStage(Block &region, int64_t rank) {
+  Value index = region.getArgument(0);
+  llvm::DenseSet<Value> shared, ofBlock;
+  for (BlockArgument arg : region.getArguments())
+    if (arg.getArgNumber() != 0 && arg.getArgNumber() != unsigned(rank))
+      shared.insert(arg);
+  BlockStage stage;
+  for (Operation &op : region.without_terminator()) {
+    if (op.hasAttr(random::kRarelyFalseAttr))
+      return std::nullopt;
+    if (!isSharedByLanes(op, index, shared))
+      continue;
+    shared.insert(op.getResults().begin(), op.getResults().end());
+    if (isBlockIndex(op, index) ||
+        llvm::any_of(op.getOperands(), [&](Value v) { return ofBlock.contains(v); })) {
+      stage.ops.insert(&op);
+      ofBlock.insert(op.getResults().begin(), op.getResults().end());
+    }
+  }
+  for (Operation &op : region.without_terminator())
+    if (stage.ops.contains(&op))
+      for (Value result : op.getResults())
+        if (llvm::any_of(result.getUsers(),
+                         [&](Operation *user) { return !stage.ops.contains(user); }))
+          stage.carried.push_back(result);
+  if (stage.carried.empty())
+    return std::nullopt;
+  return stage;
 }
 
 } // namespace initc::slice_kernel

@@ -52,6 +52,28 @@ struct WordFunction {
 /// The word function of `region` (of a parameter of rank `rank`), if it is one.
 std::optional<WordFunction> findWordFunction(Block &region, int64_t rank);
 
+/// Whether `op` is `index >> k` with k >= 2: the same for the four elements of a block, which
+/// differ in the index's two low bits only.
+bool isBlockIndex(Operation &op, Value index);
+
+/// Whether the four lanes of a block share `op`'s results: the block index (isBlockIndex) and
+/// every op whose operands are all in `shared` (the region's arguments but the index and the
+/// column, and the results of the shared ops before `op`).
+bool isSharedByLanes(Operation &op, Value index, const llvm::DenseSet<Value> &shared);
+
+/// The first stage of a region for a software-pipelined loop (KernelBody::groupLoop): the ops
+/// that the lanes share and that depend on the block (the Philox rounds), and those of their
+/// results that the rest of the region reads, which an iteration computes for the next one.
+struct BlockStage {
+  llvm::DenseSet<Operation *> ops;
+  SmallVector<Value> carried; // in the region's order
+};
+
+/// The block stage of `region` (of a parameter of rank `rank`), if it has one and the rest of
+/// the region can take its results from a previous iteration: not with a lazy select, whose
+/// branches would split the stages.
+std::optional<BlockStage> findBlockStage(Block &region, int64_t rank);
+
 } // namespace initc::slice_kernel
 
 #endif // INITC_CONVERSION_INITTOKERNELS_REGIONANALYSIS_H

@@ -44,13 +44,13 @@ using namespace mlir;
 using namespace initc;
 
 func::FuncOp initc::buildKernel(OpBuilder &builder, Location loc, StringRef name,
-                                init::ElementwiseOp fused, int64_t groupCount,
-                                int64_t vectorBlocks, bool convertsBF16) {
+                                init::ElementwiseOp fused, const VectorLoop &loop,
+                                bool convertsBF16) {
   // The ABI's argument attributes carry the runtime's promises (ir-spec/lowering.md): `out`
   // overlaps no input array and no pointer is kept, so LLVM vectorizes without run-time alias
   // checks.
   func::FuncOp func = createKernelFunction(builder, loc, name);
   func->setAttr("initc.kernel", builder.getUnitAttr());
-  slice_kernel::KernelBody(func, fused, groupCount, vectorBlocks, convertsBF16).build();
+  slice_kernel::KernelBody(func, fused, loop, convertsBF16).build();
   return func;
 }

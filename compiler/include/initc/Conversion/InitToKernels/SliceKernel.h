@@ -22,14 +22,23 @@ inline constexpr int64_t kMaxVectorBlocks = 16;
 /// At most this many groups of vector blocks per iteration.
 inline constexpr int64_t kMaxGroups = 4;
 
+/// The shape of a kernel's main loop (a target's `CPU:GROUPSxBLOCKS`, then `p` when pipelined):
+/// `groups` vectors of `vectorBlocks` blocks per iteration, and whether each iteration computes
+/// the next one's Philox rounds beside its own float transforms (software pipelining, for
+/// regions whose value is not a function of one Philox word: normal, Box-Muller).
+struct VectorLoop {
+  int64_t groups = 1;
+  int64_t vectorBlocks = kDefaultVectorBlocks;
+  bool pipelined = false;
+};
+
 /// Builds the kernel `func.func @name(out, globalShape, offset, localShape, begin, end, args)`
-/// (KernelABI.h) evaluating `fused`, `groupCount` vectors of `vectorBlocks` blocks per iteration
-/// of its main loop.
+/// (KernelABI.h) evaluating `fused`, its main loop shaped as `loop`.
 /// `convertsBF16`: the CPU rounds f32 to bf16 in one instruction (AVX512-BF16), which the
 /// lowering uses for conversions marked random::kNoNaNOrSubnormalAttr. The ABI is
 /// initrt::KernelFn (runtime/include/initrt/program.h).
 mlir::func::FuncOp buildKernel(mlir::OpBuilder &builder, mlir::Location loc, llvm::StringRef name,
-                               init::ElementwiseOp fused, int64_t groupCount, int64_t vectorBlocks,
+                               init::ElementwiseOp fused, const VectorLoop &loop,
                                bool convertsBF16);
 
 } // namespace initc

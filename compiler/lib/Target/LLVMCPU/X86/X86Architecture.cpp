@@ -91,8 +91,12 @@ public:
     // Philox's multiplies and of the polynomials: three of 16 blocks with AVX-512 (32 registers
     // of 16 floats), so that the float transforms run at full width, else two of 8. With AVX2,
     // two groups of 8 run 9-29% faster than one, though the second spills; with AVX-512 three
-    // groups run uniform 6-13% and normal 3-4% faster than two (ir-spec/lowering.md).
-    return llvm::is_contained(extensions, "avx512f") ? ":3x16" : ":2";
+    // groups run uniform 6-13% and normal 3-4% faster than two (ir-spec/lowering.md). AVX2's
+    // loop is software-pipelined: TinyLlama f32 took 0.89x the time on a Zen 4 running it
+    // (bf16 0.96x); AVX-512's took 1.09x, so it is not (benchmarks/README.md).
+    if (llvm::is_contained(extensions, "avx512f"))
+      return ":3x16";
+    return llvm::is_contained(extensions, "avx2") ? ":2p" : ":2";
   }
 
   void registerCodeGenHooks() const override { useKernelScheduler(); }
