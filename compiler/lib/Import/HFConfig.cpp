@@ -341,6 +341,11 @@ bool readLlamaConfig(ConfigFields &fields, StringRef modelType, LlamaConfig &c) 
                          ") is not divisible by 'num_attention_heads' (" + Twine(c.heads) +
                          "); fix one of them, or give 'head_dim' explicitly");
     c.headDim = c.hidden / c.heads;
+    if (c.headDim == 0)
+      return fields.fail("'hidden_size' (" + Twine(c.hidden) +
+                         ") is smaller than 'num_attention_heads' (" + Twine(c.heads) +
+                         "), so a head would have no dimensions: fix one of them, or give "
+                         "'head_dim' explicitly");
   }
   if (c.headDim % 2 != 0)
     return fields.fail("the head dimension is " + Twine(c.headDim) +

@@ -268,6 +268,18 @@ TEST(HFImport, HiddenSizeNotAMultipleOfTheHeadsFloorsTheHeadDim) {
   }
 }
 
+TEST(HFImport, HiddenSizeBelowTheHeadsIsRefused) {
+  // Flooring 28 / 42 would give heads of no dimensions (found by the config fuzzer, which
+  // divided by that zero).
+  Imported m(R"({"model_type": "qwen2", "vocab_size": 8, "hidden_size": 28,
+    "intermediate_size": 12, "num_hidden_layers": 1, "num_attention_heads": 42})");
+  EXPECT_FALSE(m.module);
+  EXPECT_NE(m.error.find("'hidden_size' (28) is smaller than 'num_attention_heads' (42), so a "
+                         "head would have no dimensions"),
+            std::string::npos)
+      << m.error;
+}
+
 TEST(HFImport, RopeScalingThatRescalesInvFreqDropsTheBuffer) {
   std::string base = R"({"model_type": "llama", "vocab_size": 8, "hidden_size": 8,
     "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "rope_scaling": )";
