@@ -117,9 +117,7 @@ private:
   SmallVector<Operation *> plan() {
     // Shared by a group's four lanes: every argument but the index and the column, and the
     // ops of those alone (isSharedByLanes).
-    for (BlockArgument arg : region.getArguments())
-      if (arg.getArgNumber() != 0 && arg.getArgNumber() != unsigned(rank))
-        shared.insert(arg);
+    shared = argumentsSharedByLanes(region, rank);
     for (Operation &op : region.without_terminator())
       if (isShared(op))
         shared.insert(op.getResults().begin(), op.getResults().end());

@@ -329,12 +329,14 @@ Value KernelBody::groupLoop(const Row &row, Value from, Value to, int64_t groups
   // nothing stores). The carried values go through the stack, volatile so that LLVM keeps them
   // there: each is stored once and loaded where the transform first reads it (carried in
   // registers, as the loop's iteration arguments, the loop was slower than not pipelined).
-  auto any = b.create<scf::IfOp>(loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, from, end),
-                                 /*withElseRegion=*/false);
+  auto any = b.create<scf::IfOp>(
+      loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, from, end),
+      /*withElseRegion=*/false);
   OpBuilder::InsertionGuard inner(b);
   b.setInsertionPointToStart(any.thenBlock());
   using Part = GroupEvaluation::Part;
-  auto evaluationAt = [&](Value firstBlock, Part part, SmallVector<GroupPlace, kMaxGroups> &places) {
+  auto evaluationAt = [&](Value firstBlock, Part part,
+                          SmallVector<GroupPlace, kMaxGroups> &places) {
     places.clear();
     for (int64_t group = 0; group < groups; ++group)
       places.push_back(placeInRow(row, firstBlock, group));

@@ -129,9 +129,9 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
       target.cpu = cpu.str();
       target.convertsBF16 = llvm::is_contained(bf16ConvertingCpus, target.cpu);
       bool emptyShape = StringRef(entry).contains(':') && count.empty(); // "CPU:" or "CPU:x16"
-      bool badGroups = emptyShape || (!count.empty() && (count.getAsInteger(10, target.loop.groups) ||
-                                                         target.loop.groups < 1 ||
-                                                         target.loop.groups > kMaxGroups));
+      int64_t &groups = target.loop.groups;
+      bool badGroups = emptyShape || (!count.empty() && (count.getAsInteger(10, groups) ||
+                                                         groups < 1 || groups > kMaxGroups));
       bool badBlocks = shape.contains('x') &&
                        (blocks.getAsInteger(10, target.loop.vectorBlocks) ||
                         (target.loop.vectorBlocks != kDefaultVectorBlocks &&
@@ -141,7 +141,8 @@ struct PartitionPass : initc::impl::PartitionBase<PartitionPass> {
                << "init-partition: target '" << entry
                << "' is not CPU, CPU:GROUPS or CPU:GROUPSxBLOCKS (then p for a software-pipelined "
                   "loop) with GROUPS in 1.."
-               << kMaxGroups << " and BLOCKS " << kDefaultVectorBlocks << " or " << kMaxVectorBlocks;
+               << kMaxGroups << " and BLOCKS " << kDefaultVectorBlocks << " or "
+               << kMaxVectorBlocks;
       if (!out.empty()) {
         target.suffix = ".";
         for (char c : target.cpu)

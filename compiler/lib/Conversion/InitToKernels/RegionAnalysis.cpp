@@ -113,6 +113,14 @@ bool isBlockIndex(Operation &op, Value index) {
          amount.getInt() >= 2;
 }
 
+llvm::DenseSet<Value> argumentsSharedByLanes(Block &region, int64_t rank) {
+  llvm::DenseSet<Value> shared;
+  for (BlockArgument arg : region.getArguments())
+    if (arg.getArgNumber() != 0 && arg.getArgNumber() != unsigned(rank))
+      shared.insert(arg);
+  return shared;
+}
+
 bool isSharedByLanes(Operation &op, Value index, const llvm::DenseSet<Value> &shared) {
   return isBlockIndex(op, index) ||
          llvm::all_of(op.getOperands(), [&](Value v) { return shared.contains(v); });
@@ -120,10 +128,7 @@ bool isSharedByLanes(Operation &op, Value index, const llvm::DenseSet<Value> &sh
 
 std::optional<BlockStage> findBlockStage(Block &region, int64_t rank) {
   Value index = region.getArgument(0);
-  llvm::DenseSet<Value> shared, ofBlock;
-  for (BlockArgument arg : region.getArguments())
-    if (arg.getArgNumber() != 0 && arg.getArgNumber() != unsigned(rank))
-      shared.insert(arg);
+  llvm::DenseSet<Value> shared = argumentsSharedByLanes(region, rank), ofBlock;
   BlockStage stage;
   for (Operation &op : region.without_terminator()) {
     if (op.hasAttr(random::kRarelyFalseAttr))

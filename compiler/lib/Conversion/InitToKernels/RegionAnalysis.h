@@ -56,6 +56,10 @@ std::optional<WordFunction> findWordFunction(Block &region, int64_t rank);
 /// differ in the index's two low bits only.
 bool isBlockIndex(Operation &op, Value index);
 
+/// The region's arguments that the four lanes of a block share: every one but the index and
+/// the column (of a parameter of rank `rank`).
+llvm::DenseSet<Value> argumentsSharedByLanes(Block &region, int64_t rank);
+
 /// Whether the four lanes of a block share `op`'s results: the block index (isBlockIndex) and
 /// every op whose operands are all in `shared` (the region's arguments but the index and the
 /// column, and the results of the shared ops before `op`).
